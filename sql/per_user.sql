@@ -1,0 +1,186 @@
+-- rankwise: per-user ranking metrics, one row per (user, k), every metric and every k in one query.
+--
+-- Inputs (tables or views):
+--   recommendations(user_id, rank, item_id)       rank = position 1..n; a row with a NULL item_id
+--                                                 marks a user whose list is empty
+--   ground_truth(user_id, item_id, relevance)     one row per judged item; a NULL item_id marks a
+--                                                 user with no labels
+--   cutoffs(k)                                    one row per cutoff
+-- Parameters (the Convention knobs, see rankwise.conventions; defaults = reference document 000):
+--   $users                 'union' | 'labels' | 'predictions' | 'intersection'
+--   $empty_labels          'nan' | 'zero' | 'one' | 'error'   (error is raised by the caller)
+--   $empty_predictions     'zero' | 'nan' | 'one' | 'error'
+--   $precision_denominator 'k' | 'min_k_len' | 'min_k_nrel'
+--   $ap_denominator        'n_hits' | 'n_rel' | 'min_k_nrel' | 'k' | 'min_k_len'
+--   $gain                  'binary' | 'linear' | 'exp2'
+--   $log_base              > 1 (2.718281828459045 = natural log)
+--   $ideal                 'predictions_topk' | 'labels'
+--   $zero_ideal            'zero' | 'nan'
+--   $relevance_threshold   relevant = relevance > 0 AND relevance >= threshold
+--   $rr_cutoff             1 = RR counts a first hit within k only, 0 = anywhere in the list
+--   $beta                  F-beta's beta
+-- Output: user_id, k, n_recs, n_rel, precision, recall, fbeta, map, mar, mrr, dcg, ndcg, hit_rate,
+--   r_precision. NULL = undefined under the convention (excluded from means).
+-- Formulas, per user at k (hits@k = relevant items in the top k, n_rel = relevant labels):
+--   precision = hits@k / den        recall = hits@k / n_rel      fbeta = (1+b^2)PR / (b^2 P + R)
+--   map (AP)  = sum over hit positions i of hits@i / i, / den    mar (AR) = sum of hits@i / n_rel, / den
+--   mrr (RR)  = 1 / first hit position        hit_rate = [hits@k > 0]
+--   dcg = sum_{i<=k} gain_i / log_b(i + 1)     ndcg = dcg / idcg
+--   r_precision = hits@min(k, n_rel) / min(k, n_rel)
+WITH
+labels AS (
+    SELECT g.user_id, g.item_id, g.relevance,
+           CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel
+    FROM ground_truth AS g
+),
+graded_labels AS (
+    SELECT l.user_id, l.item_id, l.is_rel,
+           CASE WHEN $gain = 'binary' THEN CAST(l.is_rel AS DOUBLE)
+                WHEN $gain = 'linear' THEN CAST(l.relevance AS DOUBLE)
+                ELSE POWER(2.0, CAST(l.relevance AS DOUBLE)) - 1.0 END AS gain
+    FROM labels AS l
+),
+label_stats AS (
+    SELECT l.user_id, 1 AS in_truth, CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
+    FROM labels AS l
+    GROUP BY l.user_id
+),
+rec_stats AS (
+    SELECT r.user_id, 1 AS in_recs, CAST(COUNT(r.item_id) AS BIGINT) AS n_recs
+    FROM recommendations AS r
+    GROUP BY r.user_id
+),
+all_users AS (
+    SELECT CASE WHEN COALESCE(rs.in_recs, 0) = 1 THEN rs.user_id ELSE ls.user_id END AS user_id,
+           COALESCE(rs.in_recs, 0) AS in_recs,
+           COALESCE(ls.in_truth, 0) AS in_truth,
+           CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
+           CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel
+    FROM rec_stats AS rs
+    FULL OUTER JOIN label_stats AS ls ON rs.user_id = ls.user_id
+),
+universe AS (
+    SELECT a.user_id, a.n_recs, a.n_rel
+    FROM all_users AS a
+    WHERE (CASE WHEN $users = 'union' THEN 1
+                WHEN $users = 'labels' THEN a.in_truth
+                WHEN $users = 'predictions' THEN a.in_recs
+                ELSE a.in_recs * a.in_truth END) = 1
+),
+-- recommended items that carry a label: the only rows that can earn anything
+judged AS (
+    SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, g.is_rel, g.gain, u.n_rel,
+           SUM(g.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far
+    FROM recommendations AS r
+    JOIN graded_labels AS g ON g.user_id = r.user_id AND g.item_id = r.item_id
+    JOIN universe AS u ON u.user_id = r.user_id
+),
+first_hits AS (
+    SELECT j.user_id, MIN(CASE WHEN j.is_rel = 1 THEN j.rank END) AS first_hit
+    FROM judged AS j
+    GROUP BY j.user_id
+),
+judged_at_k AS (
+    SELECT j.user_id, CAST(c.k AS BIGINT) AS k, j.rank, j.is_rel, j.gain, j.n_rel, j.hits_so_far,
+           ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC, j.rank) AS ideal_pos
+    FROM judged AS j
+    JOIN cutoffs AS c ON j.rank <= c.k
+),
+at_k AS (
+    SELECT a.user_id, a.k,
+           1 AS matched,
+           CAST(SUM(a.is_rel) AS BIGINT) AS hits,
+           SUM(CASE WHEN a.is_rel = 1 THEN CAST(a.hits_so_far AS DOUBLE) / a.rank ELSE 0.0 END) AS precision_sum,
+           CAST(SUM(CASE WHEN a.is_rel = 1 THEN a.hits_so_far ELSE 0 END) AS BIGINT) AS hits_sum,
+           MIN(CASE WHEN a.is_rel = 1 THEN a.rank END) AS first_hit,
+           CAST(SUM(CASE WHEN a.is_rel = 1 AND a.rank <= a.n_rel THEN 1 ELSE 0 END) AS BIGINT) AS r_hits,
+           SUM(a.gain / (LN(a.rank + 1.0) / LN($log_base))) AS dcg,
+           SUM(a.gain / (LN(a.ideal_pos + 1.0) / LN($log_base))) AS idcg_top
+    FROM judged_at_k AS a
+    GROUP BY a.user_id, a.k
+),
+ideal_labels AS (
+    SELECT g.user_id, g.gain,
+           ROW_NUMBER() OVER (PARTITION BY g.user_id ORDER BY g.gain DESC) AS pos
+    FROM graded_labels AS g
+    JOIN universe AS u ON u.user_id = g.user_id
+    WHERE g.item_id IS NOT NULL
+),
+idcg_labels AS (
+    SELECT i.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched,
+           SUM(i.gain / (LN(i.pos + 1.0) / LN($log_base))) AS idcg
+    FROM ideal_labels AS i
+    JOIN cutoffs AS c ON i.pos <= c.k
+    GROUP BY i.user_id, c.k
+),
+stats AS (
+    SELECT u.user_id, CAST(c.k AS BIGINT) AS k, u.n_recs, u.n_rel,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits ELSE 0 END AS DOUBLE) AS hits,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.precision_sum ELSE 0.0 END AS precision_sum,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits_sum ELSE 0 END AS DOUBLE) AS hits_sum,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.r_hits ELSE 0 END AS DOUBLE) AS r_hits,
+           CASE WHEN $rr_cutoff = 1 THEN (CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.first_hit, 0) ELSE 0 END)
+                ELSE (CASE WHEN COALESCE(f.first_hit, 0) > 0 THEN f.first_hit ELSE 0 END) END AS first_hit,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
+           CASE WHEN $ideal = 'labels'
+                THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
+                ELSE (CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.idcg_top ELSE 0.0 END) END AS idcg
+    FROM universe AS u
+    CROSS JOIN cutoffs AS c
+    LEFT JOIN at_k AS a ON a.user_id = u.user_id AND a.k = c.k
+    LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
+    LEFT JOIN first_hits AS f ON f.user_id = u.user_id
+),
+denominators AS (
+    SELECT s.*,
+           CAST(CASE WHEN $precision_denominator = 'k' THEN s.k
+                     WHEN $precision_denominator = 'min_k_len' THEN LEAST(s.k, s.n_recs)
+                     ELSE LEAST(s.k, s.n_rel) END AS DOUBLE) AS p_den,
+           CAST(CASE WHEN $ap_denominator = 'n_hits' THEN CAST(s.hits AS BIGINT)
+                     WHEN $ap_denominator = 'n_rel' THEN s.n_rel
+                     WHEN $ap_denominator = 'min_k_nrel' THEN LEAST(s.k, s.n_rel)
+                     WHEN $ap_denominator = 'k' THEN s.k
+                     ELSE LEAST(s.k, s.n_recs) END AS DOUBLE) AS ap_den
+    FROM stats AS s
+),
+defined AS (
+    SELECT d.user_id, d.k, d.n_recs, d.n_rel,
+           d.hits / NULLIF(d.p_den, 0.0) AS precision,
+           d.hits / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS recall,
+           CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS map,
+           CASE WHEN d.ap_den > 0 THEN d.hits_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) / d.ap_den ELSE 0.0 END AS mar,
+           CASE WHEN d.first_hit > 0 THEN 1.0 / d.first_hit ELSE 0.0 END AS mrr,
+           d.dcg,
+           CASE WHEN d.idcg > 0 THEN d.dcg / d.idcg
+                WHEN $zero_ideal = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END AS ndcg,
+           CASE WHEN d.hits > 0 THEN 1.0 ELSE 0.0 END AS hit_rate,
+           d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS r_precision
+    FROM denominators AS d
+),
+with_f AS (
+    SELECT m.*,
+           CASE WHEN m.precision + m.recall > 0
+                THEN (1.0 + $beta * $beta) * m.precision * m.recall / ($beta * $beta * m.precision + m.recall)
+                ELSE 0.0 END AS fbeta
+    FROM defined AS m
+),
+empty_values AS (
+    SELECT CASE WHEN $empty_labels = 'zero' THEN 0.0 WHEN $empty_labels = 'one' THEN 1.0
+                ELSE CAST(NULL AS DOUBLE) END AS no_labels,
+           CASE WHEN $empty_predictions = 'zero' THEN 0.0 WHEN $empty_predictions = 'one' THEN 1.0
+                ELSE CAST(NULL AS DOUBLE) END AS no_predictions
+)
+SELECT f.user_id, f.k, f.n_recs, f.n_rel,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.precision END AS precision,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.recall END AS recall,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.fbeta END AS fbeta,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.map END AS map,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.mar END AS mar,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.mrr END AS mrr,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.dcg END AS dcg,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg END AS ndcg,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.hit_rate END AS hit_rate,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.r_precision END AS r_precision
+FROM with_f AS f
+CROSS JOIN empty_values AS e

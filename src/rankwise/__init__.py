@@ -1,0 +1,29 @@
+"""rankwise: ranking and recommendation metrics with every convention explicit, on Polars and DuckDB."""
+
+from .api import BACKENDS, Result, evaluate
+from .conventions import PRESETS, Convention, knob_documentation
+from .errors import (
+    DtypeMismatchError,
+    DuplicateItemError,
+    DuplicateRankError,
+    InputError,
+    InvalidRankError,
+    InvalidRelevanceError,
+    MissingColumnError,
+    MissingDependencyError,
+    NullValueError,
+    ParameterError,
+    RankwiseError,
+    UndefinedValueError,
+    UnsupportedInputError,
+)
+from .metrics import METRICS
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BACKENDS", "METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation",
+    "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "InputError", "InvalidRankError",
+    "InvalidRelevanceError", "MissingColumnError", "MissingDependencyError", "NullValueError",
+    "ParameterError", "RankwiseError", "UndefinedValueError", "UnsupportedInputError",
+]

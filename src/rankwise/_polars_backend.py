@@ -1,0 +1,235 @@
+"""Polars backend: one lazy plan, stage for stage the same as ``sql/per_user.sql``.
+
+The metric builders at the bottom take the convention and return ``pl.Expr`` over the per-(user, k)
+statistics (hits, n_recs, n_rel, precision_sum, hits_sum, first_hit, dcg, idcg, r_hits), so they
+compose with any grouping.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from ._inputs import ITEM, RANK, REL, USER, Prepared
+from .conventions import Convention
+
+METRIC_COLUMNS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
+
+
+def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float) -> pl.DataFrame:
+    """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined)."""
+    recs, truth = prep.recommendations.lazy(), prep.ground_truth.lazy()
+    cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
+    discount = _discount(conv.log_base)
+
+    labels = truth.with_columns(
+        is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)).fill_null(False).cast(pl.Int64)
+    ).with_columns(gain=_gain(conv))
+    label_stats = labels.group_by(USER).agg(pl.col("is_rel").sum().alias("n_rel"), pl.lit(1).alias("in_truth"))
+    rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
+    everyone = rec_stats.join(label_stats, on=USER, how="full", coalesce=True, nulls_equal=True).with_columns(
+        pl.col("n_recs", "n_rel", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
+    )
+    universe = everyone.filter(_in_universe(conv.users)).select(USER, "n_recs", "n_rel")
+
+    judged = (
+        recs.join(labels.filter(pl.col(ITEM).is_not_null()), on=[USER, ITEM], how="inner")
+        .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+        .sort(USER, RANK)
+        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
+    )
+    first_hits = judged.group_by(USER).agg(pl.col(RANK).filter(pl.col("is_rel") == 1).min().alias("first_hit_any"))
+    hit = pl.col("is_rel") == 1
+    at_k = (
+        judged.join(cutoffs, how="cross")
+        .filter(pl.col(RANK) <= pl.col("k"))
+        .sort([USER, "k", "gain", RANK], descending=[False, False, True, False])
+        .with_columns(ideal_pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER, "k"))
+        .group_by(USER, "k")
+        .agg(
+            pl.col("is_rel").sum().alias("hits"),
+            (pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).filter(hit).sum().alias("precision_sum"),
+            pl.col("hits_so_far").filter(hit).sum().alias("hits_sum"),
+            pl.col(RANK).filter(hit).min().alias("first_hit"),
+            (hit & (pl.col(RANK) <= pl.col("n_rel"))).sum().alias("r_hits"),
+            (pl.col("gain") / discount(pl.col(RANK))).sum().alias("dcg"),
+            (pl.col("gain") / discount(pl.col("ideal_pos"))).sum().alias("idcg_top"),
+        )
+    )
+    idcg_labels = (
+        labels.filter(pl.col(ITEM).is_not_null())
+        .join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
+        .sort([USER, "gain"], descending=[False, True])
+        .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
+        .join(cutoffs, how="cross")
+        .filter(pl.col("pos") <= pl.col("k"))
+        .group_by(USER, "k")
+        .agg((pl.col("gain") / discount(pl.col("pos"))).sum().alias("idcg_labels"))
+    )
+    stats = (
+        universe.join(cutoffs, how="cross")
+        .join(at_k, on=[USER, "k"], how="left", nulls_equal=True)
+        .join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True)
+        .join(first_hits, on=USER, how="left", nulls_equal=True)
+        .with_columns(
+            pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
+            pl.col("precision_sum", "dcg", "idcg_top", "idcg_labels").fill_null(0.0),
+            pl.col("first_hit" if conv.rr_cutoff else "first_hit_any").fill_null(0).alias("first_hit"),
+        )
+        .with_columns(idcg=pl.col("idcg_labels" if conv.ideal == "labels" else "idcg_top"))
+    )
+    values = {name: builder(conv) for name, builder in _BUILDERS.items()}
+    values["fbeta"] = fbeta(pl.col("precision"), pl.col("recall"), beta)
+    frame = stats.with_columns(**{n: values[n] for n in METRIC_COLUMNS if n != "fbeta"}).with_columns(
+        fbeta=values["fbeta"]
+    )
+    empty = _empty_value(conv)
+    return (
+        frame.with_columns(**{n: empty(pl.col(n)) for n in METRIC_COLUMNS})
+        .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
+        .collect()
+    )
+
+
+def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
+    """Mean of every metric per k over the users whose value is defined (the SQL's summary.sql)."""
+    long = per_user_long.unpivot(index=["k"], on=list(METRIC_COLUMNS), variable_name="metric")
+    out = long.group_by("metric", "k").agg(
+        pl.col("value").mean().alias("value"), pl.col("value").count().alias("n_users")
+    )
+    if conv.f_aggregation == "of_means":
+        means = per_user_long.group_by("k").agg(pl.col("precision").mean(), pl.col("recall").mean())
+        f = means.select("k", fbeta(pl.col("precision"), pl.col("recall"), beta).alias("of_means"))
+        out = out.join(f.with_columns(metric=pl.lit("fbeta")), on=["metric", "k"], how="left").with_columns(
+            value=pl.coalesce("of_means", "value")
+        ).drop("of_means")
+    return out
+
+
+# -- expression builders ---------------------------------------------------------------------------
+
+
+def _discount(log_base: float):
+    ln_base = math.log(log_base)
+    return lambda position: (position + 1.0).log() / ln_base
+
+
+def _gain(conv: Convention) -> pl.Expr:
+    """Gain of a label: binary is_rel, linear relevance, or exp2 2^relevance - 1."""
+    if conv.gain == "binary":
+        return pl.col("is_rel").cast(pl.Float64)
+    if conv.gain == "linear":
+        return pl.col(REL)
+    return pl.lit(2.0).pow(pl.col(REL)) - 1.0
+
+
+def _in_universe(users: str) -> pl.Expr:
+    return {
+        "union": pl.lit(True),
+        "labels": pl.col("in_truth") == 1,
+        "predictions": pl.col("in_recs") == 1,
+        "intersection": (pl.col("in_recs") == 1) & (pl.col("in_truth") == 1),
+    }[users]
+
+
+def _least(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    return pl.min_horizontal(a, b)
+
+
+def _divide(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    """num / den, null when den is 0 (SQL's NULLIF)."""
+    den = den.cast(pl.Float64)
+    return pl.when(den != 0).then(num / den)
+
+
+def precision(conv: Convention) -> pl.Expr:
+    """hits@k / den, den = k | min(k, n_recs) | min(k, n_rel)."""
+    den = {
+        "k": pl.col("k"),
+        "min_k_len": _least(pl.col("k"), pl.col("n_recs")),
+        "min_k_nrel": _least(pl.col("k"), pl.col("n_rel")),
+    }[conv.precision_denominator]
+    return _divide(pl.col("hits"), den)
+
+
+def recall(conv: Convention) -> pl.Expr:
+    """hits@k / n_rel."""
+    return _divide(pl.col("hits"), pl.col("n_rel"))
+
+
+def _ap_den(conv: Convention) -> pl.Expr:
+    return {
+        "n_hits": pl.col("hits"),
+        "n_rel": pl.col("n_rel"),
+        "min_k_nrel": _least(pl.col("k"), pl.col("n_rel")),
+        "k": pl.col("k"),
+        "min_k_len": _least(pl.col("k"), pl.col("n_recs")),
+    }[conv.ap_denominator].cast(pl.Float64)
+
+
+def average_precision(conv: Convention) -> pl.Expr:
+    """sum over hit positions i <= k of hits@i / i, divided by the AP denominator (0 when it is 0)."""
+    den = _ap_den(conv)
+    return pl.when(den > 0).then(pl.col("precision_sum") / den).otherwise(0.0)
+
+
+def average_recall(conv: Convention) -> pl.Expr:
+    """sum over hit positions i <= k of hits@i / n_rel, divided by the AP denominator."""
+    den = _ap_den(conv)
+    return pl.when(den > 0).then(_divide(pl.col("hits_sum"), pl.col("n_rel")) / den).otherwise(0.0)
+
+
+def reciprocal_rank(conv: Convention) -> pl.Expr:
+    """1 / position of the first hit (within k when rr_cutoff), 0 without one."""
+    return pl.when(pl.col("first_hit") > 0).then(1.0 / pl.col("first_hit")).otherwise(0.0)
+
+
+def dcg(conv: Convention) -> pl.Expr:
+    """sum_{i<=k} gain_i / log_b(i + 1)."""
+    return pl.col("dcg")
+
+
+def ndcg(conv: Convention) -> pl.Expr:
+    """DCG@k / IDCG@k; when IDCG = 0: 0 or undefined (zero_ideal)."""
+    fallback = pl.lit(0.0) if conv.zero_ideal == "zero" else pl.lit(None, dtype=pl.Float64)
+    return pl.when(pl.col("idcg") > 0).then(pl.col("dcg") / pl.col("idcg")).otherwise(fallback)
+
+
+def hit_rate(conv: Convention) -> pl.Expr:
+    """1 if any of the top k is relevant, else 0."""
+    return pl.when(pl.col("hits") > 0).then(1.0).otherwise(0.0)
+
+
+def r_precision(conv: Convention) -> pl.Expr:
+    """hits within the top min(k, n_rel) / min(k, n_rel)."""
+    return _divide(pl.col("r_hits"), _least(pl.col("k"), pl.col("n_rel")))
+
+
+def fbeta(p: pl.Expr, r: pl.Expr, beta: float) -> pl.Expr:
+    """(1 + b^2) P R / (b^2 P + R), 0 when P + R = 0."""
+    b2 = beta * beta
+    return pl.when(p + r > 0).then((1.0 + b2) * p * r / (b2 * p + r)).otherwise(0.0)
+
+
+_BUILDERS = {
+    "precision": precision,
+    "recall": recall,
+    "map": average_precision,
+    "mar": average_recall,
+    "mrr": reciprocal_rank,
+    "dcg": dcg,
+    "ndcg": ndcg,
+    "hit_rate": hit_rate,
+    "r_precision": r_precision,
+}
+
+
+def _empty_value(conv: Convention):
+    """Wrap a metric: users with no relevant label / no recommendations get the convention's value."""
+    constant = {"zero": pl.lit(0.0), "one": pl.lit(1.0)}
+    no_labels = constant.get(conv.empty_labels, pl.lit(None, dtype=pl.Float64))
+    no_preds = constant.get(conv.empty_predictions, pl.lit(None, dtype=pl.Float64))
+    return lambda value: (
+        pl.when(pl.col("n_rel") == 0).then(no_labels).when(pl.col("n_recs") == 0).then(no_preds).otherwise(value)
+    )

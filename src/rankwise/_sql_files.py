@@ -1,0 +1,30 @@
+"""Locating and reading the shipped SQL files (``sql/`` in the repo, ``rankwise/sql`` in the wheel)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def sql_dir() -> Path:
+    """The installed copy inside the package, or the repo's top-level ``sql/`` in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sql", here.parent.parent / "sql"):
+        if (candidate / "per_user.sql").is_file():
+            return candidate
+    raise FileNotFoundError(f"rankwise's SQL files are missing (looked in {here / 'sql'}).")
+
+
+@cache
+def read(name: str) -> str:
+    """The text of ``<name>.sql``."""
+    return (sql_dir() / f"{name}.sql").read_text()
+
+
+def parameters(sql: str) -> list[str]:
+    """The ``$name`` parameters a query uses (comments excluded), in order of first use."""
+    body = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return list(dict.fromkeys(_PARAMETER.findall(body)))

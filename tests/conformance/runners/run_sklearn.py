@@ -1,0 +1,70 @@
+"""Run scikit-learn's ndcg_score / dcg_score on a conformance dataset (dense user x item rows).
+
+Usage: python run_sklearn.py DATASET.json OUT.json [--k 1,3,5,10]
+"""
+
+import numpy as np
+from sklearn.metrics import dcg_score, ndcg_score
+
+from _common import Dataset, entry, parse_args, write
+
+VARIANTS = {
+    "default": "recommended items, then the user's unrecommended judged items, then the rest of the catalog; "
+               "all scores distinct",
+    "labels_last": "recommended items, then the rest of the catalog, then the user's unrecommended judged items "
+                   "(they only enter the ideal DCG); all scores distinct",
+    "tied_tail": "recommended items get n - position, every other column 0 (tied; sklearn's default "
+                 "tie-averaged DCG)",
+    "tied_tail_ignore_ties": "as tied_tail with ignore_ties=True",
+}
+
+
+def matrices(ds, variant):
+    """y_true (relevance, 0 for unjudged) and y_score for every dataset user over every dataset item."""
+    col = {item: j for j, item in enumerate(ds.items)}
+    n_cols = len(ds.items)
+    y_true = np.zeros((len(ds.users), n_cols))
+    y_score = np.zeros((len(ds.users), n_cols))
+    for r, u in enumerate(ds.users):
+        judged = ds.truth.get(u, {})
+        for item, g in judged.items():
+            y_true[r, col[item]] = g
+        lst = ds.recs.get(u, [])
+        if variant.startswith("tied_tail"):
+            for pos, item in enumerate(lst):
+                y_score[r, col[item]] = len(lst) - pos
+            continue
+        rest_judged = [i for i in ds.items if i in judged and i not in lst]
+        rest = [i for i in ds.items if i not in judged and i not in lst]
+        order = lst + (rest_judged + rest if variant == "default" else rest + rest_judged)
+        for pos, item in enumerate(order):
+            y_score[r, col[item]] = n_cols - pos
+    return y_true, y_score
+
+
+def main():
+    args = parse_args(__doc__)
+    ds = Dataset(args.dataset)
+    results = {}
+    for variant in VARIANTS:
+        y_true, y_score = matrices(ds, variant)
+        kw = {"ignore_ties": variant.endswith("ignore_ties")}
+        res = {}
+        for k in args.ks:
+            for name, fn in (("ndcg", ndcg_score), ("dcg", dcg_score)):
+                per_user = [(u, fn(y_true[r:r + 1], y_score[r:r + 1], k=k, **kw)) for r, u in enumerate(ds.users)]
+                mean = fn(y_true, y_score, k=k, **kw)
+                res["%s@%d" % (name, k)] = entry(per_user, mean, "%s_score(k=%d%s)" % (
+                    name, k, ", ignore_ties=True" if kw["ignore_ties"] else ""))
+        results[variant] = res
+    encoding = (
+        "Dense matrices with one row per dataset user (union of recs and truth: %s) and one column per item "
+        "seen anywhere in the dataset (%d columns). y_true = judged relevance (0 for unjudged); users with no "
+        "judgements are all-zero rows. y_score per variant: %s. Per-user values call the function on the "
+        "single row; the mean is the function on the whole matrix. dcg_score uses its default log_base=2."
+        % (ds.describe_users(), len(ds.items), "; ".join("%s = %s" % kv for kv in VARIANTS.items())))
+    write(args.out, "sklearn", "scikit-learn", ds, encoding, results)
+
+
+if __name__ == "__main__":
+    main()
