@@ -1,5 +1,7 @@
 """rankwise: ranking and recommendation metrics with every convention explicit, on Polars and DuckDB."""
 
+from ._sql_files import bind as bind_parameters
+from ._sql_files import read as shipped_sql
 from .api import BACKENDS, Result, evaluate
 from .conventions import PRESETS, Convention, knob_documentation
 from .errors import (
@@ -23,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS", "METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation",
+    "bind_parameters", "shipped_sql",
     "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "InputError", "InvalidRankError",
     "InvalidRelevanceError", "MissingColumnError", "MissingDependencyError", "NullValueError",
     "ParameterError", "RankwiseError", "UndefinedValueError", "UnsupportedInputError",

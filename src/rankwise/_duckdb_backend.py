@@ -10,11 +10,6 @@ from ._inputs import Prepared
 from .conventions import Convention
 
 
-def _bind(sql: str, conv: Convention, beta: float) -> dict:
-    values = {**conv.sql_parameters(), "beta": float(beta)}
-    return {name: values[name] for name in _sql_files.parameters(sql)}
-
-
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
              connection: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
     """Long per-user frame, the same columns as the Polars backend."""
@@ -23,7 +18,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     con.register("ground_truth", prep.ground_truth)
     con.register("cutoffs", pl.DataFrame({"k": list(ks)}, schema={"k": pl.Int64}))
     sql = _sql_files.read("per_user")
-    return con.sql(sql, params=_bind(sql, conv, beta)).pl()
+    return con.sql(sql, params=_sql_files.bind(sql, conv, beta)).pl()
 
 
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float,
@@ -31,4 +26,4 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float,
     con = connection or duckdb.connect()
     con.register("per_user", per_user_long)
     sql = _sql_files.read("summary")
-    return con.sql(sql, params=_bind(sql, conv, beta)).pl()
+    return con.sql(sql, params=_sql_files.bind(sql, conv, beta)).pl()

@@ -24,6 +24,14 @@ def read(name: str) -> str:
     return (sql_dir() / f"{name}.sql").read_text()
 
 
+def bind(sql: str, convention="default", beta: float = 1.0) -> dict:
+    """The values of exactly the parameters ``sql`` uses: the convention's knobs and ``beta``."""
+    from .conventions import resolve
+
+    values = {**resolve(convention).sql_parameters(), "beta": float(beta)}
+    return {name: values[name] for name in parameters(sql)}
+
+
 def parameters(sql: str) -> list[str]:
     """The ``$name`` parameters a query uses (comments excluded), in order of first use."""
     body = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())

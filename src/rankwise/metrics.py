@@ -80,9 +80,9 @@ def parse_request(metrics, k) -> MetricRequest:
 
 
 def _parse_k(k) -> tuple[int, ...]:
-    values = _as_list(k, "k")
+    values = [k] if isinstance(k, (int, float)) else _as_list(k, "k")
     bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
-    if bad or not values:
+    if bad or not values or isinstance(k, str):
         raise ParameterError(
             f"k must be a positive integer or a list of them, got {k!r}.",
             hint="For example k=10 or k=[1, 5, 10].",
@@ -96,4 +96,5 @@ def _as_list(value, what) -> list:
     try:
         return list(value)
     except TypeError:
-        raise ParameterError(f"{what} must be a value or a list, got {value!r}.") from None
+        raise ParameterError(f"{what} must be a value or a list, got {value!r}.",
+                             hint="Pass a single value or a list of values.") from None

@@ -1,0 +1,111 @@
+"""An independent, deliberately naive oracle: plain Python loops over each user's list, straight from
+the formulas in rankwise.metrics' docstring. It shares no code with either engine.
+
+recs:  {user: [item, ...]}  in rank order (users present in the recommendations input)
+truth: {user: {item: relevance}}  (users present in the ground-truth input)
+Returns {user: {metric: value}} with NaN for undefined values, over the convention's users.
+"""
+
+from __future__ import annotations
+
+import math
+
+NAN = float("nan")
+METRICS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
+
+
+def universe(recs: dict, truth: dict, users: str) -> set:
+    if users == "union":
+        return set(recs) | set(truth)
+    if users == "labels":
+        return set(truth)
+    if users == "predictions":
+        return set(recs)
+    return set(recs) & set(truth)
+
+
+def _constant(rule: str) -> float:
+    return {"zero": 0.0, "one": 1.0}.get(rule, NAN)
+
+
+def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> dict:
+    def is_relevant(item):
+        r = labels.get(item, 0.0)
+        return r > 0 and r >= conv.relevance_threshold
+
+    def gain(r):
+        if conv.gain == "binary":
+            return 1.0 if (r > 0 and r >= conv.relevance_threshold) else 0.0
+        if conv.gain == "linear":
+            return float(r)
+        return 2.0 ** r - 1.0
+
+    def discount(position):  # position is 1-based
+        return math.log(position + 1) / math.log(conv.log_base)
+
+    n_rel = sum(1 for item in labels if is_relevant(item))
+    if n_rel == 0:
+        return {m: _constant(conv.empty_labels) for m in METRICS}
+    if len(pred) == 0:
+        return {m: _constant(conv.empty_predictions) for m in METRICS}
+
+    top = pred[:k]
+    flags = [1 if is_relevant(item) else 0 for item in top]
+    hits = sum(flags)
+
+    p_den = {"k": k, "min_k_len": min(k, len(pred)), "min_k_nrel": min(k, n_rel)}[conv.precision_denominator]
+    precision = hits / p_den
+    recall = hits / n_rel
+    b2 = beta * beta
+    fbeta = (1 + b2) * precision * recall / (b2 * precision + recall) if precision + recall > 0 else 0.0
+
+    precision_at_hits, recall_at_hits = [], []
+    for i, flag in enumerate(flags):
+        if flag:
+            so_far = sum(flags[: i + 1])
+            precision_at_hits.append(so_far / (i + 1))
+            recall_at_hits.append(so_far / n_rel)
+    ap_den = {
+        "n_hits": hits, "n_rel": n_rel, "min_k_nrel": min(k, n_rel), "k": k, "min_k_len": min(k, len(pred)),
+    }[conv.ap_denominator]
+    ap = sum(precision_at_hits) / ap_den if ap_den else 0.0
+    ar = sum(recall_at_hits) / ap_den if ap_den else 0.0
+
+    searched = top if conv.rr_cutoff else pred
+    first = next((i + 1 for i, item in enumerate(searched) if is_relevant(item)), None)
+    rr = 1.0 / first if first else 0.0
+
+    gains = [gain(labels.get(item, 0.0)) for item in top]
+    dcg = sum(g / discount(i + 1) for i, g in enumerate(gains))
+    if conv.ideal == "labels":
+        ideal = sorted((gain(r) for r in labels.values()), reverse=True)[:k]
+    else:
+        ideal = sorted(gains, reverse=True)
+    idcg = sum(g / discount(i + 1) for i, g in enumerate(ideal))
+    ndcg = dcg / idcg if idcg > 0 else (0.0 if conv.zero_ideal == "zero" else NAN)
+
+    m = min(k, n_rel)
+    r_precision = sum(1 for item in pred[:m] if is_relevant(item)) / m
+
+    return {
+        "precision": precision, "recall": recall, "fbeta": fbeta, "map": ap, "mar": ar, "mrr": rr,
+        "dcg": dcg, "ndcg": ndcg, "hit_rate": 1.0 if hits else 0.0, "r_precision": r_precision,
+    }
+
+
+def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:
+    """{user: {"metric@k": value}} for every user of the convention's universe."""
+    out = {}
+    for user in universe(recs, truth, conv.users):
+        row = {}
+        for k in ks:
+            values = user_metrics(recs.get(user, []), truth.get(user, {}), k, conv, beta)
+            row.update({f"{m}@{k}": v for m, v in values.items()})
+        out[user] = row
+    return out
+
+
+def mean(values) -> tuple[float, int]:
+    """Mean over defined (non-NaN) values and how many there were."""
+    defined = [v for v in values if not math.isnan(v)]
+    return (sum(defined) / len(defined) if defined else NAN), len(defined)

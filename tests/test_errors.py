@@ -1,0 +1,136 @@
+"""Every bad input gets its typed error, naming the problem, showing rows, and giving a hint."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import rankwise
+
+RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]})
+
+
+def _raises(error, recs=RECS, truth=TRUTH, match=None, **kwargs):
+    with pytest.raises(error, match=match) as info:
+        rankwise.evaluate(recs, truth, **{"k": 5, **kwargs})
+    assert "Hint:" in str(info.value)
+    return str(info.value)
+
+
+def test_missing_column_lists_what_was_found():
+    msg = _raises(rankwise.MissingColumnError, recs=RECS.rename({"item": "product"}), match="item")
+    assert "product" in msg  # shows the columns that were found
+
+
+def test_missing_rank_and_score():
+    _raises(rankwise.MissingColumnError, recs=RECS.drop("rank"), match="rank")
+
+
+def test_custom_column_names_work():
+    recs = RECS.rename({"user": "u", "item": "i", "rank": "pos"})
+    truth = TRUTH.rename({"user": "u", "item": "i", "relevance": "grade"})
+    res = rankwise.evaluate(recs, truth, k=2, metrics=["precision"], user_col="u", item_col="i",
+                            rank_col="pos", relevance_col="grade")
+    assert res.per_user.columns == ["u", "precision@2"]
+
+
+@pytest.mark.parametrize("column", ["user", "item"])
+def test_nulls_in_ids(column):
+    recs = RECS.with_columns(pl.when(pl.col("rank") == 2).then(None).otherwise(pl.col(column)).alias(column))
+    msg = _raises(rankwise.NullValueError, recs=recs, match=column)
+    assert "null" in msg
+
+
+def test_null_in_ground_truth_user():
+    truth = TRUTH.with_columns(user=pl.Series([1, None]))
+    _raises(rankwise.NullValueError, truth=truth, match="user")
+
+
+def test_same_item_twice_in_a_list():
+    recs = pl.DataFrame({"user": [1, 1, 1], "item": [10, 11, 10], "rank": [1, 2, 3]})
+    msg = _raises(rankwise.DuplicateItemError, recs=recs, match="repeat")
+    assert "first_shift" in msg
+
+
+def test_duplicates_first_shift_moves_later_items_up(backend):
+    recs = pl.DataFrame({"user": [1, 1, 1], "item": [10, 10, 11], "rank": [1, 2, 3]})
+    conv = rankwise.Convention(duplicates="first_shift")
+    res = rankwise.evaluate(recs, TRUTH, k=2, metrics=["precision"], convention=conv, backend=backend)
+    assert res.per_user.filter(pl.col("user") == 1)["precision@2"].item() == 0.5  # item 11 moved to rank 2
+
+
+def test_duplicate_ranks():
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 1]})
+    _raises(rankwise.DuplicateRankError, recs=recs, match="share")
+
+
+def test_rank_below_one():
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [0, 1]})
+    _raises(rankwise.InvalidRankError, recs=recs, match=">= 1")
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, "5", [1, 0], [], True])
+def test_k_must_be_positive_integers(k):
+    _raises(rankwise.ParameterError, k=k, match="k must be")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -1.0, float("inf")])
+def test_bad_relevance(bad):
+    truth = TRUTH.with_columns(relevance=pl.Series([1.0, bad]))
+    _raises(rankwise.InvalidRelevanceError, truth=truth, match="relevance")
+
+
+def test_duplicate_labels():
+    truth = pl.DataFrame({"user": [1, 1], "item": [11, 11]})
+    _raises(rankwise.DuplicateItemError, truth=truth, match="label")
+
+
+def test_id_types_differ():
+    truth = TRUTH.with_columns(pl.col("user").cast(pl.String))
+    msg = _raises(rankwise.DtypeMismatchError, truth=truth, match="user")
+    assert "String" in msg and "Int64" in msg
+
+
+def test_integer_widths_are_widened_not_rejected(backend):
+    truth = TRUTH.with_columns(pl.col("user").cast(pl.Int32), pl.col("item").cast(pl.UInt16))
+    res = rankwise.evaluate(RECS, truth, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == [1.0, 0.0]
+
+
+def test_unknown_metric():
+    msg = _raises(rankwise.ParameterError, metrics=["precision", "nDCG@10x"], match="Unknown metric")
+    assert "ndcg" in msg
+
+
+def test_two_f_betas_in_one_call():
+    _raises(rankwise.ParameterError, metrics=["f1", "f2"], match="One F-beta")
+
+
+def test_unknown_backend_and_convention():
+    _raises(rankwise.ParameterError, backend="oracle", match="backend")
+    _raises(rankwise.ParameterError, convention="mlflow", match="convention")
+    with pytest.raises(rankwise.ParameterError, match="gain"):
+        rankwise.Convention(gain="cubic")
+
+
+def test_unsupported_container():
+    _raises(rankwise.UnsupportedInputError, recs={"user": [1]}, match="unsupported")
+
+
+def test_list_form_user_twice():
+    recs = pl.DataFrame({"user": [1, 1], "item": [[10], [11]]})
+    _raises(rankwise.DuplicateItemError, recs=recs, match="one row")
+
+
+def test_error_convention_for_users_without_labels():
+    recs = pl.DataFrame({"user": [1, 3], "item": [10, 10], "rank": [1, 1]})
+    conv = rankwise.Convention(empty_labels="error")
+    msg = _raises(rankwise.UndefinedValueError, recs=recs, convention=conv, match="no relevant label")
+    assert "3" in msg  # names the user
+
+
+def test_error_convention_for_users_without_recommendations():
+    conv = rankwise.Convention(empty_predictions="error")
+    truth = pl.DataFrame({"user": [1, 9], "item": [11, 11]})
+    _raises(rankwise.UndefinedValueError, truth=truth, convention=conv, match="no recommendation")

@@ -1,0 +1,108 @@
+"""Every container and form gives the same result; the SQL runs by hand; the CLI works."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import polars as pl
+import polars.testing as plt
+import pytest
+
+import rankwise
+from rankwise import _sql_files, cli
+
+RECS = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3], "item": [5, 6, 7, 5, 8, 9], "rank": [1, 2, 3, 1, 2, 1]})
+TRUTH = pl.DataFrame({"user": [1, 1, 2, 4], "item": [6, 7, 9, 5], "relevance": [1.0, 3.0, 2.0, 1.0]})
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return rankwise.evaluate(RECS, TRUTH, k=[1, 2, 3])
+
+
+@pytest.mark.parametrize("container", ["lazy", "pandas", "arrow", "duckdb", "parquet", "csv"])
+def test_containers(tmp_path, container, expected, backend):
+    def convert(df: pl.DataFrame, name: str):
+        if container == "lazy":
+            return df.lazy()
+        if container == "pandas":
+            return df.to_pandas()
+        if container == "arrow":
+            return df.to_arrow()
+        if container == "duckdb":
+            return duckdb.from_arrow(df.to_arrow())
+        path = tmp_path / f"{name}.{container}"
+        df.write_parquet(path) if container == "parquet" else df.write_csv(path)
+        return str(path)
+
+    res = rankwise.evaluate(convert(RECS, "recs"), convert(TRUTH, "truth"), k=[1, 2, 3], backend=backend)
+    plt.assert_frame_equal(res.per_user, expected.per_user, rel_tol=1e-12)
+    plt.assert_frame_equal(res.summary, expected.summary, rel_tol=1e-12)
+
+
+def test_list_form_equals_long_form(expected, backend):
+    recs = RECS.sort("user", "rank").group_by("user", maintain_order=True).agg("item")
+    truth = TRUTH.group_by("user", maintain_order=True).agg("item", "relevance")
+    res = rankwise.evaluate(recs, truth, k=[1, 2, 3], backend=backend)
+    plt.assert_frame_equal(res.per_user, expected.per_user, rel_tol=1e-12)
+
+
+def test_scores_rank_descending_with_documented_ties(backend):
+    recs = pl.DataFrame({"user": [1, 1, 1], "item": [30, 10, 20], "score": [0.5, 0.9, 0.9]})
+    truth = pl.DataFrame({"user": [1], "item": [20]})
+    by_rule = {}
+    for ties in ("item_asc", "item_desc", "input_order"):
+        conv = rankwise.Convention(ties=ties)
+        res = rankwise.evaluate(recs, truth, k=3, metrics=["mrr"], backend=backend, convention=conv)
+        by_rule[ties] = res.per_user["mrr@3"].item()
+    # 10 and 20 tie at 0.9 and lead; only item_desc (and not input order: 10 comes first) puts 20 first
+    assert by_rule == {"item_asc": 0.5, "item_desc": 1.0, "input_order": 0.5}
+
+
+def test_user_dtype_and_name_are_kept(backend):
+    recs = RECS.with_columns(pl.col("user").cast(pl.String)).rename({"user": "customer"})
+    truth = TRUTH.with_columns(pl.col("user").cast(pl.String)).rename({"user": "customer"})
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=backend, user_col="customer")
+    assert res.per_user.schema["customer"] == pl.String
+    assert res.per_user["customer"].to_list() == ["1", "2", "3", "4"]
+
+
+def test_shipped_sql_runs_by_hand_in_duckdb(expected):
+    """What the README shows: the SQL file over the user's own tables, parameters bound."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE recommendations AS SELECT user AS user_id, rank, item AS item_id FROM RECS")
+    con.execute("CREATE TABLE ground_truth AS SELECT user AS user_id, item AS item_id, relevance FROM TRUTH")
+    con.execute("CREATE TABLE cutoffs AS SELECT * FROM (VALUES (1), (2), (3)) AS t(k)")
+    sql = rankwise.shipped_sql("per_user")
+    assert sql == (_sql_files.sql_dir() / "per_user.sql").read_text()
+    rows = con.sql(sql, params=rankwise.bind_parameters(sql, "default")).pl()
+    ndcg2 = rows.filter(pl.col("k") == 2).sort("user_id")["ndcg"].fill_null(float("nan"))
+    plt.assert_series_equal(ndcg2, expected.per_user["ndcg@2"], check_names=False, rel_tol=1e-12)
+
+
+def test_cli_prints_summary_and_writes_frames(tmp_path, capsys):
+    RECS.write_parquet(tmp_path / "r.parquet")
+    TRUTH.write_csv(tmp_path / "t.csv")
+    code = cli.main([
+        "evaluate", str(tmp_path / "r.parquet"), str(tmp_path / "t.csv"), "--k", "1,3",
+        "--metrics", "precision,ndcg", "--backend", "duckdb",
+        "--per-user", str(tmp_path / "pu.parquet"), "--summary", str(tmp_path / "s.csv"),
+    ])
+    out = capsys.readouterr().out
+    assert code == 0 and "ndcg" in out and "@3" in out and "no relevant label" in out
+    assert pl.read_parquet(tmp_path / "pu.parquet").columns == ["user", "precision@1", "precision@3", "ndcg@1", "ndcg@3"]
+    assert pl.read_csv(tmp_path / "s.csv").height == 4
+
+
+def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
+    RECS.drop("rank").write_parquet(tmp_path / "r.parquet")
+    TRUTH.write_parquet(tmp_path / "t.parquet")
+    assert cli.main(["evaluate", str(tmp_path / "r.parquet"), str(tmp_path / "t.parquet")]) == 2
+    assert "MissingColumnError" in capsys.readouterr().err
+
+
+def test_pandas_frames_in_pandas_dtypes(backend):
+    recs = pd.DataFrame({"user": ["a", "a", "b"], "item": ["x", "y", "x"], "score": [0.3, 0.9, 0.1]})
+    truth = pd.DataFrame({"user": ["a", "b"], "item": ["x", "z"]})
+    res = rankwise.evaluate(recs, truth, k=2, metrics=["map"], backend=backend)
+    assert res.per_user["map@2"].to_list() == [0.5, 0.0]
