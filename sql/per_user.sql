@@ -14,7 +14,7 @@
 --   $ap_denominator        'n_hits' | 'n_rel' | 'min_k_nrel' | 'k' | 'min_k_len'
 --   $gain                  'binary' | 'linear' | 'exp2'
 --   $log_base              > 1 (2.718281828459045 = natural log)
---   $ideal                 'predictions_topk' | 'labels'
+--   $ideal                 'predictions_topk' | 'labels' | 'k_ones' (k slots of gain 1, k <= 10000)
 --   $zero_ideal            'zero' | 'nan'
 --   $relevance_threshold   relevant = relevance > 0 AND relevance >= threshold
 --   $rr_cutoff             1 = RR counts a first hit within k only, 0 = anywhere in the list
@@ -114,6 +114,22 @@ idcg_labels AS (
     JOIN cutoffs AS c ON i.pos <= c.k
     GROUP BY i.user_id, c.k
 ),
+-- positions 1..10000 without generate_series (not portable): four cross-joined digits
+digits AS (
+    SELECT 0 AS d UNION ALL SELECT 1 AS d UNION ALL SELECT 2 AS d UNION ALL SELECT 3 AS d
+    UNION ALL SELECT 4 AS d UNION ALL SELECT 5 AS d UNION ALL SELECT 6 AS d UNION ALL SELECT 7 AS d
+    UNION ALL SELECT 8 AS d UNION ALL SELECT 9 AS d
+),
+slots AS (
+    SELECT CAST(d1.d + 10 * d2.d + 100 * d3.d + 1000 * d4.d + 1 AS BIGINT) AS pos
+    FROM digits AS d1 CROSS JOIN digits AS d2 CROSS JOIN digits AS d3 CROSS JOIN digits AS d4
+),
+idcg_ones AS (
+    SELECT CAST(c.k AS BIGINT) AS k, SUM(1.0 / (LN(s.pos + 1.0) / LN($log_base))) AS idcg
+    FROM cutoffs AS c
+    JOIN slots AS s ON s.pos <= c.k
+    GROUP BY c.k
+),
 stats AS (
     SELECT u.user_id, CAST(c.k AS BIGINT) AS k, u.n_recs, u.n_rel,
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits ELSE 0 END AS DOUBLE) AS hits,
@@ -123,14 +139,15 @@ stats AS (
            CASE WHEN $rr_cutoff = 1 THEN (CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.first_hit, 0) ELSE 0 END)
                 ELSE (CASE WHEN COALESCE(f.first_hit, 0) > 0 THEN f.first_hit ELSE 0 END) END AS first_hit,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
-           CASE WHEN $ideal = 'labels'
-                THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
+           CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
+                WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.idcg_top ELSE 0.0 END) END AS idcg
     FROM universe AS u
     CROSS JOIN cutoffs AS c
     LEFT JOIN at_k AS a ON a.user_id = u.user_id AND a.k = c.k
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN first_hits AS f ON f.user_id = u.user_id
+    LEFT JOIN idcg_ones AS io ON io.k = c.k
 ),
 denominators AS (
     SELECT s.*,

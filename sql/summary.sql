@@ -17,6 +17,7 @@ SELECT 'recall' AS metric, p.k, AVG(p.recall) AS value, COUNT(p.recall) AS n_use
 UNION ALL
 SELECT 'fbeta' AS metric, f.k,
        CASE WHEN $f_aggregation = 'per_user' THEN f.mean_f
+            WHEN f.n_f = 0 THEN CAST(NULL AS DOUBLE)
             WHEN f.mean_p + f.mean_r > 0
             THEN (1.0 + $beta * $beta) * f.mean_p * f.mean_r / ($beta * $beta * f.mean_p + f.mean_r)
             ELSE 0.0 END AS value,

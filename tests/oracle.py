@@ -79,6 +79,8 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> d
     dcg = sum(g / discount(i + 1) for i, g in enumerate(gains))
     if conv.ideal == "labels":
         ideal = sorted((gain(r) for r in labels.values()), reverse=True)[:k]
+    elif conv.ideal == "k_ones":
+        ideal = [1.0] * k
     else:
         ideal = sorted(gains, reverse=True)
     idcg = sum(g / discount(i + 1) for i, g in enumerate(ideal))
@@ -102,6 +104,20 @@ def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:
             values = user_metrics(recs.get(user, []), truth.get(user, {}), k, conv, beta)
             row.update({f"{m}@{k}": v for m, v in values.items()})
         out[user] = row
+    return out
+
+
+def summary(per_user: dict, ks, conv, beta: float = 1.0) -> dict:
+    """{(metric, k): (mean, n_users)}; F-beta is the F of the means when f_aggregation='of_means'."""
+    out = {}
+    for k in ks:
+        for m in METRICS:
+            out[(m, k)] = mean([v[f"{m}@{k}"] for v in per_user.values()])
+        if conv.f_aggregation == "of_means":
+            (p, _), (r, _), (_, n) = out[("precision", k)], out[("recall", k)], out[("fbeta", k)]
+            b2 = beta * beta
+            f = (1 + b2) * p * r / (b2 * p + r) if p + r > 0 else (NAN if math.isnan(p + r) else 0.0)
+            out[("fbeta", k)] = (f, n)
     return out
 
 

@@ -10,15 +10,25 @@ import math
 
 import oracle
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rankwise
 
-CONVENTIONS = {
-    "default": rankwise.Convention(),
-    "labels_ideal_linear_log2": rankwise.Convention(ideal="labels", gain="linear", log_base=2.0),
-    "threshold_binary": rankwise.Convention(relevance_threshold=2.0, gain="binary", ap_denominator="n_rel"),
+def _knob_values():
+    """Every value of every engine knob (numeric knobs: a few representative values)."""
+    numeric = {"log_base": [2.0, 10.0], "relevance_threshold": [1.0, 2.0]}
+    for knob, (values, _) in rankwise.knob_documentation().items():
+        if knob in ("duplicates", "ties", "min_score"):
+            continue  # input knobs: tests/test_input_knobs.py
+        for value in numeric.get(knob, values):
+            if value != "error" and value != getattr(rankwise.Convention(), knob):
+                yield knob, value
+
+
+CONVENTIONS = {"default": rankwise.Convention()} | {
+    f"{knob}={value}": rankwise.Convention().replace(**{knob: value}) for knob, value in _knob_values()
 }
 
 
@@ -80,22 +90,42 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-13)
 
 
+@pytest.mark.parametrize("name", sorted(CONVENTIONS))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=datasets())
+def test_every_knob_value_equals_oracle(backend, name, data):
+    check(backend, data, CONVENTIONS[name], beta=1.0)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=datasets(), name=st.sampled_from(sorted(CONVENTIONS)))
-def test_backends_equal_oracle(backend, data, name):
+@given(data=datasets(), beta=st.sampled_from([1.0, 2.0, 0.5]),
+       conv=st.builds(lambda kw: rankwise.Convention(**kw), st.fixed_dictionaries({
+           "users": st.sampled_from(["union", "labels", "intersection"]),
+           "ap_denominator": st.sampled_from(["n_hits", "n_rel", "min_k_nrel"]),
+           "ideal": st.sampled_from(["predictions_topk", "labels", "k_ones"]),
+           "gain": st.sampled_from(["binary", "linear", "exp2"]),
+           "relevance_threshold": st.sampled_from([0.0, 2.0]),
+           "f_aggregation": st.sampled_from(["per_user", "of_means"])})))
+def test_combined_knobs_equal_oracle(backend, data, beta, conv):
+    check(backend, data, conv, beta)
+
+
+def check(backend, data, conv, beta):
     recs, truth, scores, form, string_ids, ks = data
-    conv = CONVENTIONS[name]
     r, t, order = _frames(recs, truth, scores, form, string_ids)
-    res = rankwise.evaluate(r, t, k=ks, metrics=None, backend=backend, convention=conv)
-    expected = oracle.evaluate(order, truth, ks, conv)
+    f_name = f"f{beta:g}"
+    metrics = [m if m != "fbeta" else f_name for m in oracle.METRICS]
+    res = rankwise.evaluate(r, t, k=ks, metrics=metrics, backend=backend, convention=conv)
+    expected = oracle.evaluate(order, truth, ks, conv, beta)
     got = {row["user"]: row for row in res.per_user.iter_rows(named=True)}
     assert set(got) == set(expected)
     for user, values in expected.items():
         for col, value in values.items():
-            col = col.replace("fbeta", "f1")
+            col = col.replace("fbeta", f_name)
             assert _close(got[user][col], value), (user, col, got[user][col], value)
+    means = oracle.summary(expected, ks, conv, beta)
     for row in res.summary.iter_rows(named=True):
-        col = f"{row['metric']}@{row['k']}".replace("f1", "fbeta")
-        mean, n = oracle.mean([v[col] for v in expected.values()])
+        metric = "fbeta" if row["metric"] == f_name else row["metric"]
+        mean, n = means[(metric, row["k"])]
         assert row["n_users"] == n
-        assert _close(row["value"], mean), (col, row["value"], mean)
+        assert _close(row["value"], mean), (metric, row["k"], row["value"], mean)

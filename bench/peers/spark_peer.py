@@ -30,6 +30,7 @@ def session(driver_memory: str) -> SparkSession:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
 

@@ -24,6 +24,7 @@ from .errors import (
     InvalidRelevanceError,
     MissingColumnError,
     NullValueError,
+    ParameterError,
     UnsupportedInputError,
 )
 
@@ -108,12 +109,18 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> pl.DataF
     elif c.score in schema:
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.score).alias(SCORE)).collect()
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
-        df = _rank_by_score(df, conv.ties)
+        df = _rank_by_score(df, conv.ties, conv.min_score)
     else:
         raise MissingColumnError(
             f"recommendations: need a {c.rank!r} or a {c.score!r} column (or list-form items); "
             f"found {list(schema)}.",
             hint="Name the columns with rank_col= / score_col=, or pass items as a list column.",
+        )
+    if conv.min_score is not None and c.score not in schema:
+        raise ParameterError(
+            f"The convention sets min_score={conv.min_score}, but the recommendations have no "
+            f"{c.score!r} column to compare it with.",
+            hint="Pass scores (score_col=...), or use a convention with min_score=None.",
         )
     df = _handle_duplicates(df, conv.duplicates, c)
     return _positions(df)
@@ -179,19 +186,27 @@ def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
         )
 
 
-def _rank_by_score(df: pl.DataFrame, ties: str) -> pl.DataFrame:
-    """Rank = position by score descending; equal scores ordered by the ``ties`` rule."""
+def _rank_by_score(df: pl.DataFrame, ties: str, min_score: float | None) -> pl.DataFrame:
+    """Rank = position by score descending; equal scores ordered by the ``ties`` rule.
+
+    With ``min_score``, items scored below it are dropped; a user left with nothing keeps a
+    null-item row (present, empty list).
+    """
     df = df.with_row_index("_order")
     if df.schema[SCORE].is_float():
         bad = df.filter(pl.col(SCORE).is_nan())
         if bad.height:
             raise NullValueError("recommendations: a score is NaN.", rows=bad.head(_SHOW),
                                  hint="Drop or fill NaN scores.")
+    if min_score is not None:
+        kept = df.filter(pl.col(SCORE) >= min_score)
+        emptied = df.select(USER).unique().join(kept.select(USER), on=USER, how="anti")
+        df = pl.concat([kept, emptied.with_columns(pl.lit(None, dtype=df.schema[ITEM]).alias(ITEM))],
+                       how="diagonal")
     tie_key = {"item_asc": (ITEM, False), "item_desc": (ITEM, True), "input_order": ("_order", False)}[ties]
-    df = df.sort([USER, SCORE, tie_key[0]], descending=[False, True, tie_key[1]])
-    return df.with_columns((pl.int_range(pl.len(), dtype=pl.Int64).over(USER) + 1).alias(RANK)).select(
-        USER, RANK, ITEM
-    )
+    df = df.sort([USER, SCORE, tie_key[0]], descending=[False, True, tie_key[1]], nulls_last=True)
+    ranks = pl.when(pl.col(ITEM).is_not_null()).then(pl.int_range(pl.len(), dtype=pl.Int64).over(USER) + 1)
+    return df.with_columns(ranks.alias(RANK)).select(USER, RANK, ITEM)
 
 
 def _handle_duplicates(df: pl.DataFrame, rule: str, c: Columns) -> pl.DataFrame:

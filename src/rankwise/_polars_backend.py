@@ -67,17 +67,25 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float)
         .group_by(USER, "k")
         .agg((pl.col("gain") / discount(pl.col("pos"))).sum().alias("idcg_labels"))
     )
+    idcg_ones = (
+        pl.LazyFrame({"pos": range(1, max(ks) + 1)}, schema={"pos": pl.Int64})
+        .join(cutoffs, how="cross")
+        .filter(pl.col("pos") <= pl.col("k"))
+        .group_by("k")
+        .agg((1.0 / discount(pl.col("pos"))).sum().alias("idcg_ones"))
+    )
     stats = (
         universe.join(cutoffs, how="cross")
         .join(at_k, on=[USER, "k"], how="left", nulls_equal=True)
         .join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True)
         .join(first_hits, on=USER, how="left", nulls_equal=True)
+        .join(idcg_ones, on="k", how="left")
         .with_columns(
             pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
             pl.col("precision_sum", "dcg", "idcg_top", "idcg_labels").fill_null(0.0),
             pl.col("first_hit" if conv.rr_cutoff else "first_hit_any").fill_null(0).alias("first_hit"),
         )
-        .with_columns(idcg=pl.col("idcg_labels" if conv.ideal == "labels" else "idcg_top"))
+        .with_columns(idcg=pl.col({"labels": "idcg_labels", "k_ones": "idcg_ones"}.get(conv.ideal, "idcg_top")))
     )
     values = {name: builder(conv) for name, builder in _BUILDERS.items()}
     values["fbeta"] = fbeta(pl.col("precision"), pl.col("recall"), beta)
@@ -207,9 +215,11 @@ def r_precision(conv: Convention) -> pl.Expr:
 
 
 def fbeta(p: pl.Expr, r: pl.Expr, beta: float) -> pl.Expr:
-    """(1 + b^2) P R / (b^2 P + R), 0 when P + R = 0."""
+    """(1 + b^2) P R / (b^2 P + R), 0 when P + R = 0, undefined when P or R is."""
     b2 = beta * beta
-    return pl.when(p + r > 0).then((1.0 + b2) * p * r / (b2 * p + r)).otherwise(0.0)
+    undefined = pl.lit(None, dtype=pl.Float64)
+    return pl.when(p.is_null() | r.is_null()).then(undefined).when(p + r > 0).then(
+        (1.0 + b2) * p * r / (b2 * p + r)).otherwise(0.0)
 
 
 _BUILDERS = {

@@ -68,9 +68,9 @@ class Convention:
     )
     ideal: str = _knob(
         "predictions_topk",
-        ("predictions_topk", "labels"),
+        ("predictions_topk", "labels", "k_ones"),
         "IDCG@k from: the top-k recommended items' gains sorted descending (document 000), "
-        "or all the user's labels sorted by gain, cut at k",
+        "all the user's labels sorted by gain, cut at k, or k slots of gain 1 (k <= 10000)",
     )
     zero_ideal: str = _knob(
         "zero",
@@ -94,6 +94,12 @@ class Convention:
         "an item repeated in one user's list: a DuplicateItemError, or keep the first occurrence "
         "and move later items up",
     )
+    min_score: float | None = _knob(
+        None,
+        "None or a number",
+        "with scores: an item scored below min_score is not recommended (Surprise's rule "
+        "'recommended = estimate >= threshold'); None keeps every item",
+    )
     ties: str = _knob(
         "item_asc",
         ("item_asc", "item_desc", "input_order"),
@@ -111,6 +117,8 @@ class Convention:
                 )
         if not (isinstance(self.log_base, (int, float)) and self.log_base > 1):
             raise ParameterError(f"log_base must be a number > 1, got {self.log_base!r}.")
+        if self.min_score is not None and not isinstance(self.min_score, (int, float)):
+            raise ParameterError(f"min_score must be None or a number, got {self.min_score!r}.")
         if not (isinstance(self.relevance_threshold, (int, float)) and self.relevance_threshold >= 0):
             raise ParameterError(
                 f"relevance_threshold must be a number >= 0, got {self.relevance_threshold!r}."
@@ -134,6 +142,8 @@ class Convention:
         """The knobs as SQL parameters (booleans become 0/1, numbers floats)."""
         out = {}
         for name, value in self.knobs().items():
+            if value is None or name in _INPUT_KNOBS:
+                continue  # applied while normalising the inputs, before either engine
             if isinstance(value, bool):
                 value = int(value)
             elif isinstance(value, (int, float)):
@@ -146,6 +156,9 @@ class Convention:
         w0 = max(len(r[0]) for r in rows)
         w1 = max(len(r[1]) for r in rows)
         return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows)
+
+
+_INPUT_KNOBS = ("duplicates", "ties", "min_score")
 
 
 def knob_documentation() -> dict[str, tuple[object, str]]:

@@ -1,0 +1,380 @@
+"""Benchmark harness: each tool runs as its own process; median wall time and peak RSS of its process tree.
+
+  python bench/run.py --sizes 10k,100k --tools rankwise-polars,rankwise-duckdb,ranx,pytrec_eval,spark,floor --reps 3
+  python bench/run.py --report bench/results/A.json bench/results/B.json   # only rebuild RESULTS.md + plot
+
+Before timing, each peer's per-user values on a sample of users are compared with rankwise under the
+matching preset (ranx -> "ranx", pytrec_eval -> "trec_eval", spark -> "spark"); ranx and pytrec_eval
+are also compared with each other. Writes bench/results/<timestamp>.json, bench/RESULTS.md and
+bench/time_vs_users.png. Peers run in the venv made by bench/peers/setup_venv.sh.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import psutil
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from generate import data_paths, generate, parse_size, size_label  # noqa: E402
+
+PEERS_PY = Path(os.environ.get("RANKWISE_BENCH_VENV", Path.home() / ".cache/rankwise-bench/venv")) / "bin/python"
+MAIN_PY = Path(sys.executable)
+PEER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": str(PEERS_PY)}
+
+# name -> interpreter, script + fixed args, configs it runs, sizes it runs at (None = any), preset to check against
+TOOLS = {
+    "rankwise-polars": dict(py="main", cmd=["rankwise_tool.py", "--backend", "polars"], configs="cli"),
+    "rankwise-duckdb": dict(py="main", cmd=["rankwise_tool.py", "--backend", "duckdb"], configs="cli"),
+    "ranx": dict(py="peers", cmd=["peers/ranx_peer.py"], configs=["k10"], max_users=1_000_000, preset="ranx"),
+    "pytrec_eval": dict(py="peers", cmd=["peers/pytrec_eval_peer.py"], configs=["k10"], max_users=1_000_000,
+                        preset="trec_eval"),
+    "spark": dict(py="peers", cmd=["peers/spark_peer.py"], configs=["k10"], only_users=[100_000], preset="spark"),
+    "floor-polars": dict(py="main", cmd=["peers/floor.py", "--engine", "polars"], configs=["scan"]),
+    "floor-duckdb": dict(py="main", cmd=["peers/floor.py", "--engine", "duckdb"], configs=["scan"]),
+}
+ALIASES = {"floor": ["floor-polars", "floor-duckdb"], "rankwise": ["rankwise-polars", "rankwise-duckdb"]}
+TOL = 1e-9
+
+
+# ----------------------------------------------------------------------------------------------- measuring
+def measure(cmd: list[str], env: dict, timeout: float, interval: float = 0.02) -> dict:
+    """Run cmd; wall time, peak summed RSS of it and all descendants (sampled), rc, parsed RESULT line."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = psutil.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **env}, cwd=BENCH, start_new_session=True)
+        peak, timed_out = 0, False
+        while proc.poll() is None:
+            rss = 0
+            try:
+                for p in [proc, *proc.children(recursive=True)]:
+                    try:
+                        rss += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+            except psutil.Error:
+                pass
+            peak = max(peak, rss)
+            if time.perf_counter() - t0 > timeout:
+                os.killpg(proc.pid, signal.SIGKILL)  # the session we started for this tool only
+                timed_out = True
+                proc.wait()
+                break
+            time.sleep(interval)
+        wall = time.perf_counter() - t0
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    result = next((json.loads(line[7:]) for line in stdout.splitlines()[::-1] if line.startswith("RESULT ")), None)
+    rec = {"wall_s": round(wall, 3), "peak_rss_mb": round(peak / 2**20, 1), "rc": proc.returncode, "result": result}
+    if proc.returncode != 0 or timed_out:
+        rec["error"] = ("TIMEOUT " if timed_out else "") + stderr[-1500:]
+    return rec
+
+
+def tool_cmd(name: str, recs: Path, truth: Path, config: str, memory_limit: str | None = None) -> tuple[list, dict]:
+    spec = TOOLS[name]
+    py, env = (PEERS_PY, PEER_ENV) if spec["py"] == "peers" else (MAIN_PY, {})
+    cmd = [str(py), *spec["cmd"], "--recs", str(recs), "--truth", str(truth)]
+    if name.startswith("rankwise"):
+        cmd += ["--config", config]
+        if memory_limit:  # HOOK(memory-limit): rankwise_tool forwards it to rankwise.evaluate(memory_limit=...)
+            cmd += ["--memory-limit", memory_limit]
+    return cmd, env
+
+
+def runs_at(name: str, n: int) -> bool:
+    spec = TOOLS[name]
+    return n in spec.get("only_users", [n]) and n <= spec.get("max_users", n)
+
+
+def rankwise_available() -> bool:
+    code = "import rankwise; rankwise.evaluate"
+    return subprocess.run([str(MAIN_PY), "-c", code], capture_output=True).returncode == 0
+
+
+# ------------------------------------------------------------------------------------------------ checking
+def sample_users(recs: Path, truth: Path, n: int = 400, seed: int = 7) -> list[int]:
+    """Edge users first (no recs, no truth, only relevance-0 truth), then a random sample of the rest."""
+    r = pl.scan_parquet(recs).select("user").unique().collect()["user"]
+    t = pl.scan_parquet(truth).group_by("user").agg(pl.col("relevance").max()).collect()
+    no_recs = t.filter(~pl.col("user").is_in(r.implode()))["user"]
+    no_truth = r.filter(~r.is_in(t["user"].implode()))
+    zero_rel = t.filter(pl.col("relevance") <= 0)["user"]
+    edges = [s.sort().head(10).to_list() for s in (no_recs, no_truth, zero_rel)]
+    firsts = [u for group in zip(*[e + [None] * (10 - len(e)) for e in edges]) for u in group if u is not None]
+    rest = pl.concat([r, t["user"]]).unique().sort().sample(n, seed=seed, shuffle=True).to_list()
+    return list(dict.fromkeys(firsts + rest))[:n]
+
+
+def compare(a: pl.DataFrame, b: pl.DataFrame) -> dict:
+    """Compare long per-user values of a and b on the (metric, k) pairs b has. NaN counts as 'not scored'."""
+    keys = b.select("metric", "k").unique()
+    a = a.join(keys, on=["metric", "k"]).filter(pl.col("value").is_not_nan())
+    b = b.filter(pl.col("value").is_not_nan())
+    j = a.join(b, on=["user", "metric", "k"], how="full", suffix="_b", coalesce=True)
+    both = j.filter(pl.col("value").is_not_null() & pl.col("value_b").is_not_null())
+    per_metric = both.group_by("metric", "k").agg(
+        max_abs_diff=(pl.col("value") - pl.col("value_b")).abs().max(), n=pl.len()).sort("metric", "k")
+    only_a = j.filter(pl.col("value_b").is_null())["user"].unique().sort().to_list()
+    only_b = j.filter(pl.col("value").is_null())["user"].unique().sort().to_list()
+    worst = per_metric["max_abs_diff"].max() if per_metric.height else None
+    status = "ok" if worst is not None and worst <= TOL and not only_a and not only_b else (
+        "values-differ" if worst is None or worst > TOL else "users-differ")
+    return {
+        "status": status,
+        "n_users_both": both["user"].n_unique(),
+        "only_first": only_a[:20], "n_only_first": len(only_a),
+        "only_second": only_b[:20], "n_only_second": len(only_b),
+        "per_metric": {f"{m}@{k}": {"max_abs_diff": d, "n": c} for m, k, d, c in per_metric.iter_rows()},
+    }
+
+
+def run_checks(n: int, tools: list[str], recs: Path, truth: Path, workdir: Path, have_rankwise: bool,
+               timeout: float) -> list[dict]:
+    users_file = workdir / f"users_{size_label(n)}.json"
+    users_file.write_text(json.dumps(sample_users(recs, truth)))
+    peer_vals: dict[str, pl.DataFrame] = {}
+    checks = []
+    for name in tools:
+        spec = TOOLS[name]
+        if "preset" not in spec or not runs_at(name, n):
+            continue
+        out = workdir / f"{name}_{size_label(n)}.parquet"
+        cmd, env = tool_cmd(name, recs, truth, "k10")
+        rec = measure(cmd + ["--check-users", str(users_file), "--check-out", str(out)], env, timeout)
+        if rec["rc"] != 0:
+            checks.append({"size": n, "first": "-", "second": name, "status": "peer-failed", "error": rec["error"]})
+            continue
+        peer_vals[name] = pl.read_parquet(out).drop("native")
+        for backend in [t for t in tools if t.startswith("rankwise")] if have_rankwise else []:
+            rw_out = workdir / f"{backend}_{spec['preset']}_{size_label(n)}.parquet"
+            cmd, env = tool_cmd(backend, recs, truth, "check")
+            rec = measure(cmd + ["--convention", spec["preset"], "--check-users", str(users_file),
+                                 "--check-out", str(rw_out)], env, timeout)
+            if rec["rc"] != 0:
+                checks.append({"size": n, "first": f"{backend}[{spec['preset']}]", "second": name,
+                               "status": "rankwise-failed", "error": rec["error"]})
+                continue
+            checks.append({"size": n, "first": f"{backend}[{spec['preset']}]", "second": name,
+                           **compare(pl.read_parquet(rw_out), peer_vals[name])})
+    if "ranx" in peer_vals and "pytrec_eval" in peer_vals:  # same conventions except the MRR cutoff
+        checks.append({"size": n, "first": "ranx", "second": "pytrec_eval",
+                       **compare(peer_vals["ranx"], peer_vals["pytrec_eval"].filter(pl.col("metric") != "mrr"))})
+    for c in checks:
+        print(f"  check {size_label(n)} {c['first']} vs {c['second']}: {c['status']}"
+              + (f" (only first {c.get('n_only_first')}, only second {c.get('n_only_second')})"
+                 if c["status"] == "users-differ" else ""), flush=True)
+    return checks
+
+
+# ------------------------------------------------------------------------------------------- environment
+def machine() -> dict:
+    cpu = Path("/proc/cpuinfo").read_text().splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpu if line.startswith("model name")), "?")
+    free = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.strip()
+    return {"cpu": model, "logical_cpus": os.cpu_count(), "free_h": free, "kernel": platform.release(),
+            "platform": platform.platform()}
+
+
+def versions() -> dict:
+    code = ("import importlib.metadata as m, json, sys\n"
+            "def v(p):\n  try: return m.version(p)\n  except Exception: return None\n"
+            "print(json.dumps({'python': sys.version.split()[0], **{p: v(p) for p in sys.argv[1:]}}))")
+    out = {}
+    for label, py, pkgs in [("main", MAIN_PY, ["rankwise", "polars", "duckdb", "pyarrow", "numpy", "psutil"]),
+                            ("peers", PEERS_PY, ["ranx", "pytrec-eval-terrier", "pyspark", "numba", "polars",
+                                                 "pandas", "numpy", "psutil"])]:
+        r = subprocess.run([str(py), "-c", code, *pkgs], capture_output=True, text=True)
+        out[label] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-300:]}
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True)
+    out["java"] = (java.stderr or java.stdout).splitlines()[0] if java.returncode == 0 else None
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ reporting
+def merge(files: list[Path]) -> dict:
+    """Later files win for the same (tool, size, config); checks likewise per (size, first, second)."""
+    docs = [json.loads(f.read_text()) for f in files]
+    runs = {(r["tool"], r["n_users"], r["config"]): r for d in docs for r in d["runs"]}
+    checks = {(c["size"], c["first"], c["second"]): c for d in docs for c in d.get("checks", [])}
+    last = docs[-1]
+    return {**last, "runs": list(runs.values()), "checks": list(checks.values()),
+            "commands": [d["command"] for d in docs], "sources": [str(f) for f in files]}
+
+
+def fmt_ratio(x, ref):
+    return f"{x / ref:.2f}" if x and ref else "–"
+
+
+def write_report(doc: dict, md_path: Path, png_path: Path) -> None:
+    runs = sorted(doc["runs"], key=lambda r: (r["n_users"], r["tool"], r["config"]))
+    med = {(r["tool"], r["n_users"]): r.get("median_wall_s") for r in runs if r["config"] in ("k10", "scan")}
+    m, v = doc["machine"], doc["versions"]
+    lines = [
+        "# rankwise benchmarks", "",
+        f"Generated {doc['timestamp']} by `bench/run.py` from {', '.join(f'`{s}`' for s in doc.get('sources', []))}.",
+        "", "Command(s):", "", *[f"    {c}" for c in doc.get("commands", [doc["command"]])], "",
+        "## Machine", "", f"- CPU: {m['cpu']} ({m['logical_cpus']} logical CPUs); kernel {m['kernel']}",
+        "- Memory (`free -h` at run time):", "", *[f"      {line}" for line in m["free_h"].splitlines()], "",
+        "## Versions", "",
+        f"- rankwise env: {', '.join(f'{k} {x}' for k, x in v['main'].items())}",
+        f"- peers venv: {', '.join(f'{k} {x}' for k, x in v['peers'].items())}",
+        f"- {v.get('java')}", "",
+        "## Results", "",
+        "Wall time = whole process, end to end from Parquet (interpreter start, imports, read, build inputs, "
+        "evaluate). Peak RSS = summed RSS of the process tree sampled every 20 ms (Spark's JVM included). "
+        "Medians over the repetitions; files are in the page cache after the first run. Ratios are this row's "
+        "time / the reference's time at the same size (floor = floor-polars, ranx/pytrec_eval rows at k=10). "
+        "Configs: `all` = every metric at k=1,5,10,20,50,100; `k10` = precision, recall, map, mrr, ndcg, hit_rate "
+        "at k=10 (Spark: no mrr/hit_rate); `scan` = read both files and count rows per user.", "",
+        "| users | tool | config | median wall s | peak RSS MB | × floor | × ranx | × pytrec_eval | inner timings (median, s) | reps |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in runs:
+        n, t = r["n_users"], r.get("median_wall_s")
+        inner = ", ".join(f"{k} {x:.2f}" for k, x in (r.get("median_timings") or {}).items())
+        wall = f"{t:.2f}" if t is not None else r.get("status", "failed")
+        rss = f"{r['median_peak_rss_mb']:.0f}" if r.get("median_peak_rss_mb") is not None else "–"
+        lines.append(f"| {size_label(n)} | {r['tool']} | {r['config']} | {wall} | {rss} | "
+                     f"{fmt_ratio(t, med.get(('floor-polars', n)))} | {fmt_ratio(t, med.get(('ranx', n)))} | "
+                     f"{fmt_ratio(t, med.get(('pytrec_eval', n)))} | {inner} | {len(r['reps'])} |")
+    lines += ["", "## Agreement checks (per-user values on a sample of users, before timing)", "",
+              f"Tolerance {TOL:g} absolute. 'only first/second' = sampled users scored by one side only.", "",
+              "| users | first | second | status | users compared | only first | only second | worst metric (max abs diff) |",
+              "|---:|---|---|---|---:|---:|---:|---|"]
+    for c in sorted(doc.get("checks", []), key=lambda c: (c["size"], c["first"], c["second"])):
+        pm = c.get("per_metric") or {}
+        worst = max(pm.items(), key=lambda kv: kv[1]["max_abs_diff"] or 0, default=None)
+        w = f"{worst[0]} {worst[1]['max_abs_diff']:.2g}" if worst else c.get("error", "")[-120:].replace("\n", " ")
+        lines.append(f"| {size_label(c['size'])} | {c['first']} | {c['second']} | {c['status']} | "
+                     f"{c.get('n_users_both', '–')} | {c.get('n_only_first', '–')} | {c.get('n_only_second', '–')} | {w} |")
+    lines += ["", "![time vs users](time_vs_users.png)", ""]
+    md_path.write_text("\n".join(lines))
+    plot(runs, png_path)
+
+
+def plot(runs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series: dict[str, list] = {}
+    for r in runs:
+        if r.get("median_wall_s") is not None:
+            series.setdefault(f"{r['tool']} [{r['config']}]", []).append((r["n_users"], r["median_wall_s"]))
+    for label, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot(*zip(*pts), marker="o", label=label)
+    ax.set(xscale="log", yscale="log", xlabel="users", ylabel="median wall time (s), end to end",
+           title="rankwise benchmark: time vs users")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------------------ main
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10k,100k")
+    ap.add_argument("--tools", default="rankwise-polars,rankwise-duckdb,ranx,pytrec_eval,spark,floor")
+    ap.add_argument("--configs", default="all,k10", help="rankwise configs: all, k10")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--memory-limit", help="also run rankwise capped, e.g. 2GB (HOOK: needs rankwise support)")
+    ap.add_argument("--data-dir", type=Path, default=BENCH / "data")
+    ap.add_argument("--results-dir", type=Path, default=BENCH / "results")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per process")
+    ap.add_argument("--no-check", action="store_true", help="skip the agreement checks")
+    ap.add_argument("--any-size", action="store_true", help="ignore the per-tool size limits (ranx/pytrec<=1M, spark=100k)")
+    ap.add_argument("--report", nargs="+", type=Path, help="only rebuild RESULTS.md and the plot from these JSONs")
+    a = ap.parse_args()
+    md, png = BENCH / "RESULTS.md", BENCH / "time_vs_users.png"
+    if a.report:
+        write_report(merge(a.report), md, png)
+        print(f"wrote {md} and {png}")
+        return
+
+    tools = [t for name in a.tools.split(",") for t in ALIASES.get(name, [name])]
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        sys.exit(f"unknown tools {unknown}; known: {list(TOOLS)} and aliases {list(ALIASES)}")
+    have_rankwise = rankwise_available()
+    if not have_rankwise and any(t.startswith("rankwise") for t in tools):
+        print("rankwise is not importable here (pip install -e .): skipping rankwise tools and checks", flush=True)
+        tools = [t for t in tools if not t.startswith("rankwise")]
+    if any(TOOLS[t]["py"] == "peers" for t in tools) and not PEERS_PY.exists():
+        sys.exit(f"no peers venv at {PEERS_PY}: run bash bench/peers/setup_venv.sh")
+    if a.any_size:
+        for spec in TOOLS.values():
+            spec.pop("only_users", None), spec.pop("max_users", None)
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    doc = {"timestamp": stamp, "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+           "machine": machine(), "versions": versions(), "runs": [], "checks": []}
+    a.results_dir.mkdir(parents=True, exist_ok=True)
+    out_json = a.results_dir / f"{stamp}.json"
+
+    def save() -> None:
+        out_json.write_text(json.dumps(doc, indent=1, default=str))
+
+    workdir = Path(tempfile.mkdtemp(prefix="rankwise-bench-"))
+    for n in map(parse_size, a.sizes.split(",")):
+        recs, truth = data_paths(a.data_dir, n)
+        if not (recs.exists() and truth.exists()):
+            print(f"generating {size_label(n)} ...", flush=True)
+            generate(n, a.data_dir)
+        if not a.no_check:
+            doc["checks"] += run_checks(n, tools, recs, truth, workdir, have_rankwise, a.timeout)
+            save()
+        for name in tools:
+            if not runs_at(name, n):
+                continue
+            configs = a.configs.split(",") if TOOLS[name]["configs"] == "cli" else TOOLS[name]["configs"]
+            limits = [None] + ([a.memory_limit] if a.memory_limit and name.startswith("rankwise") else [])
+            for config in configs:
+                for limit in limits:
+                    cmd, env = tool_cmd(name, recs, truth, config, limit)
+                    reps = []
+                    for i in range(a.reps):
+                        rec = measure(cmd, env, a.timeout)
+                        reps.append(rec)
+                        print(f"{size_label(n):>5} {name:16} {config:4} rep {i + 1}: {rec['wall_s']:8.2f} s "
+                              f"{rec['peak_rss_mb']:8.0f} MB rc={rec['rc']}", flush=True)
+                        if rec["rc"] != 0:
+                            print("    " + rec["error"].strip().splitlines()[-1] if rec["error"].strip() else "", flush=True)
+                            break
+                    ok = [r for r in reps if r["rc"] == 0]
+                    timings = [r["result"]["timings"] for r in ok if r["result"]]
+                    doc["runs"].append({
+                        "tool": name, "n_users": n, "config": config + (f"+mem{limit}" if limit else ""),
+                        "cmd": shlex.join(cmd), "reps": reps,
+                        "status": "ok" if len(ok) == len(reps) else ("unsupported" if reps[-1]["rc"] == 3 else "failed"),
+                        "median_wall_s": statistics.median(r["wall_s"] for r in ok) if ok else None,
+                        "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in ok) if ok else None,
+                        "median_timings": {k: statistics.median(t[k] for t in timings) for k in timings[0]} if timings else None,
+                    })
+                    save()
+    save()
+    write_report(merge([out_json]), md, png)
+    print(f"wrote {out_json}, {md}, {png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,425 @@
+"""``rankwise.sql``: the shipped ``sql/*.sql`` rendered by sqlglot into one script for any engine.
+
+There is no second hand-written copy of the SQL: the files are read and parsed (DuckDB dialect) at
+call time, every ``$name`` parameter becomes a literal, relation names get a prefix, and sqlglot
+writes the target dialect. A few rewrites are applied on the syntax tree, each for a reason that is
+stated where it is done (decimal literals, inequality joins on ClickHouse, engine clauses).
+
+A script is, in order:
+1. the canonical input views ``<prefix>recommendations(user_id, rank, item_id)`` and
+   ``<prefix>ground_truth(user_id, item_id, relevance)`` over the caller's ``tables``, ranks
+   renumbered 1..n per user (from a rank or a score column), and ``<prefix>cutoffs(k)``;
+2. ``<prefix>per_user``, a table with one row per (user, k): user_id, k, n_recs, n_rel and the
+   requested metric columns (NULL = undefined);
+3. a final SELECT: the summary (metric, k, value, n_users), the API's ``Result.summary``.
+
+What an engine cannot express is declared in :data:`GAPS` and raises :class:`UnsupportedSQLError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from . import _sql_files
+from .conventions import Convention, resolve
+from .errors import MissingDependencyError, ParameterError, RankwiseError
+from .metrics import parse_request
+
+DIALECTS = ("duckdb", "postgres", "spark", "databricks", "bigquery", "snowflake", "trino", "clickhouse", "redshift")
+INPUTS = ("recommendations", "ground_truth")
+OUTPUT_COLUMNS = ("user_id", "k", "n_recs", "n_rel")
+# dialects whose views can be session-scoped (no leftover objects in the warehouse)
+_TEMP_VIEWS = {"duckdb", "postgres", "spark", "databricks", "snowflake"}
+
+
+class UnsupportedSQLError(RankwiseError):
+    """A convention or option has no faithful SQL in the requested dialect (see ``render.GAPS``)."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Something a rendered script cannot do, where, and what happens instead."""
+
+    dialects: tuple[str, ...]  # ("*",) = every dialect
+    what: str
+    handling: str
+
+
+GAPS = (
+    Gap(("*",), "input validation (duplicate items or ranks, nulls, negative relevance)",
+        "not checked in SQL: the script takes the tables as valid; evaluate() validates"),
+    Gap(("*",), "convention ties='input_order' with a score column (a table has no row order)",
+        "UnsupportedSQLError; ranks from a rank column, or ties='item_asc'/'item_desc'"),
+    Gap(("*",), "convention empty_labels='error' / empty_predictions='error' (SQL cannot raise portably)",
+        "UnsupportedSQLError; choose a value ('nan', 'zero', 'one')"),
+    Gap(("*",), "list-form inputs (arrays of items)", "long tables only: one row per (user, item)"),
+    Gap(("*",), "NaN", "undefined values are NULL in SQL; the API shows NaN"),
+    Gap(("bigquery",), "objects without a dataset", "pass schema='dataset' or run with a default dataset"),
+    Gap(("bigquery", "trino", "clickhouse", "redshift"), "temporary views",
+        "the input views are ordinary views named <prefix>...; dropped and recreated on every run"),
+    Gap(("clickhouse",), "JOIN ... ON with an inequality (older servers)",
+        "rewritten to CROSS JOIN + WHERE on the syntax tree; same rows"),
+    Gap(("clickhouse",), "NULL for missing join partners (join_use_nulls=0 fills 0 or '')",
+        "the shipped SQL carries match flags and never tests a joined column for NULL"),
+)
+
+
+@dataclass(frozen=True)
+class Script:
+    """A rendered script: setup statements, the per-user SELECT, the summary SELECT."""
+
+    dialect: str
+    setup: tuple[str, ...]
+    per_user: str
+    summary: str
+    names: dict = field(default_factory=dict)  # logical name -> rendered relation name
+    create_per_user: tuple[str, ...] = ()
+
+    def statements(self) -> list[str]:
+        """Every statement in execution order (no trailing semicolons)."""
+        return [*self.setup, *self.create_per_user, self.summary]
+
+    def text(self) -> str:
+        """The whole script, statements separated by ``;`` and a blank line."""
+        header = (f"-- rankwise {_version()}: per-user ranking metrics and their summary, dialect {self.dialect}.\n"
+                  f"-- Rendered by sqlglot from the shipped sql/per_user.sql and sql/summary.sql.\n")
+        return header + ";\n\n".join(self.statements()) + ";\n"
+
+
+def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: str = "duckdb",
+        tables: dict | None = None, *, user_col: str = "user", item_col: str = "item",
+        rank_col: str | None = "rank", score_col: str | None = None,
+        relevance_col: str | None = "relevance", schema: str | None = None,
+        prefix: str = "rankwise_") -> str:
+    """One self-contained SQL script for ``dialect`` computing the per-user table and the summary.
+
+    ``tables`` maps "recommendations" and "ground_truth" to a table name (as the engine spells it,
+    e.g. "db.schema.recs") or to a query ("SELECT ..."); default: tables of those names. Ranks come
+    from ``rank_col`` (renumbered 1..n per user) or, when ``score_col`` is given, from scores
+    (descending, ties by the convention's ``ties`` rule). Without ``relevance_col`` every label has
+    relevance 1. Parameters are literals, so the script runs as is.
+
+    >>> print(sql(metrics=["precision"], k=5, dialect="postgres").splitlines()[-1])
+    ORDER BY CASE WHEN s.metric = 'precision' THEN 0 END, s.k;
+    """
+    return render(metrics, k, convention, dialect, tables, user_col=user_col, item_col=item_col,
+                  rank_col=rank_col, score_col=score_col, relevance_col=relevance_col, schema=schema,
+                  prefix=prefix).text()
+
+
+def render(metrics=None, k=10, convention: str | Convention = "default", dialect: str = "duckdb",
+           tables: dict | None = None, *, user_col: str = "user", item_col: str = "item",
+           rank_col: str | None = "rank", score_col: str | None = None,
+           relevance_col: str | None = "relevance", schema: str | None = None,
+           prefix: str = "rankwise_") -> Script:
+    """The :class:`Script` behind :func:`sql` (statements kept apart, for drivers that run one at a time)."""
+    sqlglot, exp = _sqlglot()
+    dialect = _check_dialect(dialect)
+    request = parse_request(metrics, k)
+    conv = resolve(convention)
+    for knob in ("empty_labels", "empty_predictions"):
+        if getattr(conv, knob) == "error":
+            raise UnsupportedSQLError(
+                f"convention {knob}='error' cannot be expressed in SQL (an engine cannot raise portably).",
+                hint=f"Use evaluate() for 'error', or choose a value: convention.replace({knob}='nan').")
+    tables = {"recommendations": "recommendations", "ground_truth": "ground_truth", **(tables or {})}
+    unknown = set(tables) - set(INPUTS)
+    if unknown:
+        raise ParameterError(f"tables has unknown keys {sorted(unknown)}.", hint="Keys: recommendations, ground_truth.")
+    names = relation_names(prefix, schema, dialect)
+    wanted = [_internal_name(n) for n in request.names]
+    per_user_sql, summary_sql, per_user_cols = queries(request.ks, conv, request.beta, dialect, names, wanted)
+    setup = [
+        *_view(names["recommendations"], _recommendations_view(
+            tables["recommendations"], dialect, user_col, item_col, rank_col, score_col, conv), dialect),
+        *_view(names["ground_truth"], _ground_truth_view(
+            tables["ground_truth"], dialect, user_col, item_col, relevance_col), dialect),
+        *_view(names["cutoffs"], cutoffs_query(request.ks, dialect), dialect),
+    ]
+    selected = exp.select(*(exp.column(c, table="p") for c in per_user_cols)).from_(
+        exp.maybe_parse(per_user_sql, dialect=dialect).subquery("p"))
+    create = exp.Create(this=_table(names["per_user"], dialect), kind="TABLE", expression=selected)
+    if dialect == "clickhouse":  # CREATE TABLE ... AS SELECT needs an engine there
+        create.set("properties", exp.Properties(expressions=[
+            exp.EngineProperty(this=exp.to_identifier("MergeTree")),
+            exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
+    create_per_user = (f"DROP TABLE IF EXISTS {_table(names['per_user'], dialect).sql(dialect)}", _generate(create, dialect))
+    final = _ordered_summary(summary_sql, request, dialect)
+    return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user)
+
+
+def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
+    """Rendered names of the relations the script reads and writes, as dialect-ready text."""
+    _, exp = _sqlglot()
+    out = {}
+    for name in ("recommendations", "ground_truth", "cutoffs", "per_user"):
+        table = exp.Table(this=exp.to_identifier(prefix + name),
+                          db=exp.to_identifier(schema) if schema else None)
+        out[name] = table.sql(dialect)
+    return out
+
+
+def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None):
+    """The per-user and summary SELECTs for ``dialect`` over relations ``names`` (logical -> rendered).
+
+    ``metrics`` (internal column names, None = all) prunes the summary to those metrics; returns
+    (per_user_sql, summary_sql, the per-user columns a table must keep for that summary).
+    """
+    conv = resolve(convention)
+    per_user = _shipped("per_user", conv, beta, dialect, names)
+    summary = _shipped("summary", conv, beta, dialect, names)
+    output = [s.alias_or_name for s in per_user.selects]
+    if metrics is not None:
+        summary = _prune_summary(summary, set(metrics))
+    needed = {c.name for c in summary.find_all(_sqlglot()[1].Column)}
+    keep = [c for c in output if c in OUTPUT_COLUMNS or c in needed or (metrics is None or c in metrics)]
+    return _generate(per_user, dialect), _generate(summary, dialect), keep
+
+
+def cutoffs_query(ks, dialect: str) -> str:
+    """``SELECT k`` rows as UNION ALL (VALUES lists are not portable)."""
+    return " UNION ALL ".join(f"SELECT CAST({int(k)} AS BIGINT) AS k" for k in ks) if dialect == "duckdb" else \
+        _generate(_sqlglot()[0].parse_one(cutoffs_query(ks, "duckdb"), read="duckdb"), dialect)
+
+
+# -- the shipped files, transformed ------------------------------------------------------------------
+
+
+def _shipped(name: str, conv: Convention, beta: float, dialect: str, names: dict):
+    """Parse ``sql/<name>.sql`` (read now, not cached), bind literals, rename relations, adapt."""
+    sqlglot, exp = _sqlglot()
+    text = (_sql_files.sql_dir() / f"{name}.sql").read_text()
+    values = _sql_files.bind(text, conv, beta)
+    tree = sqlglot.parse_one(text, read="duckdb")
+    for node in tree.walk():
+        node.comments = None
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+
+    def rewrite(node):
+        if isinstance(node, exp.Placeholder) and node.name in values:
+            return _literal(values[node.name])
+        if isinstance(node, exp.Table) and not node.db and node.name not in ctes:
+            if node.name not in names:
+                raise RankwiseError(f"sql/{name}.sql reads an unknown relation {node.name!r}.",
+                                    hint=f"The renderer knows: {', '.join(names)}.")
+            new = exp.to_table(names[node.name], dialect=dialect)
+            new.set("alias", node.args.get("alias"))
+            return new
+        return node
+
+    tree = tree.transform(rewrite)
+    left = [p.name for p in tree.find_all(exp.Placeholder)]
+    if left:
+        raise RankwiseError(f"sql/{name}.sql has parameters with no value: {left}.",
+                            hint="Add them to Convention.sql_parameters().")
+    if dialect != "duckdb":
+        tree = _double_literals(tree)
+    if dialect == "clickhouse":
+        tree = _inequality_joins_to_where(tree)
+    return tree
+
+
+def _literal(value):
+    """A parameter value as a literal: text quoted, booleans 0/1, non-integers as DOUBLE."""
+    _, exp = _sqlglot()
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, bool):
+        return exp.Literal.number(int(value))
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if not math.isfinite(value):
+        raise ParameterError(f"Parameter value {value!r} is not a finite number.")
+    return exp.cast(exp.Literal.number(repr(float(value))), "DOUBLE")
+
+
+def _double_literals(tree):
+    """``1.0`` is DECIMAL in Trino, Snowflake, Spark and PostgreSQL (``1.0 / 3`` = 0.3333333 in
+    Snowflake): cast every non-integer literal to DOUBLE, which is what DuckDB computes with."""
+    _, exp = _sqlglot()
+
+    def rewrite(node):
+        if (isinstance(node, exp.Literal) and not node.is_string and re.search(r"[.eE]", node.this)
+                and not (isinstance(node.parent, exp.Cast) and node.parent.to.this == exp.DataType.Type.DOUBLE)):
+            return exp.cast(node.copy(), "DOUBLE")
+        return node
+
+    return tree.transform(rewrite)
+
+
+def _inequality_joins_to_where(tree):
+    """``JOIN t ON a <= b`` -> ``CROSS JOIN t ... WHERE a <= b`` (inner joins only; same rows)."""
+    _, exp = _sqlglot()
+    for select in tree.find_all(exp.Select):
+        for join in select.args.get("joins") or []:
+            on = join.args.get("on")
+            if on is None or join.side or join.kind not in ("", "INNER", None):
+                continue
+            if not any(isinstance(n, (exp.LT, exp.LTE, exp.GT, exp.GTE)) for n in on.walk()):
+                continue
+            join.set("on", None)
+            join.set("kind", "CROSS")
+            select.where(on.copy(), copy=False)
+    return tree
+
+
+def _prune_summary(tree, metrics: set):
+    """Keep the UNION ALL branches of the requested metrics; drop CTEs nothing reads any more."""
+    _, exp = _sqlglot()
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    branches, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Union):
+            stack += [node.right, node.left]
+        else:
+            branches.append(node)
+    kept = [b for b in branches if _branch_metric(b) in metrics or _branch_metric(b) is None]
+    if not kept:
+        raise ParameterError("No summary rows for the requested metrics.")
+    out = kept[0].copy()
+    for branch in kept[1:]:
+        out = exp.union(out, branch.copy(), distinct=False)
+    if with_ is not None:
+        used = {t.name for t in out.find_all(exp.Table)}
+        ctes = [c for c in with_.expressions if c.alias in used]
+        if ctes:
+            out.set("with_" if "with_" in tree.args else "with", exp.With(expressions=[c.copy() for c in ctes]))
+    return out
+
+
+def _branch_metric(select):
+    _, exp = _sqlglot()
+    for projection in select.expressions:
+        if projection.alias_or_name == "metric" and isinstance(projection.this, exp.Literal):
+            return projection.this.this
+    return None
+
+
+def _ordered_summary(summary_sql: str, request, dialect: str) -> str:
+    """The summary with the API's metric names (f1, f2, ...) and order (request order, then k)."""
+    sqlglot, exp = _sqlglot()
+    names = [(_internal_name(n), n) for n in request.names]
+    rename = " ".join(f"WHEN s.metric = '{i}' THEN '{n}'" for i, n in names if i != n)
+    metric = f"CASE {rename} ELSE s.metric END" if rename else "s.metric"
+    order = " ".join(f"WHEN s.metric = '{i}' THEN {j}" for j, (i, _) in enumerate(names))
+    text = (f"SELECT {metric} AS metric, s.k, s.value, s.n_users FROM (SELECT 1 AS x) AS s "
+            f"ORDER BY CASE {order} END, s.k")
+    tree = sqlglot.parse_one(text, read="duckdb")
+    tree.find(exp.Subquery).set("this", sqlglot.parse_one(summary_sql, read=dialect))
+    return _generate(tree, dialect)
+
+
+# -- input views ------------------------------------------------------------------------------------
+
+
+def _source(table, dialect: str):
+    """A table name or a SELECT as the FROM item ``src``."""
+    sqlglot, exp = _sqlglot()
+    if not isinstance(table, str) or not table.strip():
+        raise ParameterError(f"tables values are table names or SELECT queries, got {table!r}.")
+    if re.match(r"\s*(select|with)\b", table, re.IGNORECASE):
+        return sqlglot.parse_one(table, read=dialect).subquery("src")
+    return exp.to_table(table, dialect=dialect).as_("src")
+
+
+def _col(name: str):
+    return _sqlglot()[1].column(name, table="src")
+
+
+def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention):
+    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs."""
+    _, exp = _sqlglot()
+    user, item = _col(user_col), _col(item_col)
+    if score_col is not None:
+        if conv.ties == "input_order":
+            raise UnsupportedSQLError(
+                "convention ties='input_order' cannot be expressed in SQL: a table has no row order.",
+                hint="Rank by a rank column (rank_col=...), or use ties='item_asc' / 'item_desc'.")
+        order = [exp.Ordered(this=_col(score_col), desc=True),
+                 exp.Ordered(this=item, desc=conv.ties == "item_desc")]
+    elif rank_col is not None:
+        order = [exp.Ordered(this=_col(rank_col)), exp.Ordered(this=item)]
+    else:
+        raise ParameterError("rank_col and score_col are both None.", hint="Name the column ranks come from.")
+    position = exp.Window(this=exp.RowNumber(), partition_by=[user.copy()], order=exp.Order(expressions=order))
+    inner = exp.select(
+        exp.alias_(user, "user_id"),
+        exp.alias_(exp.cast(position, "BIGINT"), "pos"),
+        exp.alias_(item, "item_id"),
+    ).from_(_source(table, dialect))
+    if conv.duplicates == "first_shift":  # keep each item's first position, close the gap
+        inner = exp.select("d.user_id", exp.alias_(exp.Min(this=exp.column("pos", "d")), "pos"), "d.item_id") \
+            .from_(inner.subquery("d")).group_by("d.user_id", "d.item_id")
+    renumber = exp.Window(this=exp.RowNumber(), partition_by=[exp.column("user_id", "r")],
+                          order=exp.Order(expressions=[exp.Ordered(this=exp.column("pos", "r"))]))
+    return exp.select(
+        "r.user_id", exp.alias_(exp.cast(renumber, "BIGINT"), "rank"), "r.item_id",
+    ).from_(inner.subquery("r"))
+
+
+def _ground_truth_view(table, dialect, user_col, item_col, relevance_col):
+    """(user_id, item_id, relevance DOUBLE); relevance 1 when there is no relevance column."""
+    _, exp = _sqlglot()
+    item = _col(item_col)
+    if relevance_col is None:
+        relevance = exp.Case().when(exp.Is(this=item.copy(), expression=exp.Null()), exp.cast(exp.Null(), "DOUBLE")) \
+            .else_(exp.cast(exp.Literal.number(1), "DOUBLE"))
+    else:
+        relevance = exp.cast(_col(relevance_col), "DOUBLE")
+    return exp.select(exp.alias_(_col(user_col), "user_id"), exp.alias_(item, "item_id"),
+                      exp.alias_(relevance, "relevance")).from_(_source(table, dialect))
+
+
+def _view(name: str, query, dialect: str) -> list[str]:
+    """DROP + CREATE VIEW, or CREATE OR REPLACE TEMPORARY VIEW where views can be session-scoped."""
+    sqlglot, exp = _sqlglot()
+    body = query if isinstance(query, str) else _generate(query, dialect)
+    if dialect in _TEMP_VIEWS:
+        return [f"CREATE OR REPLACE TEMPORARY VIEW {name} AS\n{body}"]
+    return [f"DROP VIEW IF EXISTS {name}", f"CREATE VIEW {name} AS\n{body}"]
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _generate(tree, dialect: str) -> str:
+    """sqlglot output, raising (not warning) on anything the dialect cannot express."""
+    sqlglot, _ = _sqlglot()
+    try:
+        return tree.sql(dialect=dialect, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.UnsupportedError as error:
+        raise UnsupportedSQLError(f"sqlglot cannot express this in {dialect}: {error}",
+                                  hint="This is a declared gap; see rankwise.render.GAPS.") from error
+
+
+def _table(name: str, dialect: str):
+    return _sqlglot()[1].to_table(name, dialect=dialect)
+
+
+def _internal_name(name: str) -> str:
+    return "fbeta" if re.fullmatch(r"f\d.*", name) else name
+
+
+def _check_dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise ParameterError(f"Unknown dialect {dialect!r}.", hint=f"Use one of: {', '.join(DIALECTS)}.")
+    return dialect
+
+
+def _sqlglot():
+    try:
+        import sqlglot
+        from sqlglot import exp
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError("Rendering SQL needs sqlglot.",
+                                     hint='pip install "rankwise[engines]"  (or: pip install "sqlglot>=30")') from error
+    return sqlglot, exp
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__

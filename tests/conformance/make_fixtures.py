@@ -1,0 +1,137 @@
+"""Build one virtualenv per reference library, run its runner on every dataset, write the fixtures.
+
+    python tests/conformance/make_fixtures.py [--libraries ranx,pytrec_eval] [--datasets doc000,clean]
+                                              [--venv-root DIR] [--k 1,3,5,10]
+
+Virtualenvs live outside the repo, in ``~/.cache/rankwise-conformance/venvs/<name>`` by default. A venv
+is reused when its recorded requirements match (``rankwise-venv.json`` inside it), otherwise rebuilt.
+The shared venv ``live`` holds ranx, pytrec-eval-terrier, scikit-learn and torchmetrics (+ CPU torch);
+CI builds it and runs those four libraries live (see ``run_library``).
+
+Output: ``fixtures/<library>/<dataset>.json`` (format in README.md).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUNNERS = HERE / "runners"
+FIXTURES = HERE / "fixtures"
+DEFAULT_VENV_ROOT = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS",
+                                        Path.home() / ".cache" / "rankwise-conformance" / "venvs"))
+DEFAULT_KS = "1,3,5,10"
+
+# venv name -> pip steps (each a list of pip install arguments, run in order)
+VENVS = {
+    "live": [["ranx==0.3.21", "pytrec-eval-terrier==0.5.11", "scikit-learn==1.9.1", "torchmetrics==1.9.0",
+              "torch==2.13.0"]],
+    "evidently": [["evidently==0.7.23", "pandas<3"]],
+    "recommenders": [["recommenders==1.2.1"]],
+    "replay": [["replay-rec==0.22.0"]],
+    "rectools": [["rectools==0.19.0"]],
+    # ml_metrics 0.1.4 is an sdist using use_2to3: needs setuptools<58 and no build isolation
+    "ml_metrics": [["setuptools<58", "wheel"], ["--no-build-isolation", "ml_metrics==0.1.4"]],
+    # torch pinned in the same resolve so that recbole's torch requirement takes the local CPU wheel
+    "recbole": [["torch==2.13.0", "recbole==1.2.1"]],
+    "pyspark": [["pyspark==4.3.0"]],
+}
+
+# library -> (venv name, runner script)
+LIBRARIES = {
+    "ranx": ("live", "run_ranx.py"),
+    "pytrec_eval": ("live", "run_pytrec_eval.py"),
+    "sklearn": ("live", "run_sklearn.py"),
+    "torchmetrics": ("live", "run_torchmetrics.py"),
+    "evidently": ("evidently", "run_evidently.py"),
+    "recommenders": ("recommenders", "run_recommenders.py"),
+    "replay": ("replay", "run_replay.py"),
+    "rectools": ("rectools", "run_rectools.py"),
+    "ml_metrics": ("ml_metrics", "run_ml_metrics.py"),
+    "recbole": ("recbole", "run_recbole.py"),
+    "pyspark": ("pyspark", "run_pyspark.py"),
+}
+LIVE_LIBRARIES = ["ranx", "pytrec_eval", "sklearn", "torchmetrics"]
+
+
+def venv_python(name, venv_root=DEFAULT_VENV_ROOT):
+    return Path(venv_root) / name / "bin" / "python"
+
+
+def ensure_venv(name, venv_root=DEFAULT_VENV_ROOT, python=sys.executable, log=print):
+    """Create (or reuse) venv ``name``; return its python. Records the build time in rankwise-venv.json."""
+    path = Path(venv_root) / name
+    marker = path / "rankwise-venv.json"
+    steps = VENVS[name]
+    if marker.exists() and json.loads(marker.read_text()).get("steps") == steps and venv_python(name, venv_root).exists():
+        return venv_python(name, venv_root)
+    log("building venv %s in %s ..." % (name, path))
+    start = time.time()
+    subprocess.run([python, "-m", "venv", "--clear", str(path)], check=True)
+    for step in steps:
+        subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "-q", *step], check=True)
+    seconds = round(time.time() - start, 1)
+    marker.write_text(json.dumps({"steps": steps, "build_seconds": seconds}) + "\n")
+    log("built venv %s in %.0f s" % (name, seconds))
+    return venv_python(name, venv_root)
+
+
+def run_library(library, dataset_path, venv_root=DEFAULT_VENV_ROOT, ks=DEFAULT_KS, timeout=1800):
+    """Run ``library``'s runner live on one dataset (building its venv if needed); return the fixture dict."""
+    venv, script = LIBRARIES[library]
+    python = ensure_venv(venv, venv_root)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        subprocess.run([str(python), str(RUNNERS / script), str(dataset_path), str(out), "--k", ks],
+                       check=True, cwd=str(RUNNERS), timeout=timeout)
+        return json.loads(out.read_text())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--libraries", default=",".join(LIBRARIES), help="comma-separated (default: all)")
+    ap.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all)")
+    ap.add_argument("--venv-root", default=str(DEFAULT_VENV_ROOT))
+    ap.add_argument("--k", default=DEFAULT_KS)
+    args = ap.parse_args(argv)
+
+    sys.path.insert(0, str(HERE))
+    import datasets  # the sibling generator module
+
+    paths = datasets.write_all()
+    if args.datasets:
+        wanted = set(args.datasets.split(","))
+        paths = [p for p in paths if p.stem in wanted]
+    failures = []
+    for library in args.libraries.split(","):
+        try:
+            ensure_venv(LIBRARIES[library][0], args.venv_root)
+        except subprocess.CalledProcessError as exc:
+            failures.append((library, "venv", str(exc)))
+            print("FAILED to build venv for %s: %s" % (library, exc))
+            continue
+        for path in paths:
+            start = time.time()
+            try:
+                doc = run_library(library, path, args.venv_root, args.k)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                failures.append((library, path.stem, str(exc)))
+                print("FAILED %s on %s: %s" % (library, path.stem, exc))
+                continue
+            out = FIXTURES / library / path.name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(doc, indent=1) + "\n")
+            print("%-13s %-11s %5.1fs -> %s" % (library, path.stem, time.time() - start, out.relative_to(HERE)))
+    if failures:
+        print("%d failure(s): %s" % (len(failures), ", ".join("%s/%s" % f[:2] for f in failures)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
