@@ -10,7 +10,7 @@
 --   $users                 'union' | 'labels' | 'predictions' | 'intersection'
 --   $empty_labels          'nan' | 'zero' | 'one' | 'error'   (error is raised by the caller)
 --   $empty_predictions     'zero' | 'nan' | 'one' | 'error'
---   $precision_denominator 'k' | 'min_k_len' | 'min_k_nrel'
+--   $precision_denominator 'k' | 'min_k_len' | 'min_k_nrel' | 'min_k_candidates'
 --   $ap_denominator        'n_hits' | 'n_rel' | 'min_k_nrel' | 'k' | 'min_k_len'
 --   $gain                  'binary' | 'linear' | 'exp2'
 --   $log_base              > 1 (2.718281828459045 = natural log)
@@ -41,7 +41,8 @@ graded_labels AS (
     FROM labels AS l
 ),
 label_stats AS (
-    SELECT l.user_id, 1 AS in_truth, CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
+    SELECT l.user_id, MAX(CASE WHEN l.item_id IS NOT NULL THEN 1 ELSE 0 END) AS in_truth,
+           CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
     FROM labels AS l
     GROUP BY l.user_id
 ),
@@ -52,6 +53,8 @@ rec_stats AS (
 ),
 all_users AS (
     SELECT CASE WHEN COALESCE(rs.in_recs, 0) = 1 THEN rs.user_id ELSE ls.user_id END AS user_id,
+           -- in the recommendations: listed, even with an empty list; in the ground truth: at
+           -- least one judged item (a user with an empty label list is known, for 'union', only)
            COALESCE(rs.in_recs, 0) AS in_recs,
            COALESCE(ls.in_truth, 0) AS in_truth,
            CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
@@ -77,7 +80,8 @@ judged AS (
     JOIN universe AS u ON u.user_id = r.user_id
 ),
 first_hits AS (
-    SELECT j.user_id, MIN(CASE WHEN j.is_rel = 1 THEN j.rank END) AS first_hit
+    SELECT j.user_id, 1 AS matched, MIN(CASE WHEN j.is_rel = 1 THEN j.rank END) AS first_hit,
+           CAST(SUM(j.is_rel) AS BIGINT) AS hits_all
     FROM judged AS j
     GROUP BY j.user_id
 ),
@@ -138,6 +142,8 @@ stats AS (
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.r_hits ELSE 0 END AS DOUBLE) AS r_hits,
            CASE WHEN $rr_cutoff = 1 THEN (CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.first_hit, 0) ELSE 0 END)
                 ELSE (CASE WHEN COALESCE(f.first_hit, 0) > 0 THEN f.first_hit ELSE 0 END) END AS first_hit,
+           -- recommended or relevant items: the rows a per-item table (Evidently) holds for the user
+           u.n_recs + u.n_rel - (CASE WHEN COALESCE(f.matched, 0) = 1 THEN f.hits_all ELSE 0 END) AS n_candidates,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
@@ -153,6 +159,7 @@ denominators AS (
     SELECT s.*,
            CAST(CASE WHEN $precision_denominator = 'k' THEN s.k
                      WHEN $precision_denominator = 'min_k_len' THEN LEAST(s.k, s.n_recs)
+                     WHEN $precision_denominator = 'min_k_candidates' THEN LEAST(s.k, s.n_candidates)
                      ELSE LEAST(s.k, s.n_rel) END AS DOUBLE) AS p_den,
            CAST(CASE WHEN $ap_denominator = 'n_hits' THEN CAST(s.hits AS BIGINT)
                      WHEN $ap_denominator = 'n_rel' THEN s.n_rel

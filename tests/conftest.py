@@ -1,27 +1,83 @@
 """One test body, every backend: tests that take a ``backend`` argument run once per backend.
 
-Choose backends with ``pytest --backends polars,duckdb`` (default: every backend available here).
+Choose backends with ``pytest --backends polars,duckdb`` (default: every backend available here;
+"spark" when pyspark is importable). Tests that take an ``engine`` argument run the rendered SQL
+on real engines; choose with ``--engines duckdb,postgres,spark,clickhouse`` (default: every engine
+whose client is installed, all of them when CI=true). A selected engine that cannot run fails.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests import the oracle as a plain module
 
 import rankwise  # noqa: E402
 
 
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+_BACKENDS = [b for b in rankwise.BACKENDS if b != "spark" or _installed("pyspark")]
+_ENGINE_CLIENTS = {"duckdb": "duckdb", "postgres": "psycopg", "spark": "pyspark", "clickhouse": "chdb"}
+_ENGINES = [e for e, module in _ENGINE_CLIENTS.items() if _CI or _installed(module)]
+
+
 def pytest_addoption(parser):
-    parser.addoption("--backends", default=",".join(rankwise.BACKENDS),
+    parser.addoption("--backends", default=",".join(_BACKENDS),
                      help="comma-separated backends to run cross-backend tests on")
+    parser.addoption("--engines", default=",".join(_ENGINES),
+                     help="comma-separated engines to run the rendered SQL on (duckdb,postgres,spark,clickhouse)")
+
+
+def _chosen(config, option: str) -> list[str]:
+    return [b.strip() for b in config.getoption(option).split(",") if b.strip()]
 
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames:
-        chosen = [b.strip() for b in metafunc.config.getoption("--backends").split(",") if b.strip()]
-        metafunc.parametrize("backend", chosen)
+        metafunc.parametrize("backend", _chosen(metafunc.config, "--backends"))
+    if "engine_name" in metafunc.fixturenames:
+        metafunc.parametrize("engine_name", _chosen(metafunc.config, "--engines"), scope="module")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test run (local, loopback, no UI); backend="spark" reuses it."""
+    from rankwise import _spark_backend
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = _spark_backend.session()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _spark_for_backend(request):
+    """Tests on backend="spark" go through the shared session fixture (created once, stopped at the end)."""
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("backend") == "spark":
+        request.getfixturevalue("spark")
+
+
+@pytest.fixture(scope="session")
+def pg_dsn():
+    """A reachable PostgreSQL (``.ci/postgres.sh`` starts one on 127.0.0.1:54329); fails if there is none."""
+    import engines
+
+    if not engines.postgres_reachable():
+        pytest.fail(f"PostgreSQL is not reachable at {engines.PG_DSN!r}{' (CI=true)' if _CI else ''}.\n"
+                    "Hint: run `bash .ci/postgres.sh` (as root), or deselect it: --engines duckdb,spark,clickhouse",
+                    pytrace=False)
+    return engines.PG_DSN
 
 # Scripts that run inside other libraries' virtualenvs are not test modules (nor doctest targets).
 collect_ignore_glob = ["conformance/runners/*", "conformance/datasets.py", "conformance/make_fixtures.py"]

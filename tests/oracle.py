@@ -17,11 +17,12 @@ METRICS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "
 def universe(recs: dict, truth: dict, users: str) -> set:
     if users == "union":
         return set(recs) | set(truth)
+    judged = {u for u, labels in truth.items() if labels}  # an empty label list is not "in the truth"
     if users == "labels":
-        return set(truth)
+        return judged
     if users == "predictions":
         return set(recs)
-    return set(recs) & set(truth)
+    return set(recs) & judged
 
 
 def _constant(rule: str) -> float:
@@ -53,7 +54,9 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> d
     flags = [1 if is_relevant(item) else 0 for item in top]
     hits = sum(flags)
 
-    p_den = {"k": k, "min_k_len": min(k, len(pred)), "min_k_nrel": min(k, n_rel)}[conv.precision_denominator]
+    candidates = set(pred) | {item for item in labels if is_relevant(item)}
+    p_den = {"k": k, "min_k_len": min(k, len(pred)), "min_k_nrel": min(k, n_rel),
+             "min_k_candidates": min(k, len(candidates))}[conv.precision_denominator]
     precision = hits / p_den
     recall = hits / n_rel
     b2 = beta * beta

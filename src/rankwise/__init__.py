@@ -3,6 +3,7 @@
 from ._sql_files import bind as bind_parameters
 from ._sql_files import read as shipped_sql
 from .api import BACKENDS, Result, evaluate
+from .compare import Explanation, compare_conventions, explain
 from .conventions import PRESETS, Convention, knob_documentation
 from .errors import (
     DtypeMismatchError,
@@ -25,7 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS", "METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation",
-    "bind_parameters", "shipped_sql",
+    "bind_parameters", "shipped_sql", "compare_conventions", "explain", "Explanation",
     "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "InputError", "InvalidRankError",
     "InvalidRelevanceError", "MissingColumnError", "MissingDependencyError", "NullValueError",
     "ParameterError", "RankwiseError", "UndefinedValueError", "UnsupportedInputError",

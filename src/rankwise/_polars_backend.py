@@ -26,7 +26,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float)
     labels = truth.with_columns(
         is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)).fill_null(False).cast(pl.Int64)
     ).with_columns(gain=_gain(conv))
-    label_stats = labels.group_by(USER).agg(pl.col("is_rel").sum().alias("n_rel"), pl.lit(1).alias("in_truth"))
+    label_stats = labels.group_by(USER).agg(
+        pl.col("is_rel").sum().alias("n_rel"), pl.col(ITEM).is_not_null().any().cast(pl.Int64).alias("in_truth")
+    )
     rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
     everyone = rec_stats.join(label_stats, on=USER, how="full", coalesce=True, nulls_equal=True).with_columns(
         pl.col("n_recs", "n_rel", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
@@ -39,7 +41,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float)
         .sort(USER, RANK)
         .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
     )
-    first_hits = judged.group_by(USER).agg(pl.col(RANK).filter(pl.col("is_rel") == 1).min().alias("first_hit_any"))
+    first_hits = judged.group_by(USER).agg(
+        pl.col(RANK).filter(pl.col("is_rel") == 1).min().alias("first_hit_any"), pl.col("is_rel").sum().alias("hits_all")
+    )
     hit = pl.col("is_rel") == 1
     at_k = (
         judged.join(cutoffs, how="cross")
@@ -84,6 +88,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float)
             pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
             pl.col("precision_sum", "dcg", "idcg_top", "idcg_labels").fill_null(0.0),
             pl.col("first_hit" if conv.rr_cutoff else "first_hit_any").fill_null(0).alias("first_hit"),
+            # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
+            (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all").fill_null(0)).alias("n_candidates"),
         )
         .with_columns(idcg=pl.col({"labels": "idcg_labels", "k_ones": "idcg_ones"}.get(conv.ideal, "idcg_top")))
     )
@@ -152,11 +158,12 @@ def _divide(num: pl.Expr, den: pl.Expr) -> pl.Expr:
 
 
 def precision(conv: Convention) -> pl.Expr:
-    """hits@k / den, den = k | min(k, n_recs) | min(k, n_rel)."""
+    """hits@k / den, den = k | min(k, n_recs) | min(k, n_rel) | min(k, |recommended or relevant|)."""
     den = {
         "k": pl.col("k"),
         "min_k_len": _least(pl.col("k"), pl.col("n_recs")),
         "min_k_nrel": _least(pl.col("k"), pl.col("n_rel")),
+        "min_k_candidates": _least(pl.col("k"), pl.col("n_candidates")),
     }[conv.precision_denominator]
     return _divide(pl.col("hits"), den)
 

@@ -27,8 +27,8 @@ class Convention:
     users: str = _knob(
         "union",
         ("union", "labels", "predictions", "intersection"),
-        "which users are evaluated: everyone in either input, only users in the ground truth, "
-        "only users in the recommendations, or users in both",
+        "which users are evaluated: everyone in either input, users with at least one judged "
+        "item, users listed in the recommendations (an empty list counts), or both",
     )
     empty_labels: str = _knob(
         "nan",
@@ -42,8 +42,9 @@ class Convention:
     )
     precision_denominator: str = _knob(
         "k",
-        ("k", "min_k_len", "min_k_nrel"),
-        "Precision@k = hits@k / den: k, min(k, list length), or min(k, number relevant)",
+        ("k", "min_k_len", "min_k_nrel", "min_k_candidates"),
+        "Precision@k = hits@k / den: k, min(k, list length), min(k, number relevant), or "
+        "min(k, number of items recommended or relevant)",
     )
     ap_denominator: str = _knob(
         "n_hits",
@@ -107,8 +108,13 @@ class Convention:
         "by their order in the input",
     )
 
+    # -- not knobs: what a preset is called, which metrics its library has, how it was checked --
+    name: str = field(default="default", compare=False, metadata={"meta": True})
+    metrics: tuple[str, ...] | None = field(default=None, compare=False, metadata={"meta": True})
+    notes: str = field(default="", compare=False, repr=False, metadata={"meta": True})
+
     def __post_init__(self):
-        for f in dataclasses.fields(self):
+        for f in _knob_fields():
             value, allowed = getattr(self, f.name), f.metadata["values"]
             if isinstance(allowed, tuple) and value not in allowed:
                 raise ParameterError(
@@ -126,17 +132,26 @@ class Convention:
 
     def replace(self, **changes) -> Convention:
         """A copy with some knobs changed: ``PRESETS['default'].replace(gain='linear')``."""
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        names = [f.name for f in dataclasses.fields(self)]
+        unknown = set(changes) - set(names)
         if unknown:
             raise ParameterError(
                 f"Convention has no field {', '.join(sorted(unknown))}.",
-                hint=f"Fields: {', '.join(f.name for f in dataclasses.fields(self))}.",
+                hint=f"Fields: {', '.join(names)}.",
             )
+        knobs_changed = {k: v for k, v in changes.items() if k in self.knobs() and v != getattr(self, k)}
+        if knobs_changed and "name" not in changes:
+            changes["name"] = self.name + "".join(f" {k}={v!r}" for k, v in knobs_changed.items())
         return dataclasses.replace(self, **changes)
 
     def knobs(self) -> dict:
         """Every knob and its value, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {f.name: getattr(self, f.name) for f in _knob_fields()}
+
+    def diff(self, other: Convention) -> dict:
+        """``{knob: (self's value, other's value)}`` for every knob on which the two differ."""
+        a, b = self.knobs(), other.knobs()
+        return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
 
     def sql_parameters(self) -> dict:
         """The knobs as SQL parameters (booleans become 0/1, numbers floats)."""
@@ -152,23 +167,26 @@ class Convention:
         return out
 
     def __str__(self) -> str:
-        rows = [(f.name, repr(getattr(self, f.name)), f.metadata["doc"]) for f in dataclasses.fields(self)]
+        rows = [(f.name, repr(getattr(self, f.name)), f.metadata["doc"]) for f in _knob_fields()]
         w0 = max(len(r[0]) for r in rows)
         w1 = max(len(r[1]) for r in rows)
-        return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows)
+        head = f"Convention {self.name!r}" + (f" (metrics: {', '.join(self.metrics)})" if self.metrics else "")
+        return "\n".join([head, *(f"  {a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows)])
 
 
 _INPUT_KNOBS = ("duplicates", "ties", "min_score")
 
 
+def _knob_fields():
+    return [f for f in dataclasses.fields(Convention) if not f.metadata.get("meta")]
+
+
 def knob_documentation() -> dict[str, tuple[object, str]]:
     """``{knob: (allowed values, description)}`` for docs and the CLI."""
-    return {f.name: (f.metadata["values"], f.metadata["doc"]) for f in dataclasses.fields(Convention)}
+    return {f.name: (f.metadata["values"], f.metadata["doc"]) for f in _knob_fields()}
 
 
-PRESETS: dict[str, Convention] = {
-    "default": Convention(),
-}
+from ._presets import PRESETS  # noqa: E402  (presets are Conventions: defined after the class)
 
 
 def resolve(convention: str | Convention) -> Convention:

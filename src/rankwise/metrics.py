@@ -32,6 +32,22 @@ METRICS = (
 )
 _F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
 
+# Which convention knobs can change each metric (per-user column name). One place: the docs page
+# and explain() both read it.
+_EVERY_METRIC = ("users", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates", "ties", "min_score")
+KNOBS_BY_METRIC = {
+    "precision": _EVERY_METRIC + ("precision_denominator",),
+    "recall": _EVERY_METRIC,
+    "fbeta": _EVERY_METRIC + ("precision_denominator", "f_aggregation"),
+    "map": _EVERY_METRIC + ("ap_denominator",),
+    "mar": _EVERY_METRIC + ("ap_denominator",),
+    "mrr": _EVERY_METRIC + ("rr_cutoff",),
+    "dcg": _EVERY_METRIC + ("gain", "log_base"),
+    "ndcg": _EVERY_METRIC + ("gain", "log_base", "ideal", "zero_ideal"),
+    "hit_rate": _EVERY_METRIC,
+    "r_precision": _EVERY_METRIC,
+}
+
 
 @dataclass(frozen=True)
 class MetricRequest:
@@ -49,10 +65,18 @@ class MetricRequest:
         return f"{name}@{k}"
 
 
-def parse_request(metrics, k) -> MetricRequest:
-    """Validate ``metrics`` (None = all) and ``k`` (int or list of positive ints)."""
+def internal_name(name: str) -> str:
+    """The per-user column a metric lives in: every F-beta is "fbeta"."""
+    return "fbeta" if _F_BETA.match(name) else name
+
+
+def parse_request(metrics, k, supported: tuple[str, ...] | None = None, convention_name: str = "") -> MetricRequest:
+    """Validate ``metrics`` (None = all the convention supports) and ``k`` (positive ints)."""
     ks = _parse_k(k)
-    names = list(METRICS) if metrics is None else _as_list(metrics, "metrics")
+    if metrics is None:
+        names = [m for m in METRICS if supported is None or internal_name(m) in supported]
+    else:
+        names = _as_list(metrics, "metrics")
     seen, betas = [], []
     for name in names:
         if not isinstance(name, str):
@@ -68,6 +92,14 @@ def parse_request(metrics, k) -> MetricRequest:
             raise ParameterError(
                 f"Unknown metric {name!r}.",
                 hint=f"Known metrics: {', '.join(METRICS)} (and f<beta> such as f2 or f0.5).",
+            )
+        if supported is not None and internal_name(name) not in supported:
+            raise ParameterError(
+                f"The {convention_name!r} convention has no metric {name!r}: the library it "
+                f"reproduces does not define one.",
+                hint=f"It has: {', '.join(supported)}. For another definition, derive a convention: "
+                f"rankwise.PRESETS[{convention_name!r}].replace(...) keeps its knobs and lifts the limit "
+                f"with metrics=None.",
             )
         if name not in seen:
             seen.append(name)

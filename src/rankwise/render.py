@@ -155,8 +155,9 @@ def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
     _, exp = _sqlglot()
     out = {}
     for name in ("recommendations", "ground_truth", "cutoffs", "per_user"):
+        session_scoped = dialect in _TEMP_VIEWS and name != "per_user"  # a temporary view has no schema
         table = exp.Table(this=exp.to_identifier(prefix + name),
-                          db=exp.to_identifier(schema) if schema else None)
+                          db=exp.to_identifier(schema) if schema and not session_scoped else None)
         out[name] = table.sql(dialect)
     return out
 
@@ -217,7 +218,7 @@ def _shipped(name: str, conv: Convention, beta: float, dialect: str, names: dict
     if dialect != "duckdb":
         tree = _double_literals(tree)
     if dialect == "clickhouse":
-        tree = _inequality_joins_to_where(tree)
+        tree = _alias_qualified_projections(_inequality_joins_to_where(tree))
     return tree
 
 
@@ -262,6 +263,16 @@ def _inequality_joins_to_where(tree):
             join.set("on", None)
             join.set("kind", "CROSS")
             select.where(on.copy(), copy=False)
+    return tree
+
+
+def _alias_qualified_projections(tree):
+    """``SELECT r.user_id`` -> ``SELECT r.user_id AS user_id``: ClickHouse names an unaliased
+    qualified projection "r.user_id", so an outer ``j.user_id`` would not resolve."""
+    _, exp = _sqlglot()
+    for select in tree.find_all(exp.Select):
+        select.set("expressions", [
+            exp.alias_(p, p.name) if isinstance(p, exp.Column) and p.table and not p.is_star else p for p in select.expressions])
     return tree
 
 
@@ -374,12 +385,11 @@ def _ground_truth_view(table, dialect, user_col, item_col, relevance_col):
 
 
 def _view(name: str, query, dialect: str) -> list[str]:
-    """DROP + CREATE VIEW, or CREATE OR REPLACE TEMPORARY VIEW where views can be session-scoped."""
-    sqlglot, exp = _sqlglot()
+    """DROP + CREATE VIEW, TEMPORARY where views can be session-scoped (not OR REPLACE: PostgreSQL
+    refuses to replace a view whose column types change, e.g. integer ids then string ids)."""
     body = query if isinstance(query, str) else _generate(query, dialect)
-    if dialect in _TEMP_VIEWS:
-        return [f"CREATE OR REPLACE TEMPORARY VIEW {name} AS\n{body}"]
-    return [f"DROP VIEW IF EXISTS {name}", f"CREATE VIEW {name} AS\n{body}"]
+    temporary = "TEMPORARY " if dialect in _TEMP_VIEWS else ""
+    return [f"DROP VIEW IF EXISTS {name}", f"CREATE {temporary}VIEW {name} AS\n{body}"]
 
 
 # -- helpers -----------------------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+"""Named presets: the knob values that reproduce each library, and the metrics it has.
+
+Each preset was checked against a live run of its library (tests/conformance, versions there). A
+library's plain bugs that yield impossible values are not copied; each such divergence is written in
+the preset's notes and pinned by a test in tests/test_presets.py.
+"""
+
+from __future__ import annotations
+
+from .conventions import Convention
+
+_ALL = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
+
+
+def _preset(name: str, metrics: tuple[str, ...], notes: str, **knobs) -> Convention:
+    return Convention(name=name, metrics=metrics, notes=" ".join(notes.split()), **knobs)
+
+
+PRESETS: dict[str, Convention] = {
+    p.name: p
+    for p in (
+        _preset(
+            "default", _ALL,
+            """Reference document 000: users in either input; no relevant label -> undefined (left out
+            of means); labels but no list -> 0; precision / k; AP / hits; F per user; NDCG with gain
+            2^rel - 1, natural log, ideal = the top-k recommended gains sorted.""",
+        ),
+        _preset(
+            "ranx", ("precision", "recall", "fbeta", "map", "mrr", "dcg", "ndcg", "hit_rate", "r_precision"),
+            """ranx 0.3.21 (Qrels/Run): every query counted, empty qrels or run -> 0; relevant = rel >= 1;
+            AP / |relevant|; ndcg/dcg linear gain ("Jarvelin"), log2, ideal = qrels sorted, cut at k.
+            r_precision@k equals ranx's uncut r-precision when k >= |relevant|. ranx breaks score
+            ties with an unstable argsort: give distinct scores or ranks.""",
+            users="union", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
+            gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0,
+        ),
+        _preset(
+            "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision"),
+            """trec_eval 10.0 / pytrec_eval-terrier 0.5.11 measures P_k, recall_k, map_cut_k,
+            recip_rank (no cutoff: mrr@k ignores k), ndcg_cut_k (linear gain, log2, ideal from all
+            qrels), success_k (hit_rate), Rprec (= r_precision@k for k >= R). Queries in both qrels
+            and run; judged-but-all-non-relevant queries score 0; relevant = rel >= 1. Score ties:
+            docno descending (strcmp), reproduced by ties='item_desc' for string ids of equal width.""",
+            users="intersection", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
+            gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0, rr_cutoff=False,
+            ties="item_desc",
+        ),
+        _preset(
+            "spark", ("precision", "recall", "map", "ndcg"),
+            """Spark MLlib RankingMetrics / ml.RankingEvaluator 4.3.0: every row counted; empty labels
+            or predictions -> 0 (with a warning); precision / k; meanAveragePrecisionAt(k) /
+            min(|L|, k); binary NDCG, natural log, ideal min(|L|, k) ones (PySpark drops graded
+            relevance). Divergence, not copied: Spark counts a repeated predicted item every time
+            (precision, recall, AP and NDCG above 1); rankwise rejects repeats (duplicates='error').""",
+            users="union", empty_labels="zero", empty_predictions="zero", ap_denominator="min_k_nrel",
+            gain="binary", ideal="labels",
+        ),
+        _preset(
+            "torchmetrics", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate"),
+            """TorchMetrics 1.9.0 Retrieval* with empty_target_action='neg': queries with no positive
+            target -> 0; precision / k; RetrievalMAP(top_k) divides by the hits in the top k; NDCG
+            linear gain, log2, ideal from all targets of the query. Feed positive scores (1/rank):
+            TorchMetrics treats rows scored <= 0 as not retrieved for P/R/AP/RR only.""",
+            users="union", empty_labels="zero", empty_predictions="zero", ap_denominator="n_hits",
+            gain="linear", log_base=2.0, ideal="labels",
+        ),
+        _preset(
+            "sklearn", ("dcg", "ndcg"),
+            """scikit-learn 1.9.1 dcg_score / ndcg_score (ignore_ties or distinct scores): linear gain,
+            log2 (dcg_score's default log_base), ideal = the row's true relevances sorted, cut at k;
+            an all-irrelevant row -> 0.""",
+            users="union", empty_labels="zero", empty_predictions="zero", gain="linear", log_base=2.0,
+            ideal="labels",
+        ),
+        _preset(
+            "evidently", ("precision", "recall", "fbeta", "map", "mar", "mrr", "ndcg", "hit_rate"),
+            """Evidently 0.7.23 (legacy and new API): users with at least one relevant row; precision /
+            min(k, rows of the user), a row per item recommended or relevant; AP and AR / |relevant|; F-beta of the mean P and mean R; NDCG
+            linear on the raw target, log2, ideal from all the user's rows. Divergence, not copied:
+            Evidently repeats a short list's last relevance beyond its end, so MAP/MAR can exceed 1.""",
+            users="labels", empty_labels="nan", empty_predictions="zero", precision_denominator="min_k_candidates",
+            ap_denominator="n_rel", f_aggregation="of_means", gain="linear", log_base=2.0, ideal="labels",
+        ),
+        _preset(
+            "recommenders", ("precision", "recall", "map"),
+            """Microsoft Recommenders 1.2.1 python_evaluation precision_at_k, recall_at_k, map_at_k
+            (AP / min(|L|, k)): users in both tables. ndcg_at_k is not in this preset: it averages over
+            a different set of users (every ground-truth user, 0 without predictions); use
+            Convention(... users='labels', gain='binary', ideal='labels') for it.""",
+            users="intersection", empty_labels="nan", empty_predictions="nan", ap_denominator="min_k_nrel",
+            gain="binary", ideal="labels",
+        ),
+        _preset(
+            "replay", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate"),
+            """RePlay 0.22.0 replay.metrics on long tables: ground-truth users; no recommendations -> 0;
+            AP / min(k, |L|); binary NDCG, log2, ideal min(k, |L|) ones; score ties: larger item id first.""",
+            users="labels", empty_labels="nan", empty_predictions="zero", ap_denominator="min_k_nrel",
+            gain="binary", log_base=2.0, ideal="labels", ties="item_desc",
+        ),
+        _preset(
+            "rectools", ("precision", "recall", "fbeta", "map", "mrr", "ndcg", "hit_rate"),
+            """RecTools 0.19.0 defaults: users in the interactions; no recommendations -> 0; precision /
+            k; AP / |L|; F-beta per user; binary NDCG, log2, ideal = k relevant slots.""",
+            users="labels", empty_labels="nan", empty_predictions="zero", ap_denominator="n_rel",
+            gain="binary", log_base=2.0, ideal="k_ones",
+        ),
+        _preset(
+            "kaggle", ("map",),
+            """ml_metrics 0.1.4 apk/mapk (the Kaggle definition): AP / min(|actual|, k), every pair
+            counted, an empty 'actual' scores 1.0 (0.1.4 on PyPI; the unreleased master says 0).""",
+            users="union", empty_labels="one", empty_predictions="zero", ap_denominator="min_k_nrel",
+        ),
+        _preset(
+            "surprise", ("precision", "recall"),
+            """Surprise FAQ precision_recall_at_k (2020+): relevant = true rating >= 3.5; recommended =
+            estimate >= 3.5 within the top k; precision / #recommended in the top k; undefined -> 0;
+            users with at least one prediction. Give estimates as scores, true ratings as relevance.""",
+            users="predictions", empty_labels="zero", empty_predictions="zero",
+            precision_denominator="min_k_len", relevance_threshold=3.5, min_score=3.5,
+        ),
+        _preset(
+            "recbole", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate"),
+            """RecBole 1.2.1 metrics: users with test items; precision / k; AP / min(k, |L|); binary NDCG,
+            log2, ideal min(k, |L|) ones; MRR with cutoff.""",
+            users="labels", empty_labels="nan", empty_predictions="zero", ap_denominator="min_k_nrel",
+            gain="binary", log_base=2.0, ideal="labels",
+        ),
+    )
+}

@@ -1,0 +1,115 @@
+"""Side by side: the same data under several conventions, and why two conventions disagree."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from .api import evaluate
+from .conventions import Convention, resolve
+from .errors import ParameterError
+from .metrics import KNOBS_BY_METRIC, METRICS, internal_name, parse_request
+
+
+def compare_conventions(recommendations, ground_truth, k=10, presets=None, metrics=None, **options) -> pl.DataFrame:
+    """One row per (metric, k), one value column per convention (null where its library lacks the metric).
+
+    ``presets`` are preset names or Conventions (default: every preset); ``options`` go to evaluate().
+    """
+    from .conventions import PRESETS
+
+    conventions = [resolve(p) for p in (presets or list(PRESETS))]
+    request = parse_request(metrics, k)
+    rows = None
+    for conv in conventions:
+        wanted = [m for m in request.names if conv.metrics is None or internal_name(m) in conv.metrics]
+        column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
+        if wanted:
+            res = evaluate(recommendations, ground_truth, k=list(request.ks), metrics=wanted, convention=conv, **options)
+            column = res.summary.select("metric", "k", pl.col("value").alias(conv.name))
+        rows = column if rows is None else rows.join(column, on=["metric", "k"], how="full", coalesce=True)
+    order = {m: i for i, m in enumerate(request.names)}
+    return rows.sort(pl.col("metric").replace_strict(order, return_dtype=pl.Int64), "k")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why ``metric@k`` differs between conventions a and b.
+
+    table: one row per knob on which a and b differ: its two values, ``effect`` (its Shapley share of
+    value_b - value_a: the knob's effect averaged over every order of switching the knobs one at a
+    time from a to b; the effects add up to the difference exactly), ``share`` (effect / difference)
+    and ``alone`` (the change from a when only that knob switches).
+    """
+
+    metric: str
+    k: int
+    a: str
+    b: str
+    value_a: float
+    value_b: float
+    table: pl.DataFrame
+
+    def __str__(self) -> str:
+        diff = self.value_b - self.value_a
+        lines = [f"{self.metric}@{self.k}: {self.a} = {self.value_a:.6f}, {self.b} = {self.value_b:.6f}, "
+                 f"difference {diff:+.6f}", ""]
+        width = max([len("knob"), *(len(x) for x in self.table["knob"])])
+        lines.append(f"{'knob':<{width}}  {self.a[:18]:>18}  {self.b[:18]:>18}  {'effect':>10}  {'share':>7}  {'alone':>10}")
+        for row in self.table.iter_rows(named=True):
+            share = "" if row["share"] is None or math.isnan(row["share"]) else f"{abs(row['share']) if row['effect'] == 0 else row['share']:.0%}"
+            lines.append(f"{row['knob']:<{width}}  {row['a']:>18}  {row['b']:>18}  {row['effect']:>+10.6f}  "
+                         f"{share:>7}  {row['alone']:>+10.6f}")
+        return "\n".join(lines)
+
+
+def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", k=10, **options) -> Explanation:
+    """Name each knob on which conventions ``a`` and ``b`` differ and how much of the gap in
+    ``metric@k`` it accounts for (exact Shapley attribution over the knobs that can move the metric)."""
+    conv_a, conv_b = resolve(a), resolve(b)
+    request = parse_request([metric], k)
+    if len(request.ks) != 1:
+        raise ParameterError("explain() takes one k.", hint="For example k=10.")
+    name, k = request.names[0], request.ks[0]
+    differing = conv_a.diff(conv_b)
+    movers = [knob for knob in differing if knob in KNOBS_BY_METRIC[internal_name(name)]]
+    if len(movers) > 10:
+        raise ParameterError(f"{len(movers)} differing knobs is too many to attribute exactly.")
+
+    cache: dict[frozenset, float] = {}
+
+    def value(switched: frozenset) -> float:
+        if switched not in cache:
+            conv = Convention(**{**conv_a.knobs(), **{kn: conv_b.knobs()[kn] for kn in switched}})
+            res = evaluate(recommendations, ground_truth, k=k, metrics=[name], convention=conv, **options)
+            cache[switched] = res.summary["value"].item()
+        return cache[switched]
+
+    def shapley(knob: str) -> float:
+        others, n, total = [m for m in movers if m != knob], len(movers), 0.0
+        for size in range(len(others) + 1):
+            weight = math.factorial(size) * math.factorial(n - size - 1) / math.factorial(n)
+            for subset in itertools.combinations(others, size):
+                s = frozenset(subset)
+                total += weight * (value(s | {knob}) - value(s))
+        return total
+
+    base, full = value(frozenset()), value(frozenset(movers))
+    diff = full - base
+    rows = []
+    for knob, (va, vb) in differing.items():
+        effect = shapley(knob) if knob in movers else 0.0
+        alone = value(frozenset({knob})) - base if knob in movers else 0.0
+        share = effect / diff if diff else float("nan")
+        rows.append((knob, repr(va), repr(vb), effect, share, alone))
+    table = pl.DataFrame(rows, schema={"knob": pl.String, "a": pl.String, "b": pl.String, "effect": pl.Float64,
+                                       "share": pl.Float64, "alone": pl.Float64}, orient="row")
+    table = table.sort(pl.col("effect").abs(), descending=True)
+    # the library values themselves (the presets may restrict metrics; the knobs say the same)
+    return Explanation(name, k, conv_a.name, conv_b.name, base, full, table)
+
+
+__all__ = ["compare_conventions", "explain", "Explanation", "METRICS"]
