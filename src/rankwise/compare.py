@@ -60,7 +60,7 @@ class Explanation:
         width = max([len("knob"), *(len(x) for x in self.table["knob"])])
         lines.append(f"{'knob':<{width}}  {self.a[:18]:>18}  {self.b[:18]:>18}  {'effect':>10}  {'share':>7}  {'alone':>10}")
         for row in self.table.iter_rows(named=True):
-            share = "" if row["share"] is None or math.isnan(row["share"]) else f"{abs(row['share']) if row['effect'] == 0 else row['share']:.0%}"
+            share = "" if row["share"] is None or math.isnan(row["share"]) else f"{row['share'] + 0.0:.0%}"
             lines.append(f"{row['knob']:<{width}}  {row['a']:>18}  {row['b']:>18}  {row['effect']:>+10.6f}  "
                          f"{share:>7}  {row['alone']:>+10.6f}")
         return "\n".join(lines)
@@ -101,8 +101,8 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     diff = full - base
     rows = []
     for knob, (va, vb) in differing.items():
-        effect = shapley(knob) if knob in movers else 0.0
-        alone = value(frozenset({knob})) - base if knob in movers else 0.0
+        effect = _clean(shapley(knob), diff) if knob in movers else 0.0
+        alone = _clean(value(frozenset({knob})) - base, diff) if knob in movers else 0.0
         share = effect / diff if diff else float("nan")
         rows.append((knob, repr(va), repr(vb), effect, share, alone))
     table = pl.DataFrame(rows, schema={"knob": pl.String, "a": pl.String, "b": pl.String, "effect": pl.Float64,
@@ -110,6 +110,11 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     table = table.sort(pl.col("effect").abs(), descending=True)
     # the library values themselves (the presets may restrict metrics; the knobs say the same)
     return Explanation(name, k, conv_a.name, conv_b.name, base, full, table)
+
+
+def _clean(effect: float, scale: float) -> float:
+    """Rounding noise (a knob that cannot move the value on this data) reads as exactly 0."""
+    return 0.0 if abs(effect) <= 1e-12 * max(1.0, abs(scale)) else effect
 
 
 __all__ = ["compare_conventions", "explain", "Explanation", "METRICS"]

@@ -1,0 +1,105 @@
+"""Presets on reference document 000's five users against the values the libraries themselves
+returned (conventions.md section 3, recorded from live runs at the versions listed there), the
+divergences we refuse to copy, explain(), and the generated docs page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import rankwise
+from rankwise import _docs
+
+RECS = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 6, 8], [1, 2, 3, 4, 5], [], [1, 2, 3, 4], []]})
+TRUTH = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 2, 3, 4, 5, 6], [2, 4, 6], [2, 4, 6], [], []]})
+
+# library means at k = 1, 3, 5, to the 3 decimals the record gives
+LIBRARY_VALUES = {
+    "ranx": {"precision": (.200, .200, .160), "recall": (.033, .133, .200), "f1": (.057, .156, .173),
+             "map": (.033, .100, .133), "mrr": (.200, .300, .300), "ndcg": (.200, .212, .210),
+             "hit_rate": (.200, .400, .400)},
+    "spark": {"precision": (.200, .200, .160), "recall": (.033, .133, .200), "map": (.200, .167, .147),
+              "ndcg": (.200, .212, .210)},
+    "trec_eval": {"precision": (.333, .333, .267), "recall": (.056, .222, .333), "map": (.056, .167, .222),
+                  "mrr": (.500, .500, .500), "ndcg": (.333, .354, .350), "hit_rate": (.333, .667, .667)},
+    "torchmetrics": {"precision": (.200, .200, .160), "recall": (.033, .133, .200), "map": (.200, .300, .300),
+                     "mrr": (.200, .300, .300), "ndcg": (.200, .212, .210), "hit_rate": (.200, .400, .400)},
+    "evidently": {"precision": (.333, .333, .267), "recall": (.056, .222, .333), "f1": (.095, .267, .296),
+                  "map": (.056, .167, .222), "mar": (.009, .065, .139), "mrr": (.333, .500, .500),
+                  "ndcg": (.333, .354, .350), "hit_rate": (.333, .667, .667)},
+    "replay": {"precision": (.333, .333, .267), "recall": (.056, .222, .333), "map": (.333, .278, .244),
+               "mrr": (.333, .500, .500), "ndcg": (.333, .354, .350), "hit_rate": (.333, .667, .667)},
+    "rectools": {"precision": (.333, .333, .267), "recall": (.056, .222, .333), "f1": (.095, .259, .288),
+                 "map": (.056, .167, .222), "mrr": (.333, .500, .500), "ndcg": (.333, .354, .304),
+                 "hit_rate": (.333, .667, .667)},
+    "recbole": {"precision": (.333, .333, .267), "recall": (.056, .222, .333), "map": (.333, .278, .244),
+                "mrr": (.333, .500, .500), "ndcg": (.333, .354, .350), "hit_rate": (.333, .667, .667)},
+    "kaggle": {"map": (.600, .567, .547)},
+}
+# the long-form libraries never see a user with no row in their (ground-truth) table
+LONG_FORM = {"evidently", "replay", "rectools", "recbole", "trec_eval"}
+
+
+@pytest.mark.parametrize("preset", sorted(LIBRARY_VALUES))
+def test_preset_reproduces_library_on_document_000(preset, backend):
+    recs, truth = RECS, TRUTH
+    if preset in LONG_FORM:
+        truth = TRUTH.filter(pl.col("item").list.len() > 0)
+    res = rankwise.evaluate(recs, truth, k=[1, 3, 5], metrics=list(LIBRARY_VALUES[preset]),
+                            convention=preset, backend=backend)
+    got = {(r["metric"], r["k"]): r["value"] for r in res.summary.iter_rows(named=True)}
+    for metric, values in LIBRARY_VALUES[preset].items():
+        for k, expected in zip((1, 3, 5), values):
+            assert got[(metric, k)] == pytest.approx(expected, abs=5e-4), (metric, k)
+
+
+def test_explain_default_vs_ranx_names_the_two_causes():
+    ex = rankwise.explain(RECS, TRUTH, a="default", b="ranx", metric="map", k=5)
+    assert ex.value_a == pytest.approx(1 / 2) and ex.value_b == pytest.approx(2 / 15)
+    causes = {r["knob"]: r["share"] for r in ex.table.iter_rows(named=True) if r["effect"] != 0}
+    assert set(causes) == {"ap_denominator", "empty_labels"}
+    assert sum(causes.values()) == pytest.approx(1.0)
+    # exact Shapley shares: ap alone -0.2778, with zeros -0.1667; labels alone -0.2, after ap -0.0889
+    assert causes["ap_denominator"] == pytest.approx((0.5 * (5 / 18 + 1 / 6)) / (11 / 30))
+    assert "ap_denominator" in str(ex) and "empty_labels" in str(ex)
+
+
+def test_a_preset_refuses_metrics_its_library_lacks():
+    with pytest.raises(rankwise.ParameterError, match="no metric 'mrr'"):
+        rankwise.evaluate(RECS, TRUTH, k=5, metrics=["mrr"], convention="spark")
+    res = rankwise.evaluate(RECS, TRUTH, k=5, convention="spark")  # metrics=None: what Spark has
+    assert set(res.summary["metric"]) == {"precision", "recall", "map", "ndcg"}
+
+
+def test_divergence_spark_counts_repeated_items_we_refuse_them():
+    """Spark gives recall 2.0 and AP 2.0 for pred [1, 1, 2], labels {1}; rankwise raises instead."""
+    recs = pl.DataFrame({"user": [1], "item": [[1, 1, 2]]})
+    truth = pl.DataFrame({"user": [1], "item": [[1]]})
+    with pytest.raises(rankwise.DuplicateItemError):
+        rankwise.evaluate(recs, truth, k=3, convention="spark")
+    kept = rankwise.evaluate(recs, truth, k=3, convention=rankwise.PRESETS["spark"].replace(duplicates="first_shift"))
+    assert kept.summary.filter(pl.col("metric") == "recall")["value"].item() == 1.0
+
+
+def test_divergence_evidently_map_stays_within_one():
+    """Evidently repeats a short list's last relevance past its end: user A = [relevant] alone and
+    user B relevant at rank 1 of 12 give MAP@3 = 2.0 there; the true value is 1.0."""
+    recs = pl.DataFrame({"user": ["A", "B"], "item": [["a1"], [f"b{i}" for i in range(12)]]})
+    truth = pl.DataFrame({"user": ["A", "B"], "item": [["a1"], ["b0"]]})
+    res = rankwise.evaluate(recs, truth, k=3, metrics=["map", "mar"], convention="evidently")
+    assert res.summary["value"].to_list() == [1.0, 1.0]
+
+
+def test_compare_conventions_side_by_side():
+    table = rankwise.compare_conventions(RECS, TRUTH, k=[3, 5], presets=["default", "ranx", "spark"])
+    assert table.columns == ["metric", "k", "default", "ranx", "spark"]
+    row = table.filter(pl.col("metric") == "map", pl.col("k") == 5).row(0, named=True)
+    assert row["default"] == pytest.approx(1 / 2) and row["spark"] == pytest.approx(.14667, abs=1e-5)
+    assert table.filter(pl.col("metric") == "mrr")["spark"].is_null().all()
+
+
+def test_docs_page_is_generated_from_the_code():
+    page = Path(__file__).parents[1] / "docs" / "metrics.md"
+    assert page.read_text() == _docs.render(), "run: python -m rankwise._docs > docs/metrics.md"
