@@ -39,13 +39,85 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--convention", choices=sorted(PRESETS), default="default")
     ev.add_argument("--per-user", type=Path, help="write the per-user frame (.parquet, .csv, .jsonl)")
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl)")
+    ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
+                    "file or .parquet/.csv/.jsonl files (see rankwise._write)")
     for name in ("user", "item", "rank", "score", "relevance"):
         ev.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
+    sq = commands.add_parser("sql", help="print the metrics as one SQL script for an engine")
+    sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, spark, databricks, bigquery, "
+                    "snowflake, trino, clickhouse, redshift (default duckdb)")
+    sq.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
+    sq.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg (default: all)")
+    sq.add_argument("--convention", choices=sorted(PRESETS), default="default")
+    sq.add_argument("--recommendations", default="recommendations", help="table name or SELECT")
+    sq.add_argument("--ground-truth", default="ground_truth", help="table name or SELECT")
+    sq.add_argument("--schema", default=None, help="schema/dataset for the per-user table")
+    for name in ("user", "item", "rank", "relevance"):
+        sq.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
+    sq.add_argument("--score-col", default=None, help="rank by this score column instead of --rank-col")
+    sq.add_argument("--no-relevance", action="store_true", help="no relevance column: every label counts 1")
+    cmp_ = commands.add_parser("compare", help="the same data under several conventions, side by side")
+    ex = commands.add_parser("explain", help="which knobs make two conventions disagree, and by how much")
+    for sub in (cmp_, ex):
+        sub.add_argument("recommendations", help="Parquet or CSV file: user, item, rank (or score)")
+        sub.add_argument("ground_truth", help="Parquet or CSV file: user, item, optional relevance")
+        sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
+        for name in ("user", "item", "rank", "score", "relevance"):
+            sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
+    cmp_.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
+    cmp_.add_argument("--metrics", type=_names, default=None, help="e.g. map,ndcg (default: all)")
+    cmp_.add_argument("--presets", type=_names, default=None, help="e.g. default,ranx,spark (default: all)")
+    ex.add_argument("--a", default="default", choices=sorted(PRESETS), help="first convention (default: default)")
+    ex.add_argument("--b", default="ranx", choices=sorted(PRESETS), help="second convention (default: ranx)")
+    ex.add_argument("--metric", default="map", help="one metric (default map)")
+    ex.add_argument("--k", type=int, default=10, help="one cutoff (default 10)")
     return parser
+
+
+def _columns(args) -> dict:
+    return {f"{n}_col": getattr(args, f"{n}_col") for n in ("user", "item", "rank", "score", "relevance")}
+
+
+def _compare_command(args) -> int:
+    from .compare import compare_conventions, explain
+
+    if args.command == "compare":
+        table = compare_conventions(args.recommendations, args.ground_truth, k=args.k, presets=args.presets,
+                                    metrics=args.metrics, backend=args.backend, **_columns(args))
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
+                       tbl_hide_column_data_types=True, float_precision=4):
+            print(table)
+    else:
+        print(explain(args.recommendations, args.ground_truth, a=args.a, b=args.b, metric=args.metric,
+                      k=args.k, backend=args.backend, **_columns(args)))
+    return 0
+
+
+def _sql_command(args) -> int:
+    from .render import sql
+
+    try:
+        print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
+                  tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth},
+                  user_col=args.user_col, item_col=args.item_col,
+                  rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
+                  relevance_col=None if args.no_relevance else args.relevance_col, schema=args.schema), end="")
+    except RankwiseError as error:
+        print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "sql":
+        return _sql_command(args)
+    if args.command in ("compare", "explain"):
+        try:
+            return _compare_command(args)
+        except RankwiseError as error:
+            print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
+            return 2
     start = time.perf_counter()
     try:
         result = evaluate(
@@ -61,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     for path, frame in ((args.per_user, result.per_user), (args.summary, result.summary)):
         if path:
             write_frame(frame, path)
+    if args.output:
+        try:
+            result.write(args.output)
+        except RankwiseError as error:
+            print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
+            return 2
     print(render(result, args.convention, args.backend, elapsed))
     return 0
 
