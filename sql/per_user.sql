@@ -7,7 +7,9 @@
 --                                                 user with no labels
 --   cutoffs(k)                                    one row per cutoff
 -- Parameters (the Convention knobs, see rankwise.conventions; defaults = reference document 000):
---   $users                 'union' | 'labels' | 'predictions' | 'intersection'
+--   $users                 'union' | 'labels' | 'predictions' | 'intersection' (a user with an
+--                          empty list is in that input)
+--   $unjudged              'keep' | 'drop' (leave out users without a single judged item)
 --   $empty_labels          'nan' | 'zero' | 'one' | 'error'   (error is raised by the caller)
 --   $empty_predictions     'zero' | 'nan' | 'one' | 'error'
 --   $precision_denominator 'k' | 'min_k_len' | 'min_k_nrel' | 'min_k_candidates'
@@ -41,7 +43,7 @@ graded_labels AS (
     FROM labels AS l
 ),
 label_stats AS (
-    SELECT l.user_id, MAX(CASE WHEN l.item_id IS NOT NULL THEN 1 ELSE 0 END) AS in_truth,
+    SELECT l.user_id, 1 AS in_truth, CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
            CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
     FROM labels AS l
     GROUP BY l.user_id
@@ -53,10 +55,9 @@ rec_stats AS (
 ),
 all_users AS (
     SELECT CASE WHEN COALESCE(rs.in_recs, 0) = 1 THEN rs.user_id ELSE ls.user_id END AS user_id,
-           -- in the recommendations: listed, even with an empty list; in the ground truth: at
-           -- least one judged item (a user with an empty label list is known, for 'union', only)
            COALESCE(rs.in_recs, 0) AS in_recs,
            COALESCE(ls.in_truth, 0) AS in_truth,
+           CAST(COALESCE(ls.n_judged, 0) AS BIGINT) AS n_judged,
            CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
            CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel
     FROM rec_stats AS rs
@@ -69,6 +70,7 @@ universe AS (
                 WHEN $users = 'labels' THEN a.in_truth
                 WHEN $users = 'predictions' THEN a.in_recs
                 ELSE a.in_recs * a.in_truth END) = 1
+      AND ($unjudged = 'keep' OR a.n_judged > 0)
 ),
 -- recommended items that carry a label: the only rows that can earn anything
 judged AS (

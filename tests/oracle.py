@@ -14,15 +14,14 @@ NAN = float("nan")
 METRICS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
 
 
-def universe(recs: dict, truth: dict, users: str) -> set:
-    if users == "union":
-        return set(recs) | set(truth)
-    judged = {u for u, labels in truth.items() if labels}  # an empty label list is not "in the truth"
-    if users == "labels":
-        return judged
-    if users == "predictions":
-        return set(recs)
-    return set(recs) & judged
+def universe(recs: dict, truth: dict, users: str, unjudged: str = "keep") -> set:
+    chosen = {
+        "union": set(recs) | set(truth), "labels": set(truth), "predictions": set(recs),
+        "intersection": set(recs) & set(truth),
+    }[users]
+    if unjudged == "drop":
+        chosen = {u for u in chosen if truth.get(u)}
+    return chosen
 
 
 def _constant(rule: str) -> float:
@@ -101,7 +100,7 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> d
 def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:
     """{user: {"metric@k": value}} for every user of the convention's universe."""
     out = {}
-    for user in universe(recs, truth, conv.users):
+    for user in universe(recs, truth, conv.users, conv.unjudged):
         row = {}
         for k in ks:
             values = user_metrics(recs.get(user, []), truth.get(user, {}), k, conv, beta)

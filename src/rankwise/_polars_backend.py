@@ -27,13 +27,14 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float)
         is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)).fill_null(False).cast(pl.Int64)
     ).with_columns(gain=_gain(conv))
     label_stats = labels.group_by(USER).agg(
-        pl.col("is_rel").sum().alias("n_rel"), pl.col(ITEM).is_not_null().any().cast(pl.Int64).alias("in_truth")
+        pl.col("is_rel").sum().alias("n_rel"), pl.col(ITEM).count().alias("n_judged"), pl.lit(1).alias("in_truth")
     )
     rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
     everyone = rec_stats.join(label_stats, on=USER, how="full", coalesce=True, nulls_equal=True).with_columns(
-        pl.col("n_recs", "n_rel", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
+        pl.col("n_recs", "n_rel", "n_judged", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
     )
-    universe = everyone.filter(_in_universe(conv.users)).select(USER, "n_recs", "n_rel")
+    judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
+    universe = everyone.filter(_in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
 
     judged = (
         recs.join(labels.filter(pl.col(ITEM).is_not_null()), on=[USER, ITEM], how="inner")

@@ -43,7 +43,7 @@ PRESETS: dict[str, Convention] = {
             docno descending (strcmp), reproduced by ties='item_desc' for string ids of equal width.""",
             users="intersection", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0, rr_cutoff=False,
-            ties="item_desc",
+            ties="item_desc", unjudged="drop",
         ),
         _preset(
             "spark", ("precision", "recall", "map", "ndcg"),

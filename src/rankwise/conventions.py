@@ -27,8 +27,14 @@ class Convention:
     users: str = _knob(
         "union",
         ("union", "labels", "predictions", "intersection"),
-        "which users are evaluated: everyone in either input, users with at least one judged "
-        "item, users listed in the recommendations (an empty list counts), or both",
+        "which users are evaluated: everyone in either input, users in the ground truth, users in "
+        "the recommendations, or users in both (a user given with an empty list is in that input)",
+    )
+    unjudged: str = _knob(
+        "keep",
+        ("keep", "drop"),
+        "users without a single judged item: evaluated like any other, or left out (trec_eval "
+        "ignores queries with no relevance information)",
     )
     empty_labels: str = _knob(
         "nan",

@@ -34,7 +34,7 @@ _F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
 
 # Which convention knobs can change each metric (per-user column name). One place: the docs page
 # and explain() both read it.
-_EVERY_METRIC = ("users", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates", "ties", "min_score")
+_EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates", "ties", "min_score")
 KNOBS_BY_METRIC = {
     "precision": _EVERY_METRIC + ("precision_denominator",),
     "recall": _EVERY_METRIC,
