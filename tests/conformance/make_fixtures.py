@@ -3,8 +3,9 @@
     python tests/conformance/make_fixtures.py [--libraries ranx,pytrec_eval] [--datasets doc000,clean]
                                               [--venv-root DIR] [--k 1,3,5,10]
 
-Virtualenvs live outside the repo, in ``~/.cache/rankwise-conformance/venvs/<name>`` by default. A venv
-is reused when its recorded requirements match (``rankwise-venv.json`` inside it), otherwise rebuilt.
+Virtualenvs live outside the repo, in ``~/.cache/rankwise-conformance/venvs/<name>`` by default, built from
+Python 3.11 (``RANKWISE_CONFORMANCE_PYTHON``, default: this interpreter). A venv is reused when its recorded
+pip steps match (``rankwise-venv.json`` inside it), otherwise rebuilt.
 The shared venv ``live`` holds ranx, pytrec-eval-terrier, scikit-learn and torchmetrics (+ CPU torch);
 CI builds it and runs those four libraries live (see ``run_library``).
 
@@ -26,6 +27,9 @@ FIXTURES = HERE / "fixtures"
 DEFAULT_VENV_ROOT = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS",
                                         Path.home() / ".cache" / "rankwise-conformance" / "venvs"))
 DEFAULT_KS = "1,3,5,10"
+# Interpreter the venvs are built from. Must be CPython 3.11: the local CPU torch 2.13.0 wheel is cp311, and on
+# any other version ``pip install torch==2.13.0`` would download the multi-GB CUDA build instead.
+BASE_PYTHON = os.environ.get("RANKWISE_CONFORMANCE_PYTHON", sys.executable)
 
 # venv name -> pip steps (each a list of pip install arguments, run in order)
 VENVS = {
@@ -39,7 +43,7 @@ VENVS = {
     "ml_metrics": [["setuptools<58", "wheel"], ["--no-build-isolation", "ml_metrics==0.1.4"]],
     # torch pinned in the same resolve so that recbole's torch requirement takes the local CPU wheel
     "recbole": [["torch==2.13.0", "recbole==1.2.1"]],
-    "pyspark": [["pyspark==4.3.0"]],
+    "pyspark": [["pyspark==4.3.0", "numpy"]],  # numpy: pyspark.ml needs it
 }
 
 # library -> (venv name, runner script)
@@ -63,13 +67,20 @@ def venv_python(name, venv_root=DEFAULT_VENV_ROOT):
     return Path(venv_root) / name / "bin" / "python"
 
 
-def ensure_venv(name, venv_root=DEFAULT_VENV_ROOT, python=sys.executable, log=print):
+def ensure_venv(name, venv_root=DEFAULT_VENV_ROOT, python=None, log=print):
     """Create (or reuse) venv ``name``; return its python. Records the build time in rankwise-venv.json."""
+    python = python or BASE_PYTHON
     path = Path(venv_root) / name
     marker = path / "rankwise-venv.json"
     steps = VENVS[name]
-    if marker.exists() and json.loads(marker.read_text()).get("steps") == steps and venv_python(name, venv_root).exists():
-        return venv_python(name, venv_root)
+    python_bin = venv_python(name, venv_root)
+    if marker.exists() and json.loads(marker.read_text()).get("steps") == steps and python_bin.exists():
+        return python_bin
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    if version != "3.11":
+        raise RuntimeError("venvs must be built with Python 3.11 (got %s from %s); set "
+                           "RANKWISE_CONFORMANCE_PYTHON" % (version, python))
     log("building venv %s in %s ..." % (name, path))
     start = time.time()
     subprocess.run([python, "-m", "venv", "--clear", str(path)], check=True)
@@ -78,17 +89,25 @@ def ensure_venv(name, venv_root=DEFAULT_VENV_ROOT, python=sys.executable, log=pr
     seconds = round(time.time() - start, 1)
     marker.write_text(json.dumps({"steps": steps, "build_seconds": seconds}) + "\n")
     log("built venv %s in %.0f s" % (name, seconds))
-    return venv_python(name, venv_root)
+    return python_bin
 
 
 def run_library(library, dataset_path, venv_root=DEFAULT_VENV_ROOT, ks=DEFAULT_KS, timeout=1800):
-    """Run ``library``'s runner live on one dataset (building its venv if needed); return the fixture dict."""
+    """Run ``library``'s runner live on one dataset (building its venv if needed); return the fixture dict.
+
+    ``dataset_path`` is a dataset JSON path or a bare dataset name (``"doc000"`` -> ``datasets/doc000.json``).
+    """
     venv, script = LIBRARIES[library]
+    dataset_path = Path(dataset_path)
+    if not dataset_path.suffix and not dataset_path.exists():
+        dataset_path = HERE / "datasets" / (dataset_path.name + ".json")
+    dataset_path = dataset_path.resolve()
     python = ensure_venv(venv, venv_root)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # keep runners/__pycache__ out of the repo
         subprocess.run([str(python), str(RUNNERS / script), str(dataset_path), str(out), "--k", ks],
-                       check=True, cwd=str(RUNNERS), timeout=timeout)
+                       check=True, cwd=str(RUNNERS), timeout=timeout, env=env)
         return json.loads(out.read_text())
 
 
@@ -102,6 +121,8 @@ def main(argv=None):
 
     sys.path.insert(0, str(HERE))
     import datasets  # the sibling generator module
+    sys.path.insert(0, str(RUNNERS))
+    from _common import dumps  # stdlib-only helper shared with the runners
 
     paths = datasets.write_all()
     if args.datasets:
@@ -111,7 +132,7 @@ def main(argv=None):
     for library in args.libraries.split(","):
         try:
             ensure_venv(LIBRARIES[library][0], args.venv_root)
-        except subprocess.CalledProcessError as exc:
+        except (subprocess.CalledProcessError, RuntimeError) as exc:
             failures.append((library, "venv", str(exc)))
             print("FAILED to build venv for %s: %s" % (library, exc))
             continue
@@ -125,7 +146,7 @@ def main(argv=None):
                 continue
             out = FIXTURES / library / path.name
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(doc, indent=1) + "\n")
+            out.write_text(dumps(doc))
             print("%-13s %-11s %5.1fs -> %s" % (library, path.stem, time.time() - start, out.relative_to(HERE)))
     if failures:
         print("%d failure(s): %s" % (len(failures), ", ".join("%s/%s" % f[:2] for f in failures)))

@@ -7,13 +7,16 @@ imported as a sibling module (the script's directory is on ``sys.path``).
 import argparse
 import datetime
 import json
-import math
 import platform
 from importlib import metadata
 
 
 class Dataset:
-    """A conformance dataset: ``recs`` {user: [items]}, ``truth`` {user: {item: rel}}, ``users`` (union, first-seen order)."""
+    """A conformance dataset.
+
+    ``recs`` {user: [items]}, ``truth`` {user: {item: rel}}, ``users`` = union in first-seen order (recs
+    first), ``items`` = every item, sorted.
+    """
 
     def __init__(self, path):
         with open(path) as fh:
@@ -63,11 +66,6 @@ def entry(per_user, mean, library_metric, **extra):
     return out
 
 
-def nanmean(values):
-    vals = [v for v in values if v is not None and not math.isnan(v)]
-    return sum(vals) / len(vals) if vals else float("nan")
-
-
 def write(out_path, library, dist_name, dataset, encoding, results, **extra):
     """Write the fixture file in the agreed format."""
     doc = {
@@ -81,5 +79,20 @@ def write(out_path, library, dist_name, dataset, encoding, results, **extra):
     doc.update(extra)
     doc["results"] = results
     with open(out_path, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
+        fh.write(dumps(doc))
+
+
+def dumps(doc):
+    """Fixture JSON: header fields one per line, one line per metric entry (compact but diffable)."""
+    head = {k: v for k, v in doc.items() if k != "results"}
+    lines = ["{"] + ["%s: %s," % (json.dumps(k), json.dumps(v)) for k, v in head.items()] + ['"results": {']
+    variants = list(doc["results"].items())
+    for vi, (variant, metrics) in enumerate(variants):
+        lines.append(" %s: {" % json.dumps(variant))
+        items = list(metrics.items())
+        for mi, (key, entry) in enumerate(items):
+            lines.append("  %s: %s%s" % (json.dumps(key), json.dumps(entry, separators=(",", ":")),
+                                         "," if mi < len(items) - 1 else ""))
+        lines.append(" }" + ("," if vi < len(variants) - 1 else ""))
+    lines += ["}", "}"]
+    return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ Usage: python run_replay.py DATASET.json OUT.json [--k 1,3,5,10]
 
 import pandas as pd
 from replay.metrics import MAP, MRR, NDCG, HitRate, Precision, Recall
-from replay.metrics.descriptors import Mean, PerUser
+from replay.metrics.descriptors import PerUser
 
 from _common import Dataset, entry, parse_args, write
 

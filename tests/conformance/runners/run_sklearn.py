@@ -19,10 +19,11 @@ VARIANTS = {
 }
 
 
-def matrices(ds, variant):
-    """y_true (relevance, 0 for unjudged) and y_score for every dataset user over every dataset item."""
-    col = {item: j for j, item in enumerate(ds.items)}
-    n_cols = len(ds.items)
+def matrices(ds, variant, pad):
+    """y_true (relevance, 0 for unjudged) and y_score: every dataset user x (every item + ``pad`` dummy items)."""
+    catalog = list(ds.items) + [("pad", j) for j in range(pad)]  # never-judged filler columns
+    col = {item: j for j, item in enumerate(catalog)}
+    n_cols = len(catalog)
     y_true = np.zeros((len(ds.users), n_cols))
     y_score = np.zeros((len(ds.users), n_cols))
     for r, u in enumerate(ds.users):
@@ -35,9 +36,9 @@ def matrices(ds, variant):
                 y_score[r, col[item]] = len(lst) - pos
             continue
         rest_judged = [i for i in ds.items if i in judged and i not in lst]
-        rest = [i for i in ds.items if i not in judged and i not in lst]
+        rest = [i for i in catalog if i not in judged and i not in lst]
         order = lst + (rest_judged + rest if variant == "default" else rest + rest_judged)
-        for pos, item in enumerate(order):
+        for pos, item in enumerate(order):  # distinct scores, decreasing along the order
             y_score[r, col[item]] = n_cols - pos
     return y_true, y_score
 
@@ -47,7 +48,7 @@ def main():
     ds = Dataset(args.dataset)
     results = {}
     for variant in VARIANTS:
-        y_true, y_score = matrices(ds, variant)
+        y_true, y_score = matrices(ds, variant, max(args.ks))
         kw = {"ignore_ties": variant.endswith("ignore_ties")}
         res = {}
         for k in args.ks:
@@ -59,10 +60,12 @@ def main():
         results[variant] = res
     encoding = (
         "Dense matrices with one row per dataset user (union of recs and truth: %s) and one column per item "
-        "seen anywhere in the dataset (%d columns). y_true = judged relevance (0 for unjudged); users with no "
-        "judgements are all-zero rows. y_score per variant: %s. Per-user values call the function on the "
-        "single row; the mean is the function on the whole matrix. dcg_score uses its default log_base=2."
-        % (ds.describe_users(), len(ds.items), "; ".join("%s = %s" % kv for kv in VARIANTS.items())))
+        "seen anywhere in the dataset plus max(k) never-judged filler columns (%d columns), so that in "
+        "labels_last no unrecommended judged item can reach the top k. y_true = judged relevance (0 for "
+        "unjudged); users with no judgements are all-zero rows. y_score per variant: %s. Per-user values call "
+        "the function on the single row; the mean is the function on the whole matrix. dcg_score uses its "
+        "default log_base=2."
+        % (ds.describe_users(), len(ds.items) + max(args.ks), "; ".join("%s = %s" % kv for kv in VARIANTS.items())))
     write(args.out, "sklearn", "scikit-learn", ds, encoding, results)
 
 

@@ -67,7 +67,7 @@ def main():
     bare = (remap[bare[0]], bare[1], bare[2], bare[3])
 
     variants = {"default": ("neg", padded, False), "skip": ("skip", padded, False), "pos": ("pos", padded, False),
-                "adaptive_k": ("neg", padded, True), "nopad": ("neg", bare, False)}
+                "adaptive_k": ("neg", bare, True), "nopad": ("neg", bare, False)}
     results = {}
     for name, (action, data, adaptive) in variants.items():
         res = {}
@@ -94,10 +94,11 @@ def main():
         "(-1, 0) standing for the rest of the catalog, so that unrecommended items never reach the top %d. Then "
         "every judged item that was not recommended (judged zeros too) with preds -1, -2, ... Target: relevance "
         "binarised (rel >= 1) for all metrics except RetrievalNormalizedDCG, which gets the raw graded relevance. "
-        "Variants: default = empty_target_action='neg'; skip; pos; adaptive_k (RetrievalPrecision only); "
-        "nopad = 'neg' without padding rows (users with no recommendations and no judgements have no rows and "
-        "vanish; their ranks fill up with unrecommended relevant items). Per-user values are captured by a "
-        "callable aggregation, means come from the default aggregation='mean'. float64 preds."
+        "Variants: default = empty_target_action='neg'; skip; pos; nopad = 'neg' without padding rows (users "
+        "with no recommendations and no judgements have no rows and vanish; their ranks fill up with "
+        "unrecommended relevant items); adaptive_k = RetrievalPrecision(adaptive_k=True) on the nopad rows "
+        "(with padding it would equal default). Per-user values are captured by a callable aggregation, means "
+        "come from the default aggregation='mean'. float64 preds (values come back as float32)."
         % (ds.describe_users(), pad, pad))
     write(args.out, "torchmetrics", "torchmetrics", ds, encoding, results,
           torch_version=torch.__version__)
