@@ -14,7 +14,6 @@ from _common import Timer, emit, load_check_users, parser  # noqa: E402
 CONFIGS = {
     "all": dict(k=[1, 5, 10, 20, 50, 100], metrics=None),
     "k10": dict(k=[10], metrics=["precision", "recall", "map", "mrr", "ndcg", "hit_rate"]),
-    "check": dict(k=[10, 100], metrics=["precision", "recall", "map", "mrr", "ndcg", "hit_rate"]),
 }
 
 
@@ -42,13 +41,17 @@ def main() -> None:
     ap.add_argument("--backend", default="polars")
     ap.add_argument("--config", choices=list(CONFIGS), default="all")
     ap.add_argument("--convention", default="default")
+    ap.add_argument("--check-metrics", default="precision,recall,map,mrr,ndcg,hit_rate", help="check mode only")
+    ap.add_argument("--check-k", default="10,100", help="check mode only")
     # HOOK(memory-limit): forwarded to rankwise.evaluate(memory_limit=...) once rankwise accepts it.
     ap.add_argument("--memory-limit", help="e.g. 2GB; exits 3 if this rankwise has no memory_limit argument")
     a = ap.parse_args()
     t = Timer()
     with t("import"):
         import rankwise
-    kwargs = dict(CONFIGS["check" if a.check_users else a.config], backend=a.backend, convention=a.convention)
+    kwargs = dict(CONFIGS[a.config], backend=a.backend, convention=a.convention)
+    if a.check_users:
+        kwargs.update(k=[int(k) for k in a.check_k.split(",")], metrics=a.check_metrics.split(","))
     if a.memory_limit:  # HOOK(memory-limit)
         kwargs["memory_limit"] = a.memory_limit
     with t("evaluate"):

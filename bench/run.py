@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -40,10 +41,14 @@ PEER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": str(PEERS_PY)}
 TOOLS = {
     "rankwise-polars": dict(py="main", cmd=["rankwise_tool.py", "--backend", "polars"], configs="cli"),
     "rankwise-duckdb": dict(py="main", cmd=["rankwise_tool.py", "--backend", "duckdb"], configs="cli"),
+    # rankwise's own Spark backend (shipped SQL on spark.sql); not in the default --tools
+    "rankwise-spark": dict(py="main", cmd=["rankwise_tool.py", "--backend", "spark"], configs="cli",
+                           only_users=[100_000], env={"SPARK_LOCAL_IP": "127.0.0.1"}),
     "ranx": dict(py="peers", cmd=["peers/ranx_peer.py"], configs=["k10"], max_users=1_000_000, preset="ranx"),
     "pytrec_eval": dict(py="peers", cmd=["peers/pytrec_eval_peer.py"], configs=["k10"], max_users=1_000_000,
                         preset="trec_eval"),
-    "spark": dict(py="peers", cmd=["peers/spark_peer.py"], configs=["k10"], only_users=[100_000], preset="spark"),
+    "spark": dict(py="peers", cmd=["peers/spark_peer.py"], configs=["k10"], only_users=[100_000], preset="spark",
+                  check_max=60),  # Spark's check evaluates one single-user frame per user: keep it short
     "floor-polars": dict(py="main", cmd=["peers/floor.py", "--engine", "polars"], configs=["scan"]),
     "floor-duckdb": dict(py="main", cmd=["peers/floor.py", "--engine", "duckdb"], configs=["scan"]),
 }
@@ -52,12 +57,13 @@ TOL = 1e-9
 
 
 # ----------------------------------------------------------------------------------------------- measuring
-def measure(cmd: list[str], env: dict, timeout: float, interval: float = 0.02) -> dict:
-    """Run cmd; wall time, peak summed RSS of it and all descendants (sampled), rc, parsed RESULT line."""
+def measure(cmd: list[str], env: dict, timeout: float, max_rss_gb: float = 1e9, interval: float = 0.02) -> dict:
+    """Run cmd; wall time, peak summed RSS of it and all descendants (sampled), rc, parsed RESULT line.
+    The tool's process group is killed past `timeout` seconds or `max_rss_gb` of tree RSS."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = psutil.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **env}, cwd=BENCH, start_new_session=True)
-        peak, timed_out = 0, False
+        peak, killed = 0, None
         while proc.poll() is None:
             rss = 0
             try:
@@ -70,8 +76,11 @@ def measure(cmd: list[str], env: dict, timeout: float, interval: float = 0.02) -
                 pass
             peak = max(peak, rss)
             if time.perf_counter() - t0 > timeout:
+                killed = f"TIMEOUT after {timeout:.0f} s"
+            elif peak > max_rss_gb * 2**30:
+                killed = f"RSS_LIMIT: tree RSS passed {max_rss_gb:g} GB"
+            if killed:
                 os.killpg(proc.pid, signal.SIGKILL)  # the session we started for this tool only
-                timed_out = True
                 proc.wait()
                 break
             time.sleep(interval)
@@ -79,15 +88,23 @@ def measure(cmd: list[str], env: dict, timeout: float, interval: float = 0.02) -
         out.seek(0), err.seek(0)
         stdout, stderr = out.read(), err.read()
     result = next((json.loads(line[7:]) for line in stdout.splitlines()[::-1] if line.startswith("RESULT ")), None)
-    rec = {"wall_s": round(wall, 3), "peak_rss_mb": round(peak / 2**20, 1), "rc": proc.returncode, "result": result}
-    if proc.returncode != 0 or timed_out:
-        rec["error"] = ("TIMEOUT " if timed_out else "") + stderr[-1500:]
+    rec = {"loadavg_1m_after": round(os.getloadavg()[0], 2), "wall_s": round(wall, 3), "peak_rss_mb": round(peak / 2**20, 1), "rc": proc.returncode, "result": result}
+    if proc.returncode != 0 or killed:
+        rec["error"] = (f"{killed}\n" if killed else "") + stderr[-1500:]
     return rec
+
+
+def status_of(rec: dict) -> str:
+    """Short status of a failed repetition for the report."""
+    err = rec.get("error", "")
+    if rec["rc"] == 3:
+        return "unsupported"
+    return next((w.lower().replace("_", "-") for w in ("RSS_LIMIT", "TIMEOUT") if err.startswith(w)), "failed")
 
 
 def tool_cmd(name: str, recs: Path, truth: Path, config: str, memory_limit: str | None = None) -> tuple[list, dict]:
     spec = TOOLS[name]
-    py, env = (PEERS_PY, PEER_ENV) if spec["py"] == "peers" else (MAIN_PY, {})
+    py, env = (PEERS_PY, PEER_ENV) if spec["py"] == "peers" else (MAIN_PY, spec.get("env", {}))
     cmd = [str(py), *spec["cmd"], "--recs", str(recs), "--truth", str(truth)]
     if name.startswith("rankwise"):
         cmd += ["--config", config]
@@ -144,27 +161,31 @@ def compare(a: pl.DataFrame, b: pl.DataFrame) -> dict:
 
 
 def run_checks(n: int, tools: list[str], recs: Path, truth: Path, workdir: Path, have_rankwise: bool,
-               timeout: float) -> list[dict]:
-    users_file = workdir / f"users_{size_label(n)}.json"
-    users_file.write_text(json.dumps(sample_users(recs, truth)))
+               timeout: float, max_rss_gb: float) -> list[dict]:
+    sample = sample_users(recs, truth)
     peer_vals: dict[str, pl.DataFrame] = {}
     checks = []
     for name in tools:
         spec = TOOLS[name]
-        if "preset" not in spec or not runs_at(name, n):
+        if "preset" not in spec or not runs_at(name, n) or not (have_rankwise or name in ("ranx", "pytrec_eval")):
             continue
         out = workdir / f"{name}_{size_label(n)}.parquet"
+        users_file = workdir / f"users_{name}_{size_label(n)}.json"
+        users_file.write_text(json.dumps(sample[: spec.get("check_max")]))
         cmd, env = tool_cmd(name, recs, truth, "k10")
-        rec = measure(cmd + ["--check-users", str(users_file), "--check-out", str(out)], env, timeout)
+        rec = measure(cmd + ["--check-users", str(users_file), "--check-out", str(out)], env, timeout, max_rss_gb)
         if rec["rc"] != 0:
             checks.append({"size": n, "first": "-", "second": name, "status": "peer-failed", "error": rec["error"]})
             continue
         peer_vals[name] = pl.read_parquet(out).drop("native")
         for backend in [t for t in tools if t.startswith("rankwise")] if have_rankwise else []:
             rw_out = workdir / f"{backend}_{spec['preset']}_{size_label(n)}.parquet"
-            cmd, env = tool_cmd(backend, recs, truth, "check")
-            rec = measure(cmd + ["--convention", spec["preset"], "--check-users", str(users_file),
-                                 "--check-out", str(rw_out)], env, timeout)
+            cmd, env = tool_cmd(backend, recs, truth, "k10")
+            wanted = peer_vals[name]
+            cmd += ["--convention", spec["preset"], "--check-users", str(users_file), "--check-out", str(rw_out),
+                    "--check-metrics", ",".join(wanted["metric"].unique().sort()),
+                    "--check-k", ",".join(map(str, wanted["k"].unique().sort()))]
+            rec = measure(cmd, env, timeout, max_rss_gb)
             if rec["rc"] != 0:
                 checks.append({"size": n, "first": f"{backend}[{spec['preset']}]", "second": name,
                                "status": "rankwise-failed", "error": rec["error"]})
@@ -187,7 +208,7 @@ def machine() -> dict:
     model = next((line.split(":", 1)[1].strip() for line in cpu if line.startswith("model name")), "?")
     free = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.strip()
     return {"cpu": model, "logical_cpus": os.cpu_count(), "free_h": free, "kernel": platform.release(),
-            "platform": platform.platform()}
+            "platform": platform.platform(), "loadavg_start": os.getloadavg()}
 
 
 def versions() -> dict:
@@ -240,20 +261,27 @@ def write_report(doc: dict, md_path: Path, png_path: Path) -> None:
         "Medians over the repetitions; files are in the page cache after the first run. Ratios are this row's "
         "time / the reference's time at the same size (floor = floor-polars, ranx/pytrec_eval rows at k=10). "
         "Configs: `all` = every metric at k=1,5,10,20,50,100; `k10` = precision, recall, map, mrr, ndcg, hit_rate "
-        "at k=10 (Spark: no mrr/hit_rate); `scan` = read both files and count rows per user.", "",
-        "| users | tool | config | median wall s | peak RSS MB | × floor | × ranx | × pytrec_eval | inner timings (median, s) | reps |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---|---:|",
+        "at k=10 (Spark: no mrr/hit_rate); `scan` = read both files and count rows per user. `rss-limit` = killed "
+        "when the tree's RSS passed `--max-rss-gb` (peak shown as >N). `load` = median 1-minute load average "
+        "right after each repetition (2 CPUs: above ~2 means other work shared the machine).", "",
+        "| users | tool | config | median wall s | peak RSS MB | × floor | × ranx | × pytrec_eval | inner timings (median, s) | reps | load |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in runs:
         n, t = r["n_users"], r.get("median_wall_s")
         inner = ", ".join(f"{k} {x:.2f}" for k, x in (r.get("median_timings") or {}).items())
         wall = f"{t:.2f}" if t is not None else r.get("status", "failed")
-        rss = f"{r['median_peak_rss_mb']:.0f}" if r.get("median_peak_rss_mb") is not None else "–"
+        peaks = [x["peak_rss_mb"] for x in r["reps"]]
+        rss = f"{r['median_peak_rss_mb']:.0f}" if r.get("median_peak_rss_mb") is not None else f">{max(peaks):.0f}"
+        loads = [x["loadavg_1m_after"] for x in r["reps"] if "loadavg_1m_after" in x]
+        load = f"{statistics.median(loads):.1f}" if loads else "–"
         lines.append(f"| {size_label(n)} | {r['tool']} | {r['config']} | {wall} | {rss} | "
                      f"{fmt_ratio(t, med.get(('floor-polars', n)))} | {fmt_ratio(t, med.get(('ranx', n)))} | "
-                     f"{fmt_ratio(t, med.get(('pytrec_eval', n)))} | {inner} | {len(r['reps'])} |")
+                     f"{fmt_ratio(t, med.get(('pytrec_eval', n)))} | {inner} | {len(r['reps'])} | {load} |")
     lines += ["", "## Agreement checks (per-user values on a sample of users, before timing)", "",
-              f"Tolerance {TOL:g} absolute. 'only first/second' = sampled users scored by one side only.", "",
+              f"Tolerance {TOL:g} absolute. 'only first/second' = sampled users scored by one side only. "
+              "`users-differ` = every common user agrees but the two score different sets of users (see "
+              "bench/README.md, 'How the peers are fed').", "",
               "| users | first | second | status | users compared | only first | only second | worst metric (max abs diff) |",
               "|---:|---|---|---|---:|---:|---:|---|"]
     for c in sorted(doc.get("checks", []), key=lambda c: (c["size"], c["first"], c["second"])):
@@ -273,7 +301,7 @@ def plot(runs: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.8))
     series: dict[str, list] = {}
     for r in runs:
         if r.get("median_wall_s") is not None:
@@ -284,7 +312,7 @@ def plot(runs: list[dict], path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="users", ylabel="median wall time (s), end to end",
            title="rankwise benchmark: time vs users")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -301,6 +329,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=BENCH / "data")
     ap.add_argument("--results-dir", type=Path, default=BENCH / "results")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per process")
+    ap.add_argument("--max-rss-gb", type=float, default=round(psutil.virtual_memory().total / 2**30 * 0.6, 1),
+                    help="kill a tool whose process-tree RSS passes this (default 60%% of RAM)")
     ap.add_argument("--no-check", action="store_true", help="skip the agreement checks")
     ap.add_argument("--any-size", action="store_true", help="ignore the per-tool size limits (ranx/pytrec<=1M, spark=100k)")
     ap.add_argument("--report", nargs="+", type=Path, help="only rebuild RESULTS.md and the plot from these JSONs")
@@ -341,7 +371,7 @@ def main() -> None:
             print(f"generating {size_label(n)} ...", flush=True)
             generate(n, a.data_dir)
         if not a.no_check:
-            doc["checks"] += run_checks(n, tools, recs, truth, workdir, have_rankwise, a.timeout)
+            doc["checks"] += run_checks(n, tools, recs, truth, workdir, have_rankwise, a.timeout, a.max_rss_gb)
             save()
         for name in tools:
             if not runs_at(name, n):
@@ -353,7 +383,7 @@ def main() -> None:
                     cmd, env = tool_cmd(name, recs, truth, config, limit)
                     reps = []
                     for i in range(a.reps):
-                        rec = measure(cmd, env, a.timeout)
+                        rec = measure(cmd, env, a.timeout, a.max_rss_gb)
                         reps.append(rec)
                         print(f"{size_label(n):>5} {name:16} {config:4} rep {i + 1}: {rec['wall_s']:8.2f} s "
                               f"{rec['peak_rss_mb']:8.0f} MB rc={rec['rc']}", flush=True)
@@ -365,12 +395,14 @@ def main() -> None:
                     doc["runs"].append({
                         "tool": name, "n_users": n, "config": config + (f"+mem{limit}" if limit else ""),
                         "cmd": shlex.join(cmd), "reps": reps,
-                        "status": "ok" if len(ok) == len(reps) else ("unsupported" if reps[-1]["rc"] == 3 else "failed"),
+                        "status": "ok" if len(ok) == len(reps) else status_of(reps[-1]),
                         "median_wall_s": statistics.median(r["wall_s"] for r in ok) if ok else None,
                         "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in ok) if ok else None,
                         "median_timings": {k: statistics.median(t[k] for t in timings) for k in timings[0]} if timings else None,
                     })
                     save()
+    shutil.rmtree(workdir, ignore_errors=True)
+    doc["machine"]["loadavg_end"] = os.getloadavg()
     save()
     write_report(merge([out_json]), md, png)
     print(f"wrote {out_json}, {md}, {png}")

@@ -27,11 +27,14 @@ PRESETS: dict[str, Convention] = {
         ),
         _preset(
             "ranx", ("precision", "recall", "fbeta", "map", "mrr", "dcg", "ndcg", "hit_rate", "r_precision"),
-            """ranx 0.3.21 (Qrels/Run): every query counted, empty qrels or run -> 0; relevant = rel >= 1;
+            """ranx 0.3.21 (Qrels/Run): the qrels queries (ranx requires the run to cover the same
+            queries; make_comparable=True, the usual fix, evaluates the qrels queries), empty qrels or run -> 0; relevant = rel >= 1;
             AP / |relevant|; ndcg/dcg linear gain ("Jarvelin"), log2, ideal = qrels sorted, cut at k.
+            Not reproduced: the -lN suffix also drops labels below N from the gains (rankwise keeps
+            raw gains above a relevance_threshold for DCG).
             r_precision@k equals ranx's uncut r-precision when k >= |relevant|. ranx breaks score
             ties with an unstable argsort: give distinct scores or ranks.""",
-            users="union", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
+            users="labels", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0,
         ),
         _preset(

@@ -33,17 +33,18 @@ class Case:
     library: str
     variant: str
     convention: rankwise.Convention
-    view: str = "lists"  # lists: as generated; relevant: only labels with relevance >= 1; long: no empty lists
+    view: str = "lists"  # lists: as generated; padded: both inputs list every user; relevant: only
+    # labels with relevance >= 1 and no empty lists; long: no empty lists
     skip: tuple[str, ...] = ()  # metric names not compared, each with a reason in NOT_COMPARED
     rel_tol: float = 1e-9
     rename: dict = field(default_factory=dict)
 
 
 CASES = [
-    Case("ranx", "default", P["ranx"]),
-    Case("ranx", "burges", P["ranx"].replace(gain="exp2")),
-    Case("ranx", "rel_lvl2", P["ranx"].replace(relevance_threshold=2.0), skip=("dcg", "ndcg")),
-    Case("ranx", "make_comparable", P["ranx"].replace(users="labels")),
+    Case("ranx", "default", P["ranx"], view="padded"),
+    Case("ranx", "burges", P["ranx"].replace(gain="exp2"), view="padded"),
+    Case("ranx", "rel_lvl2", P["ranx"].replace(relevance_threshold=2.0), view="padded", skip=("dcg", "ndcg")),
+    Case("ranx", "make_comparable", P["ranx"]),
     Case("pytrec_eval", "default", P["trec_eval"].replace(rr_cutoff=True), skip=("r_precision",)),
     Case("pytrec_eval", "uncut", P["trec_eval"]),
     Case("sklearn", "labels_last", P["sklearn"]),
@@ -82,6 +83,10 @@ def _load(path: Path) -> dict:
 def _frames(dataset: dict, view: str):
     recs = [(u, items) for u, items in dataset["recs"]]
     truth = [(u, [(i, r) for i, r in labels if view != "relevant" or r >= 1]) for u, labels in dataset["truth"]]
+    if view == "padded":  # every user of the union in both inputs, an empty list where it had none
+        known_r, known_t = {u for u, _ in recs}, {u for u, _ in truth}
+        recs += [(u, []) for u, _ in truth if u not in known_r]
+        truth += [(u, []) for u, _ in recs if u not in known_t]
     if view in ("relevant", "long"):
         recs = [(u, items) for u, items in recs if items]
         truth = [(u, labels) for u, labels in truth if labels]
