@@ -64,8 +64,8 @@ def warehouse_frames(r: pl.DataFrame, t: pl.DataFrame):
     NULL item; ranks are gappy (3, 6, 9, ...) to check that the script renumbers them."""
     if r.schema["item"] == pl.List:
         r = (r.with_columns(rank=pl.int_ranges(1, pl.col("item").list.len() + 1) * 3)
-             .explode("item", "rank").select("user", "item", "rank"))
-    t = t.explode("item", "relevance")
+             .explode("item", "rank", empty_as_null=True).select("user", "item", "rank"))
+    t = t.explode("item", "relevance", empty_as_null=True)
     return r, t
 
 
@@ -130,14 +130,14 @@ class PostgresEngine(Engine):
         super().__init__()
         import psycopg
 
-        self.con = psycopg.connect(dsn, autocommit=True, connect_timeout=5)
+        self.con = psycopg.connect(dsn, autocommit=True, connect_timeout=5, prepare_threshold=None)
         self.schema = f"rw_{uuid.uuid4().hex[:10]}"
         self.con.execute(f"CREATE SCHEMA {self.schema}")
 
     def load(self, name, frame):
         table = self.qualified(name)
-        columns = ", ".join(f"{c} {self._types[d.base_type()]}" for c, d in frame.schema.items())
-        self.con.execute(f"DROP TABLE IF EXISTS {table}")
+        columns = ", ".join(f"\"{c}\" {self._types[d.base_type()]}" for c, d in frame.schema.items())
+        self.con.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
         self.con.execute(f"CREATE TABLE {table} ({columns})")
         with self.con.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN") as copy:
             for row in frame.iter_rows():

@@ -9,6 +9,7 @@ script ``rankwise.sql`` renders for its dialect, exactly as a user would, over u
 from __future__ import annotations
 
 import engines as E
+import polars as pl
 import pytest
 
 import rankwise
@@ -86,3 +87,73 @@ def test_null_means_undefined(engine):
     values = {row["user_id"]: row["precision"] for row in per_user.iter_rows(named=True)}
     assert values[1] == pytest.approx(0.5) and values[2] is None
     assert summary.row(0)[2:] == (pytest.approx(0.5), 1)
+
+
+# -- the Spark backend beyond the cross-backend tests ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark_session(request):
+    """The shared session, unless Spark was deselected with --engines."""
+    if "spark" not in [e.strip() for e in request.config.getoption("--engines").split(",")]:
+        pytest.skip("spark deselected with --engines")
+    return request.getfixturevalue("spark")
+
+
+def test_spark_inputs_and_uncollected_per_user(spark_session):
+    """Spark DataFrames are accepted by every backend; collect=False keeps per_user in Spark with the
+    same values, columns and exclusion counts as the collected result."""
+    from polars.testing import assert_frame_equal
+
+    conv = CONVENTIONS["everything_else"].replace(empty_predictions="nan", users="union")
+    recs, truth, scores = E.generate(seed=7, string_ids=True, by_score=True)
+    r, t = E.api_frames(recs, truth, scores, True, True)
+    sr, st = spark_session.createDataFrame(r.to_pandas()), spark_session.createDataFrame(t.to_pandas())
+    expected = rankwise.evaluate(r, t, k=[2, 20], convention=conv, backend="polars")
+    for backend in ("polars", "spark"):
+        got = rankwise.evaluate(sr, st, k=[2, 20], convention=conv, backend=backend)
+        assert_frame_equal(got.per_user, expected.per_user, rel_tol=1e-12, abs_tol=1e-13)
+    lazy = rankwise.evaluate(sr, st, k=[2, 20], convention=conv, backend="spark", collect=False)
+    assert type(lazy.per_user).__module__.startswith("pyspark")
+    collected = pl.from_arrow(lazy.per_user.toArrow()).sort("user")
+    assert_frame_equal(collected.select(expected.per_user.columns), expected.per_user.sort("user"),
+                       rel_tol=1e-12, abs_tol=1e-13)
+    assert_frame_equal(lazy.summary, expected.summary, rel_tol=1e-12, abs_tol=1e-13)
+    assert_frame_equal(lazy.excluded, expected.excluded)
+    with pytest.raises(rankwise.ParameterError, match="collect=False"):
+        rankwise.evaluate(r, t, k=2, backend="polars", collect=False)
+    with pytest.raises(rankwise.ParameterError, match="Spark"):
+        lazy.write("x.parquet")
+
+
+def test_spark_error_values_uncollected(spark_session):
+    r, t = E.api_frames({1: [10]}, {1: {}, 2: {10: 1.0}}, {}, False, False)
+    with pytest.raises(rankwise.UndefinedValueError, match="empty_labels='error'"):
+        rankwise.evaluate(r, t, k=1, backend="spark", collect=False,
+                          convention=rankwise.Convention(empty_labels="error"))
+
+
+def test_missing_pyspark_says_how_to_install(monkeypatch):
+    import builtins
+
+    from rankwise import _spark_backend
+
+    real_import = builtins.__import__
+
+    def no_pyspark(name, *args, **kwargs):
+        if name.split(".")[0] == "pyspark":
+            raise ImportError("No module named 'pyspark'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyspark)
+    with pytest.raises(rankwise.MissingDependencyError, match="pyspark") as info:
+        _spark_backend.session()
+    assert 'Hint: pip install "rankwise[spark]"' in str(info.value)
+
+
+def test_importing_rankwise_does_not_import_pyspark():
+    import subprocess
+    import sys
+
+    code = "import sys, rankwise; rankwise.sql(k=3); print('pyspark' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -21,12 +21,13 @@ from .errors import (
     UnsupportedInputError,
 )
 from .metrics import METRICS
+from .render import sql
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS", "METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation",
-    "bind_parameters", "shipped_sql", "compare_conventions", "explain", "Explanation",
+    "bind_parameters", "shipped_sql", "sql", "compare_conventions", "explain", "Explanation",
     "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "InputError", "InvalidRankError",
     "InvalidRelevanceError", "MissingColumnError", "MissingDependencyError", "NullValueError",
     "ParameterError", "RankwiseError", "UndefinedValueError", "UnsupportedInputError",

@@ -1,13 +1,14 @@
 """Spark backend: the shipped SQL rendered for Spark by :mod:`rankwise.render`, run by ``spark.sql``.
 
 The canonical tables are registered as temporary views under a per-call prefix, the per-user query
-runs once and is cached, and the summary reads it. ``evaluate(..., backend="spark", collect=False)``
+runs, and the summary reads its result. ``evaluate(..., backend="spark", collect=False)``
 keeps the per-user result as a Spark DataFrame (see :func:`evaluate_uncollected`). Inputs are
 normalised by ``rankwise._inputs`` on the driver, as for every backend.
 """
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 
 import polars as pl
@@ -16,6 +17,7 @@ from . import render
 from ._inputs import USER, Prepared
 from .conventions import Convention
 from .errors import MissingDependencyError
+from .metrics import internal_name
 
 METRIC_COLUMNS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
 _INSTALL = 'pip install "rankwise[spark]"  (pyspark >= 4 and a Java 17+ runtime)'
@@ -40,7 +42,10 @@ def session():
             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+            .config("spark.sql.session.timeZone", "UTC")
+            # the backend never writes tables; keep Spark from creating ./spark-warehouse
+            .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="rankwise-spark-warehouse-"))
+            .getOrCreate())
 
 
 def is_spark_dataframe(obj) -> bool:
@@ -137,7 +142,7 @@ def evaluate_uncollected(prep: Prepared, request, conv: Convention, user_col: st
     cells = []
     for name in request.names:
         for k in request.ks:
-            value = F.max(F.when(F.col("k") == k, F.col(api._internal(name))))
+            value = F.max(F.when(F.col("k") == k, F.col(internal_name(name))))
             cells.append(F.coalesce(value, F.lit(float("nan"))).alias(request.column(name, k)))
     wide = long.groupBy(USER).agg(*cells).withColumnRenamed(USER, user_col)
     return api.Result(per_user=wide, summary=api._tidy_summary(summary, request), excluded=excluded,

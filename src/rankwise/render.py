@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from . import _sql_files
 from .conventions import Convention, resolve
 from .errors import MissingDependencyError, ParameterError, RankwiseError
-from .metrics import parse_request
+from .metrics import internal_name, parse_request
 
 DIALECTS = ("duckdb", "postgres", "spark", "databricks", "bigquery", "snowflake", "trino", "clickhouse", "redshift")
 INPUTS = ("recommendations", "ground_truth")
@@ -59,6 +60,8 @@ GAPS = (
     Gap(("bigquery",), "objects without a dataset", "pass schema='dataset' or run with a default dataset"),
     Gap(("bigquery", "trino", "clickhouse", "redshift"), "temporary views",
         "the input views are ordinary views named <prefix>...; dropped and recreated on every run"),
+    Gap(("bigquery",), "NULLS LAST in a window's ORDER BY",
+        "the engine's default null order is used; those sort keys (rank, gain) are never NULL"),
     Gap(("clickhouse",), "JOIN ... ON with an inequality (older servers)",
         "rewritten to CROSS JOIN + WHERE on the syntax tree; same rows"),
     Gap(("clickhouse",), "NULL for missing join partners (join_use_nulls=0 fills 0 or '')",
@@ -129,7 +132,7 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     if unknown:
         raise ParameterError(f"tables has unknown keys {sorted(unknown)}.", hint="Keys: recommendations, ground_truth.")
     names = relation_names(prefix, schema, dialect)
-    wanted = [_internal_name(n) for n in request.names]
+    wanted = [internal_name(n) for n in request.names]
     per_user_sql, summary_sql, per_user_cols = queries(request.ks, conv, request.beta, dialect, names, wanted)
     setup = [
         *_view(names["recommendations"], _recommendations_view(
@@ -138,14 +141,14 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
             tables["ground_truth"], dialect, user_col, item_col, relevance_col), dialect),
         *_view(names["cutoffs"], cutoffs_query(request.ks, dialect), dialect),
     ]
-    selected = exp.select(*(exp.column(c, table="p") for c in per_user_cols)).from_(
-        exp.maybe_parse(per_user_sql, dialect=dialect).subquery("p"))
+    selected = exp.select(*(exp.column(c, table="p") for c in per_user_cols)).from_(exp.to_table(_BODY).as_("p"))
     create = exp.Create(this=_table(names["per_user"], dialect), kind="TABLE", expression=selected)
     if dialect == "clickhouse":  # CREATE TABLE ... AS SELECT needs an engine there
         create.set("properties", exp.Properties(expressions=[
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
-    create_per_user = (f"DROP TABLE IF EXISTS {_table(names['per_user'], dialect).sql(dialect)}", _generate(create, dialect))
+    create_per_user = (f"DROP TABLE IF EXISTS {_table(names['per_user'], dialect).sql(dialect)}",
+                       _fill(_generate(create, dialect), per_user_sql))
     final = _ordered_summary(summary_sql, request, dialect)
     return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user)
 
@@ -166,11 +169,19 @@ def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None
     """The per-user and summary SELECTs for ``dialect`` over relations ``names`` (logical -> rendered).
 
     ``metrics`` (internal column names, None = all) prunes the summary to those metrics; returns
-    (per_user_sql, summary_sql, the per-user columns a table must keep for that summary).
+    (per_user_sql, summary_sql, the per-user columns a table must keep for that summary). The files
+    are read on every call; the rendering is cached on their text and the arguments.
     """
-    conv = resolve(convention)
-    per_user = _shipped("per_user", conv, beta, dialect, names)
-    summary = _shipped("summary", conv, beta, dialect, names)
+    texts = tuple((_sql_files.sql_dir() / f"{name}.sql").read_text() for name in ("per_user", "summary"))
+    return _queries(texts, resolve(convention), float(beta), dialect, tuple(names.items()),
+                    None if metrics is None else tuple(metrics))
+
+
+@lru_cache(maxsize=256)
+def _queries(texts, conv, beta, dialect, names, metrics):
+    names = dict(names)
+    per_user = _shipped(texts[0], "per_user", conv, beta, dialect, names)
+    summary = _shipped(texts[1], "summary", conv, beta, dialect, names)
     output = [s.alias_or_name for s in per_user.selects]
     if metrics is not None:
         summary = _prune_summary(summary, set(metrics))
@@ -188,10 +199,9 @@ def cutoffs_query(ks, dialect: str) -> str:
 # -- the shipped files, transformed ------------------------------------------------------------------
 
 
-def _shipped(name: str, conv: Convention, beta: float, dialect: str, names: dict):
-    """Parse ``sql/<name>.sql`` (read now, not cached), bind literals, rename relations, adapt."""
+def _shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, names: dict):
+    """Parse the text of ``sql/<name>.sql``, bind literals, rename relations, adapt to ``dialect``."""
     sqlglot, exp = _sqlglot()
-    text = (_sql_files.sql_dir() / f"{name}.sql").read_text()
     values = _sql_files.bind(text, conv, beta)
     tree = sqlglot.parse_one(text, read="duckdb")
     for node in tree.walk():
@@ -210,7 +220,7 @@ def _shipped(name: str, conv: Convention, beta: float, dialect: str, names: dict
             return new
         return node
 
-    tree = tree.transform(rewrite)
+    tree = tree.transform(rewrite, copy=False)
     left = [p.name for p in tree.find_all(exp.Placeholder)]
     if left:
         raise RankwiseError(f"sql/{name}.sql has parameters with no value: {left}.",
@@ -219,6 +229,21 @@ def _shipped(name: str, conv: Convention, beta: float, dialect: str, names: dict
         tree = _double_literals(tree)
     if dialect == "clickhouse":
         tree = _alias_qualified_projections(_inequality_joins_to_where(tree))
+    if dialect == "bigquery":
+        tree = _window_nulls_default(tree, dialect)
+    return tree
+
+
+def _window_nulls_default(tree, dialect: str):
+    """BigQuery cannot say NULLS LAST in an aggregate window's ORDER BY; the shipped windows sort by
+    rank and gain, never NULL there (empty-list rows do not join), so use the engine's own order."""
+    sqlglot, exp = _sqlglot()
+    ordering = sqlglot.Dialect.get_or_raise(dialect).NULL_ORDERING
+    for window in tree.find_all(exp.Window):
+        for ordered in window.find_all(exp.Ordered):
+            desc = bool(ordered.args.get("desc"))
+            first = ordering == ("nulls_are_large" if desc else "nulls_are_small")
+            ordered.set("nulls_first", first)
     return tree
 
 
@@ -247,7 +272,7 @@ def _double_literals(tree):
             return exp.cast(node.copy(), "DOUBLE")
         return node
 
-    return tree.transform(rewrite)
+    return tree.transform(rewrite, copy=False)
 
 
 def _inequality_joins_to_where(tree):
@@ -312,15 +337,25 @@ def _branch_metric(select):
 def _ordered_summary(summary_sql: str, request, dialect: str) -> str:
     """The summary with the API's metric names (f1, f2, ...) and order (request order, then k)."""
     sqlglot, exp = _sqlglot()
-    names = [(_internal_name(n), n) for n in request.names]
+    names = [(internal_name(n), n) for n in request.names]
     rename = " ".join(f"WHEN s.metric = '{i}' THEN '{n}'" for i, n in names if i != n)
     metric = f"CASE {rename} ELSE s.metric END" if rename else "s.metric"
     order = " ".join(f"WHEN s.metric = '{i}' THEN {j}" for j, (i, _) in enumerate(names))
-    text = (f"SELECT {metric} AS metric, s.k, s.value, s.n_users FROM (SELECT 1 AS x) AS s "
+    text = (f"SELECT {metric} AS metric, s.k, s.value, s.n_users FROM {_BODY} AS s "
             f"ORDER BY CASE {order} END, s.k")
-    tree = sqlglot.parse_one(text, read="duckdb")
-    tree.find(exp.Subquery).set("this", sqlglot.parse_one(summary_sql, read=dialect))
-    return _generate(tree, dialect)
+    return _fill(_generate(sqlglot.parse_one(text, read="duckdb"), dialect), summary_sql)
+
+
+_BODY = "rankwise_body_placeholder"
+
+
+def _fill(wrapper: str, body: str) -> str:
+    """Put an already rendered query where the wrapper names the placeholder table (no re-parse)."""
+    indented = "\n".join("  " + line for line in body.splitlines())
+    filled = re.sub(rf"[`\"]?{_BODY}[`\"]?", lambda _: f"(\n{indented}\n)", wrapper, count=1)
+    if filled == wrapper:
+        raise RankwiseError("internal: the rendered wrapper lost its placeholder.")
+    return filled
 
 
 # -- input views ------------------------------------------------------------------------------------
@@ -407,10 +442,6 @@ def _generate(tree, dialect: str) -> str:
 
 def _table(name: str, dialect: str):
     return _sqlglot()[1].to_table(name, dialect=dialect)
-
-
-def _internal_name(name: str) -> str:
-    return "fbeta" if re.fullmatch(r"f\d.*", name) else name
 
 
 def _check_dialect(dialect: str) -> str:

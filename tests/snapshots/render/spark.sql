@@ -1,0 +1,620 @@
+-- rankwise 0.1.0: per-user ranking metrics and their summary, dialect spark.
+-- Rendered by sqlglot from the shipped sql/per_user.sql and sql/summary.sql.
+DROP VIEW IF EXISTS rankwise_recommendations;
+
+CREATE TEMPORARY VIEW rankwise_recommendations AS
+SELECT
+  r.user_id,
+  CAST(ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.pos NULLS LAST) AS BIGINT) AS rank,
+  r.item_id
+FROM (
+  SELECT
+    src.user AS user_id,
+    CAST(ROW_NUMBER() OVER (PARTITION BY src.user ORDER BY src.rank NULLS LAST, src.item NULLS LAST) AS BIGINT) AS pos,
+    src.item AS item_id
+  FROM analytics.recs AS src
+) AS r;
+
+DROP VIEW IF EXISTS rankwise_ground_truth;
+
+CREATE TEMPORARY VIEW rankwise_ground_truth AS
+SELECT
+  src.user AS user_id,
+  src.item AS item_id,
+  CAST(src.relevance AS DOUBLE) AS relevance
+FROM analytics.truth AS src;
+
+DROP VIEW IF EXISTS rankwise_cutoffs;
+
+CREATE TEMPORARY VIEW rankwise_cutoffs AS
+SELECT
+  CAST(5 AS BIGINT) AS k
+UNION ALL
+SELECT
+  CAST(10 AS BIGINT) AS k;
+
+DROP TABLE IF EXISTS rankwise_per_user;
+
+CREATE TABLE rankwise_per_user AS
+SELECT
+  p.user_id,
+  p.k,
+  p.n_recs,
+  p.n_rel,
+  p.precision,
+  p.recall,
+  p.fbeta,
+  p.map,
+  p.mar,
+  p.mrr,
+  p.dcg,
+  p.ndcg,
+  p.hit_rate,
+  p.r_precision
+FROM (
+  WITH labels AS (
+    SELECT
+      g.user_id,
+      g.item_id,
+      g.relevance,
+      CASE WHEN g.relevance > 0 AND g.relevance >= CAST(0.0 AS DOUBLE) THEN 1 ELSE 0 END AS is_rel
+    FROM rankwise_ground_truth AS g
+  ), graded_labels AS (
+    SELECT
+      l.user_id,
+      l.item_id,
+      l.is_rel,
+      CASE
+        WHEN 'exp2' = 'binary'
+        THEN CAST(l.is_rel AS DOUBLE)
+        WHEN 'exp2' = 'linear'
+        THEN CAST(l.relevance AS DOUBLE)
+        ELSE POWER(CAST(2.0 AS DOUBLE), CAST(l.relevance AS DOUBLE)) - CAST(1.0 AS DOUBLE)
+      END AS gain
+    FROM labels AS l
+  ), label_stats AS (
+    SELECT
+      l.user_id,
+      1 AS in_truth,
+      CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
+      CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
+    FROM labels AS l
+    GROUP BY
+      l.user_id
+  ), rec_stats AS (
+    SELECT
+      r.user_id,
+      1 AS in_recs,
+      CAST(COUNT(r.item_id) AS BIGINT) AS n_recs
+    FROM rankwise_recommendations AS r
+    GROUP BY
+      r.user_id
+  ), all_users AS (
+    SELECT
+      CASE WHEN COALESCE(rs.in_recs, 0) = 1 THEN rs.user_id ELSE ls.user_id END AS user_id,
+      COALESCE(rs.in_recs, 0) AS in_recs,
+      COALESCE(ls.in_truth, 0) AS in_truth,
+      CAST(COALESCE(ls.n_judged, 0) AS BIGINT) AS n_judged,
+      CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
+      CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel
+    FROM rec_stats AS rs
+    FULL OUTER JOIN label_stats AS ls
+      ON rs.user_id = ls.user_id
+  ), universe AS (
+    SELECT
+      a.user_id,
+      a.n_recs,
+      a.n_rel
+    FROM all_users AS a
+    WHERE
+      (
+        CASE
+          WHEN 'union' = 'union'
+          THEN 1
+          WHEN 'union' = 'labels'
+          THEN a.in_truth
+          WHEN 'union' = 'predictions'
+          THEN a.in_recs
+          ELSE a.in_recs * a.in_truth
+        END
+      ) = 1
+      AND (
+        'keep' = 'keep' OR a.n_judged > 0
+      )
+  ), judged AS (
+    SELECT
+      r.user_id,
+      CAST(r.rank AS BIGINT) AS rank,
+      g.is_rel,
+      g.gain,
+      u.n_rel,
+      SUM(g.is_rel) OVER (
+        PARTITION BY r.user_id
+        ORDER BY r.rank NULLS LAST
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+      ) AS hits_so_far
+    FROM rankwise_recommendations AS r
+    JOIN graded_labels AS g
+      ON g.user_id = r.user_id AND g.item_id = r.item_id
+    JOIN universe AS u
+      ON u.user_id = r.user_id
+  ), first_hits AS (
+    SELECT
+      j.user_id,
+      1 AS matched,
+      MIN(CASE WHEN j.is_rel = 1 THEN j.rank END) AS first_hit,
+      CAST(SUM(j.is_rel) AS BIGINT) AS hits_all
+    FROM judged AS j
+    GROUP BY
+      j.user_id
+  ), judged_at_k AS (
+    SELECT
+      j.user_id,
+      CAST(c.k AS BIGINT) AS k,
+      j.rank,
+      j.is_rel,
+      j.gain,
+      j.n_rel,
+      j.hits_so_far,
+      ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC, j.rank NULLS LAST) AS ideal_pos
+    FROM judged AS j
+    JOIN rankwise_cutoffs AS c
+      ON j.rank <= c.k
+  ), at_k AS (
+    SELECT
+      a.user_id,
+      a.k,
+      1 AS matched,
+      CAST(SUM(a.is_rel) AS BIGINT) AS hits,
+      SUM(
+        CASE
+          WHEN a.is_rel = 1
+          THEN CAST(a.hits_so_far AS DOUBLE) / a.rank
+          ELSE CAST(0.0 AS DOUBLE)
+        END
+      ) AS precision_sum,
+      CAST(SUM(CASE WHEN a.is_rel = 1 THEN a.hits_so_far ELSE 0 END) AS BIGINT) AS hits_sum,
+      MIN(CASE WHEN a.is_rel = 1 THEN a.rank END) AS first_hit,
+      CAST(SUM(CASE WHEN a.is_rel = 1 AND a.rank <= a.n_rel THEN 1 ELSE 0 END) AS BIGINT) AS r_hits,
+      SUM(
+        a.gain / (
+          LN(a.rank + CAST(1.0 AS DOUBLE)) / LN(CAST(2.718281828459045 AS DOUBLE))
+        )
+      ) AS dcg,
+      SUM(
+        a.gain / (
+          LN(a.ideal_pos + CAST(1.0 AS DOUBLE)) / LN(CAST(2.718281828459045 AS DOUBLE))
+        )
+      ) AS idcg_top
+    FROM judged_at_k AS a
+    GROUP BY
+      a.user_id,
+      a.k
+  ), ideal_labels AS (
+    SELECT
+      g.user_id,
+      g.gain,
+      ROW_NUMBER() OVER (PARTITION BY g.user_id ORDER BY g.gain DESC) AS pos
+    FROM graded_labels AS g
+    JOIN universe AS u
+      ON u.user_id = g.user_id
+    WHERE
+      NOT g.item_id IS NULL
+  ), idcg_labels AS (
+    SELECT
+      i.user_id,
+      CAST(c.k AS BIGINT) AS k,
+      1 AS matched,
+      SUM(
+        i.gain / (
+          LN(i.pos + CAST(1.0 AS DOUBLE)) / LN(CAST(2.718281828459045 AS DOUBLE))
+        )
+      ) AS idcg
+    FROM ideal_labels AS i
+    JOIN rankwise_cutoffs AS c
+      ON i.pos <= c.k
+    GROUP BY
+      i.user_id,
+      c.k
+  ), digits AS (
+    SELECT
+      0 AS d
+    UNION ALL
+    SELECT
+      1 AS d
+    UNION ALL
+    SELECT
+      2 AS d
+    UNION ALL
+    SELECT
+      3 AS d
+    UNION ALL
+    SELECT
+      4 AS d
+    UNION ALL
+    SELECT
+      5 AS d
+    UNION ALL
+    SELECT
+      6 AS d
+    UNION ALL
+    SELECT
+      7 AS d
+    UNION ALL
+    SELECT
+      8 AS d
+    UNION ALL
+    SELECT
+      9 AS d
+  ), slots AS (
+    SELECT
+      CAST(d1.d + 10 * d2.d + 100 * d3.d + 1000 * d4.d + 1 AS BIGINT) AS pos
+    FROM digits AS d1
+    CROSS JOIN digits AS d2
+    CROSS JOIN digits AS d3
+    CROSS JOIN digits AS d4
+  ), idcg_ones AS (
+    SELECT
+      CAST(c.k AS BIGINT) AS k,
+      SUM(
+        CAST(1.0 AS DOUBLE) / (
+          LN(s.pos + CAST(1.0 AS DOUBLE)) / LN(CAST(2.718281828459045 AS DOUBLE))
+        )
+      ) AS idcg
+    FROM rankwise_cutoffs AS c
+    JOIN slots AS s
+      ON s.pos <= c.k
+    GROUP BY
+      c.k
+  ), stats AS (
+    SELECT
+      u.user_id,
+      CAST(c.k AS BIGINT) AS k,
+      u.n_recs,
+      u.n_rel,
+      CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits ELSE 0 END AS DOUBLE) AS hits,
+      CASE
+        WHEN COALESCE(a.matched, 0) = 1
+        THEN a.precision_sum
+        ELSE CAST(0.0 AS DOUBLE)
+      END AS precision_sum,
+      CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits_sum ELSE 0 END AS DOUBLE) AS hits_sum,
+      CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.r_hits ELSE 0 END AS DOUBLE) AS r_hits,
+      CASE
+        WHEN 1 = 1
+        THEN (
+          CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.first_hit, 0) ELSE 0 END
+        )
+        ELSE (
+          CASE WHEN COALESCE(f.first_hit, 0) > 0 THEN f.first_hit ELSE 0 END
+        )
+      END AS first_hit,
+      u.n_recs + u.n_rel - (
+        CASE WHEN COALESCE(f.matched, 0) = 1 THEN f.hits_all ELSE 0 END
+      ) AS n_candidates,
+      CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE CAST(0.0 AS DOUBLE) END AS dcg,
+      CASE
+        WHEN 'predictions_topk' = 'labels'
+        THEN (
+          CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE CAST(0.0 AS DOUBLE) END
+        )
+        WHEN 'predictions_topk' = 'k_ones'
+        THEN io.idcg
+        ELSE (
+          CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.idcg_top ELSE CAST(0.0 AS DOUBLE) END
+        )
+      END AS idcg
+    FROM universe AS u
+    CROSS JOIN rankwise_cutoffs AS c
+    LEFT JOIN at_k AS a
+      ON a.user_id = u.user_id AND a.k = c.k
+    LEFT JOIN idcg_labels AS il
+      ON il.user_id = u.user_id AND il.k = c.k
+    LEFT JOIN first_hits AS f
+      ON f.user_id = u.user_id
+    LEFT JOIN idcg_ones AS io
+      ON io.k = c.k
+  ), denominators AS (
+    SELECT
+      s.*,
+      CAST(CASE
+        WHEN 'k' = 'k'
+        THEN s.k
+        WHEN 'k' = 'min_k_len'
+        THEN LEAST(s.k, s.n_recs)
+        WHEN 'k' = 'min_k_candidates'
+        THEN LEAST(s.k, s.n_candidates)
+        ELSE LEAST(s.k, s.n_rel)
+      END AS DOUBLE) AS p_den,
+      CAST(CASE
+        WHEN 'n_hits' = 'n_hits'
+        THEN CAST(s.hits AS BIGINT)
+        WHEN 'n_hits' = 'n_rel'
+        THEN s.n_rel
+        WHEN 'n_hits' = 'min_k_nrel'
+        THEN LEAST(s.k, s.n_rel)
+        WHEN 'n_hits' = 'k'
+        THEN s.k
+        ELSE LEAST(s.k, s.n_recs)
+      END AS DOUBLE) AS ap_den
+    FROM stats AS s
+  ), defined AS (
+    SELECT
+      d.user_id,
+      d.k,
+      d.n_recs,
+      d.n_rel,
+      d.hits / NULLIF(d.p_den, CAST(0.0 AS DOUBLE)) AS precision,
+      d.hits / NULLIF(CAST(d.n_rel AS DOUBLE), CAST(0.0 AS DOUBLE)) AS recall,
+      CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE CAST(0.0 AS DOUBLE) END AS map,
+      CASE
+        WHEN d.ap_den > 0
+        THEN d.hits_sum / NULLIF(CAST(d.n_rel AS DOUBLE), CAST(0.0 AS DOUBLE)) / d.ap_den
+        ELSE CAST(0.0 AS DOUBLE)
+      END AS mar,
+      CASE
+        WHEN d.first_hit > 0
+        THEN CAST(1.0 AS DOUBLE) / d.first_hit
+        ELSE CAST(0.0 AS DOUBLE)
+      END AS mrr,
+      d.dcg,
+      CASE
+        WHEN d.idcg > 0
+        THEN d.dcg / d.idcg
+        WHEN 'zero' = 'zero'
+        THEN CAST(0.0 AS DOUBLE)
+        ELSE CAST(NULL AS DOUBLE)
+      END AS ndcg,
+      CASE WHEN d.hits > 0 THEN CAST(1.0 AS DOUBLE) ELSE CAST(0.0 AS DOUBLE) END AS hit_rate,
+      d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), CAST(0.0 AS DOUBLE)) AS r_precision
+    FROM denominators AS d
+  ), with_f AS (
+    SELECT
+      m.*,
+      CASE
+        WHEN m.precision + m.recall > 0
+        THEN (
+          CAST(1.0 AS DOUBLE) + CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE)
+        ) * m.precision * m.recall / (
+          CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE) * m.precision + m.recall
+        )
+        ELSE CAST(0.0 AS DOUBLE)
+      END AS fbeta
+    FROM defined AS m
+  ), empty_values AS (
+    SELECT
+      CASE
+        WHEN 'nan' = 'zero'
+        THEN CAST(0.0 AS DOUBLE)
+        WHEN 'nan' = 'one'
+        THEN CAST(1.0 AS DOUBLE)
+        ELSE CAST(NULL AS DOUBLE)
+      END AS no_labels,
+      CASE
+        WHEN 'zero' = 'zero'
+        THEN CAST(0.0 AS DOUBLE)
+        WHEN 'zero' = 'one'
+        THEN CAST(1.0 AS DOUBLE)
+        ELSE CAST(NULL AS DOUBLE)
+      END AS no_predictions
+  )
+  SELECT
+    f.user_id,
+    f.k,
+    f.n_recs,
+    f.n_rel,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.precision
+    END AS precision,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.recall
+    END AS recall,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.fbeta
+    END AS fbeta,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.map
+    END AS map,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.mar
+    END AS mar,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.mrr
+    END AS mrr,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.dcg
+    END AS dcg,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.ndcg
+    END AS ndcg,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.hit_rate
+    END AS hit_rate,
+    CASE
+      WHEN f.n_rel = 0
+      THEN e.no_labels
+      WHEN f.n_recs = 0
+      THEN e.no_predictions
+      ELSE f.r_precision
+    END AS r_precision
+  FROM with_f AS f
+  CROSS JOIN empty_values AS e
+) AS p;
+
+SELECT
+  CASE WHEN s.metric = 'fbeta' THEN 'f1' ELSE s.metric END AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH f_parts AS (
+    SELECT
+      p.k,
+      AVG(p.fbeta) AS mean_f,
+      AVG(p.precision) AS mean_p,
+      AVG(p.recall) AS mean_r,
+      COUNT(p.fbeta) AS n_f
+    FROM rankwise_per_user AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'precision' AS metric,
+    p.k,
+    AVG(p.precision) AS value,
+    COUNT(p.precision) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'recall' AS metric,
+    p.k,
+    AVG(p.recall) AS value,
+    COUNT(p.recall) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'fbeta' AS metric,
+    f.k,
+    CASE
+      WHEN 'per_user' = 'per_user'
+      THEN f.mean_f
+      WHEN f.n_f = 0
+      THEN CAST(NULL AS DOUBLE)
+      WHEN f.mean_p + f.mean_r > 0
+      THEN (
+        CAST(1.0 AS DOUBLE) + CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE)
+      ) * f.mean_p * f.mean_r / (
+        CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE) * f.mean_p + f.mean_r
+      )
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS value,
+    f.n_f AS n_users
+  FROM f_parts AS f
+  UNION ALL
+  SELECT
+    'map' AS metric,
+    p.k,
+    AVG(p.map) AS value,
+    COUNT(p.map) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'mar' AS metric,
+    p.k,
+    AVG(p.mar) AS value,
+    COUNT(p.mar) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'mrr' AS metric,
+    p.k,
+    AVG(p.mrr) AS value,
+    COUNT(p.mrr) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'dcg' AS metric,
+    p.k,
+    AVG(p.dcg) AS value,
+    COUNT(p.dcg) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'ndcg' AS metric,
+    p.k,
+    AVG(p.ndcg) AS value,
+    COUNT(p.ndcg) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'hit_rate' AS metric,
+    p.k,
+    AVG(p.hit_rate) AS value,
+    COUNT(p.hit_rate) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+  UNION ALL
+  SELECT
+    'r_precision' AS metric,
+    p.k,
+    AVG(p.r_precision) AS value,
+    COUNT(p.r_precision) AS n_users
+  FROM rankwise_per_user AS p
+  GROUP BY
+    p.k
+) AS s
+ORDER BY
+  CASE
+    WHEN s.metric = 'precision'
+    THEN 0
+    WHEN s.metric = 'recall'
+    THEN 1
+    WHEN s.metric = 'fbeta'
+    THEN 2
+    WHEN s.metric = 'map'
+    THEN 3
+    WHEN s.metric = 'mar'
+    THEN 4
+    WHEN s.metric = 'mrr'
+    THEN 5
+    WHEN s.metric = 'dcg'
+    THEN 6
+    WHEN s.metric = 'ndcg'
+    THEN 7
+    WHEN s.metric = 'hit_rate'
+    THEN 8
+    WHEN s.metric = 'r_precision'
+    THEN 9
+  END NULLS LAST,
+  s.k NULLS LAST;
