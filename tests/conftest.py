@@ -34,6 +34,8 @@ _ENGINES = [e for e, module in _ENGINE_CLIENTS.items() if _CI or _installed(modu
 def pytest_addoption(parser):
     parser.addoption("--backends", default=",".join(_BACKENDS),
                      help="comma-separated backends to run cross-backend tests on")
+    parser.addoption("--spark-heavy", action="store_true",
+                     help="also run tests marked heavy (hundreds of evaluations) on backend=spark")
     parser.addoption("--engines", default=",".join(_ENGINES),
                      help="comma-separated engines to run the rendered SQL on (duckdb,postgres,spark,clickhouse)")
 
@@ -44,7 +46,11 @@ def _chosen(config, option: str) -> list[str]:
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", _chosen(metafunc.config, "--backends"))
+        backends = _chosen(metafunc.config, "--backends")
+        # Spark takes seconds per evaluation: sweeps of hundreds of evaluations run on it only on request
+        if metafunc.definition.get_closest_marker("heavy") and not metafunc.config.getoption("--spark-heavy"):
+            backends = [b for b in backends if b != "spark"]
+        metafunc.parametrize("backend", backends)
     if "engine_name" in metafunc.fixturenames:
         metafunc.parametrize("engine_name", _chosen(metafunc.config, "--engines"), scope="module")
 

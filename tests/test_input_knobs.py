@@ -43,6 +43,7 @@ def expected_lists(rows, ties, duplicates, min_score):
     return lists
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("ties", ["item_asc", "item_desc", "input_order"])
 @pytest.mark.parametrize("min_score", [None, 2.0])
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

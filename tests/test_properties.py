@@ -90,6 +90,7 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-13)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(CONVENTIONS))
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=datasets())
@@ -97,16 +98,27 @@ def test_every_knob_value_equals_oracle(backend, name, data):
     check(backend, data, CONVENTIONS[name], beta=1.0)
 
 
+COMBINED = st.builds(lambda kw: rankwise.Convention(**kw), st.fixed_dictionaries({
+    "users": st.sampled_from(["union", "labels", "intersection"]),
+    "unjudged": st.sampled_from(["keep", "drop"]),
+    "ap_denominator": st.sampled_from(["n_hits", "n_rel", "min_k_nrel"]),
+    "ideal": st.sampled_from(["predictions_topk", "labels", "k_ones"]),
+    "gain": st.sampled_from(["binary", "linear", "exp2"]),
+    "relevance_threshold": st.sampled_from([0.0, 2.0]),
+    "f_aggregation": st.sampled_from(["per_user", "of_means"])}))
+
+
+@pytest.mark.heavy
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=datasets(), beta=st.sampled_from([1.0, 2.0, 0.5]),
-       conv=st.builds(lambda kw: rankwise.Convention(**kw), st.fixed_dictionaries({
-           "users": st.sampled_from(["union", "labels", "intersection"]),
-           "ap_denominator": st.sampled_from(["n_hits", "n_rel", "min_k_nrel"]),
-           "ideal": st.sampled_from(["predictions_topk", "labels", "k_ones"]),
-           "gain": st.sampled_from(["binary", "linear", "exp2"]),
-           "relevance_threshold": st.sampled_from([0.0, 2.0]),
-           "f_aggregation": st.sampled_from(["per_user", "of_means"])})))
+@given(data=datasets(), beta=st.sampled_from([1.0, 2.0, 0.5]), conv=COMBINED)
 def test_combined_knobs_equal_oracle(backend, data, beta, conv):
+    check(backend, data, conv, beta)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=datasets(), beta=st.sampled_from([1.0, 2.0]), conv=COMBINED)
+def test_a_few_combined_knobs_equal_oracle(backend, data, beta, conv):
+    """The same property with few examples, so that every backend (Spark too) runs it in CI."""
     check(backend, data, conv, beta)
 
 

@@ -150,12 +150,14 @@ def _close(a: float, b: float, rel_tol: float) -> bool:
     return math.isclose(a, b, rel_tol=rel_tol, abs_tol=rel_tol * 1e-3)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dataset", DATASETS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.library}-{c.variant}")
 def test_preset_matches_library_fixture(case, dataset, backend):
     compare(case, dataset, _expected_fixture(case, dataset), backend)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("library", LIVE)
 def test_preset_matches_library_live(library, backend):
     """Run the library now (its virtualenv is built by CI) and compare on every dataset."""
@@ -185,6 +187,7 @@ def _live_cache(library: str, dataset: str, venv_root: Path) -> dict:
     return _LIVE[key]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_evidently_map_divergence_is_that_bug(dataset, backend):
     """Evidently's MAP@k equals, to the last digit, AP computed with rel_i for i beyond a short list
