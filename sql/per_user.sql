@@ -106,12 +106,13 @@ at_k AS (
     FROM judged_at_k AS a
     GROUP BY a.user_id, a.k
 ),
+-- only needed when $ideal = 'labels'; the filter lets an engine skip ranking every label otherwise
 ideal_labels AS (
     SELECT g.user_id, g.gain,
            ROW_NUMBER() OVER (PARTITION BY g.user_id ORDER BY g.gain DESC) AS pos
     FROM graded_labels AS g
     JOIN universe AS u ON u.user_id = g.user_id
-    WHERE g.item_id IS NOT NULL
+    WHERE g.item_id IS NOT NULL AND $ideal = 'labels'
 ),
 idcg_labels AS (
     SELECT i.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import duckdb
 import polars as pl
 
@@ -11,11 +13,32 @@ from .conventions import Convention
 
 
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
-             connection: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
-    """Long per-user frame, the same columns as the Polars backend."""
-    con = connection or duckdb.connect()
-    con.register("recommendations", prep.recommendations)
-    con.register("ground_truth", prep.ground_truth)
+             connection: duckdb.DuckDBPyConnection | None = None,
+             memory_limit: str | int | None = None) -> pl.DataFrame:
+    """Long per-user frame, the same columns as the Polars backend.
+
+    ``memory_limit`` caps DuckDB's memory; joins, aggregates and windows spill to a temporary
+    directory beyond it (removed afterwards).
+    """
+    if memory_limit is None:
+        return _per_user(connection or duckdb.connect(), prep, ks, conv, beta)
+    with tempfile.TemporaryDirectory(prefix="rankwise-duckdb-") as spill:
+        con = connection or duckdb.connect()
+        limit = f"{memory_limit}B" if isinstance(memory_limit, int) else memory_limit
+        con.execute("SET memory_limit = ?", [limit])
+        con.execute("SET temp_directory = ?", [spill])
+        con.execute("SET preserve_insertion_order = false")  # lets operators stream and spill
+        return _per_user(con, prep, ks, conv, beta)
+
+
+def _per_user(con: duckdb.DuckDBPyConnection, prep: Prepared, ks, conv: Convention, beta: float) -> pl.DataFrame:
+    for name in ("recommendations", "ground_truth"):
+        if name in prep.sources:
+            # the validated Parquet file, read by DuckDB itself (same renames and casts as the Polars
+            # scan): no copy of a 100M-row table through Polars, and DuckDB can spill it
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {prep.sources[name]}")
+        else:
+            con.register(name, getattr(prep, name))
     con.register("cutoffs", pl.DataFrame({"k": list(ks)}, schema={"k": pl.Int64}))
     sql = _sql_files.read("per_user")
     return con.sql(sql, params=_sql_files.bind(sql, conv, beta)).pl()

@@ -10,7 +10,8 @@ exists in that input with nothing in it. Both engines read exactly these tables;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
@@ -45,11 +46,36 @@ class Columns:
 
 @dataclass(frozen=True)
 class Prepared:
-    """The canonical tables, ready for either engine."""
+    """The canonical tables, ready for either engine.
 
-    recommendations: pl.DataFrame
-    ground_truth: pl.DataFrame
+    ``recs`` / ``truth`` are lazy: when a file input already satisfies every rule (checked exactly,
+    see ``_ranks_are_positions``) they are plain scans, so a 100M-row input is never held in
+    memory. ``recommendations`` / ``ground_truth`` collect them on first use (writers, Spark).
+    ``sources`` holds, per table, a DuckDB SELECT that reads the same file with the same renames and
+    casts, so DuckDB scans the Parquet itself. ``rec_users`` / ``truth_users`` are each input's
+    distinct users when the checks already produced them (else None).
+    """
+
+    recs: pl.LazyFrame
+    truth: pl.LazyFrame
     user_dtype: pl.DataType
+    sources: dict = field(default_factory=dict)
+    rec_users: pl.Series | None = None
+    truth_users: pl.Series | None = None
+
+    @cached_property
+    def recommendations(self) -> pl.DataFrame:
+        return self.recs.collect()
+
+    @cached_property
+    def ground_truth(self) -> pl.DataFrame:
+        return self.truth.collect()
+
+    def n_users_either(self) -> int:
+        """Distinct users over both inputs (from the users the checks saw, without a rescan)."""
+        recs = self.rec_users if self.rec_users is not None else self.recs.select(USER).unique().collect()[USER]
+        truth = self.truth_users if self.truth_users is not None else self.truth.select(USER).unique().collect()[USER]
+        return pl.concat([recs.cast(self.user_dtype), truth.cast(self.user_dtype)]).n_unique()
 
 
 def to_lazyframe(data, what: str) -> pl.LazyFrame:
@@ -87,18 +113,68 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     """Validate both inputs and normalise them to the canonical long tables."""
     recs_raw = to_lazyframe(recommendations, "recommendations")
     truth_raw = to_lazyframe(ground_truth, "ground truth")
-    recs = _recommendations(recs_raw, columns, convention)
-    truth = _ground_truth(truth_raw, columns)
+    recs, rec_users = _recommendations(recs_raw, columns, convention)
+    truth, truth_users = _ground_truth(truth_raw, columns)
     recs, truth = _align_dtypes(recs, truth, columns)
-    return Prepared(recs, truth, recs.schema[USER])
+    sources = {}
+    if rec_users is not None and _parquet_file(recommendations):
+        sources["recommendations"] = _duckdb_select(
+            recommendations, recs.collect_schema(), {USER: columns.user, RANK: columns.rank, ITEM: columns.item})
+    if truth_users is not None and _parquet_file(ground_truth):
+        sources["ground_truth"] = _duckdb_select(
+            ground_truth, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
+            has=truth_raw.collect_schema())
+    sources = {k: v for k, v in sources.items() if v is not None}
+    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, truth_users)
+
+
+# -- file inputs read by DuckDB directly -----------------------------------------------------------
+
+_DUCKDB_TYPES = {pl.Int8: "TINYINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.Int64: "BIGINT",
+                 pl.UInt8: "UTINYINT", pl.UInt16: "USMALLINT", pl.UInt32: "UINTEGER", pl.UInt64: "UBIGINT",
+                 pl.Float32: "FLOAT", pl.Float64: "DOUBLE", pl.String: "VARCHAR"}
+
+
+def _parquet_file(data) -> bool:
+    return isinstance(data, (str, Path)) and Path(data).suffix.lower() in (".parquet", ".pq") and Path(data).is_file()
+
+
+def _duckdb_select(path, schema, names: dict, has=None) -> str | None:
+    """The DuckDB twin of the canonical lazy scan: same file, same renames, same target types.
+
+    A column missing from the file (relevance) is the constant the Polars side uses (1.0). None when
+    a type has no plain DuckDB equivalent (the engine then reads the collected frame instead).
+    """
+    parts = []
+    for out, dtype in schema.items():
+        sql_type = _DUCKDB_TYPES.get(dtype)
+        if sql_type is None:
+            return None
+        source = names[out]
+        if has is not None and source not in has:
+            parts.append(f"CAST(1.0 AS {sql_type}) AS {out}")
+        else:
+            quoted = source.replace('"', '""')
+            parts.append(f'CAST("{quoted}" AS {sql_type}) AS {out}')
+    literal = str(Path(path)).replace("'", "''")
+    return f"SELECT {', '.join(parts)} FROM read_parquet('{literal}')"
 
 
 # -- recommendations -------------------------------------------------------------------------------
 
 
-def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> pl.DataFrame:
+def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl.LazyFrame, pl.Series | None]:
+    """The canonical recommendations, and their distinct users when the streaming checks found them."""
     schema = lf.collect_schema()
     _require(schema, [c.user, c.item], "recommendations")
+    if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
+            and conv.min_score is None):
+        users = _ranks_are_positions(lf, c)
+        if users is not None:
+            # every rule holds and ranks are already 1..n: a plain lazy scan, nothing renumbered
+            canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.rank).cast(pl.Int64).alias(RANK),
+                                  pl.col(c.item).alias(ITEM))
+            return canonical, users
     if isinstance(schema[c.item], pl.List):
         df = _explode_lists(lf, c, "recommendations").collect()
         df = df.with_columns(pl.when(pl.col(ITEM).is_not_null()).then(pl.col(RANK)).alias(RANK))
@@ -123,7 +199,62 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> pl.DataF
             hint="Pass scores (score_col=...), or use a convention with min_score=None.",
         )
     df = _handle_duplicates(df, conv.duplicates, c)
-    return _positions(df)
+    return _positions(df).lazy(), None
+
+
+_BATCH = 1_000_000  # rows per batch in the streaming checks
+
+
+def _pair_key(schema, a: str, b: str) -> pl.Expr:
+    """One UInt64 per (a, b) pair: equal pairs give equal keys. Integer ids are packed into one word,
+    other ids hashed; two different pairs may still share a key (packing wraps, hashes collide),
+    which can only send the caller to the exact slow path, never hide a repeated pair."""
+    if schema[a].is_integer() and schema[b].is_integer():
+        return (pl.col(a).cast(pl.UInt64, wrap_numerical=True) * (1 << 32)
+                + pl.col(b).cast(pl.UInt64, wrap_numerical=True)).alias("_key")
+    return pl.struct(a, b).hash().alias("_key")
+
+
+def _grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None,
+                  relevance: str | None = None) -> pl.Series | None:
+    """Exact, streaming check of the common well-formed layout; returns the distinct users or None.
+
+    Holds when: no nulls in the columns; every user's rows are one contiguous run (in row order);
+    no run repeats an item; with ``rank``, each run is ranked 1, 2, ..., n in row order; with
+    ``relevance``, every relevance is a finite number >= 0.
+    Then there are no repeated (user, item) or (user, rank) pairs and ranks are already positions.
+    None means "not this layout" (or bad input): the caller runs the exact in-memory rules, which
+    also produce the errors. Works batch by batch, carrying the last (possibly cut) run into the
+    next batch: memory is one batch, and the repeated-item test is a hash set per batch that stays
+    in cache (at 1M users x 93 items 3.6 s, where one 93M-key set or a sort took 28 s and 9.6 s).
+    """
+    schema = lf.collect_schema()
+    cols = [user, item] + ([rank] if rank else []) + ([relevance] if relevance else [])
+    starts_run = (pl.col(user) != pl.col(user).shift()).fill_null(True)
+    checks = [pl.len().alias("n"), pl.sum_horizontal(pl.col(cols).null_count()).alias("nulls"),
+              _pair_key(schema, user, item).n_unique().alias("distinct")]
+    if rank:
+        expected = pl.when(starts_run).then(1).otherwise(pl.col(rank).shift() + 1)
+        checks.append((pl.col(rank) == expected).all().alias("ranked"))
+    if relevance:
+        rel = pl.col(relevance).cast(pl.Float64)
+        checks.append((rel.is_finite() & (rel >= 0)).fill_null(False).all().alias("valid"))
+    carry, starts = None, []
+    for batch in lf.select(cols).collect_batches(chunk_size=_BATCH):
+        if batch.height == 0:
+            continue
+        if carry is not None:
+            batch = pl.concat([carry, batch])
+        stats = batch.select(checks).row(0, named=True)
+        if (stats["nulls"] or stats["distinct"] < stats["n"] or not stats.get("ranked", True)
+                or not stats.get("valid", True)):
+            return None
+        first = batch.select(starts_run.alias("s")).to_series()
+        # the carried run's start was counted with the previous batch
+        starts.append(batch[user].filter(first).slice(0 if carry is None else 1))
+        carry = batch.slice(first.arg_true()[-1])
+    users = pl.concat(starts) if starts else pl.Series(user, [], dtype=schema[user])
+    return users if users.n_unique() == users.len() else None
 
 
 def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool = False) -> pl.LazyFrame:
@@ -163,6 +294,10 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool
             hint="Drop nulls from the lists: pl.col(item).list.drop_nulls().",
         )
     return out.lazy()
+
+
+def _ranks_are_positions(lf: pl.LazyFrame, c: Columns) -> pl.Series | None:
+    return _grouped_runs(lf, c.user, c.item, c.rank)
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
@@ -237,9 +372,17 @@ def _positions(df: pl.DataFrame) -> pl.DataFrame:
 # -- ground truth ----------------------------------------------------------------------------------
 
 
-def _ground_truth(lf: pl.LazyFrame, c: Columns) -> pl.DataFrame:
+def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series | None]:
+    """The canonical ground truth, and its distinct users when the streaming checks found them."""
     schema = lf.collect_schema()
     _require(schema, [c.user, c.item], "ground truth")
+    has_rel = c.relevance in schema
+    if not isinstance(schema[c.item], pl.List) and (
+            not has_rel or schema[c.relevance].is_numeric() or schema[c.relevance] == pl.Boolean):
+        users = _grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
+        if users is not None:
+            relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
+            return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users
     if isinstance(schema[c.item], pl.List):
         df = _explode_lists(lf, c, "ground truth", with_relevance=True).drop(RANK).collect()
     else:
@@ -270,7 +413,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> pl.DataFrame:
             rows=_show(dup.sort(USER, ITEM), c),
             hint="Keep one label per (user, item), e.g. the maximum relevance.",
         )
-    return df.select(USER, ITEM, REL)
+    return df.select(USER, ITEM, REL).lazy(), None
 
 
 # -- shared checks ---------------------------------------------------------------------------------
@@ -295,10 +438,10 @@ def _check_nulls(df: pl.DataFrame, names: list[str], what: str, c: Columns) -> N
             )
 
 
-def _align_dtypes(recs: pl.DataFrame, truth: pl.DataFrame, c: Columns):
+def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns):
     """Ids must be of one kind in both inputs; integer widths are widened to a common type."""
     for col in (USER, ITEM):
-        a, b = recs.schema[col], truth.schema[col]
+        a, b = recs.collect_schema()[col], truth.collect_schema()[col]
         if a == b or a == pl.Null or b == pl.Null:
             if a == pl.Null and b != pl.Null:
                 recs = recs.with_columns(pl.col(col).cast(b))
@@ -312,11 +455,12 @@ def _align_dtypes(recs: pl.DataFrame, truth: pl.DataFrame, c: Columns):
         if a in (pl.String, pl.Categorical) and b in (pl.String, pl.Categorical):
             recs, truth = recs.with_columns(pl.col(col).cast(pl.String)), truth.with_columns(pl.col(col).cast(pl.String))
             continue
+        recs_head, truth_head = recs.select(col).head(3).collect()[col], truth.select(col).head(3).collect()[col]
         raise DtypeMismatchError(
             f"{_public(col, c)!r} is {a} in the recommendations but {b} in the ground truth.",
-            rows=pl.DataFrame({"recommendations": [str(v) for v in recs[col].head(3)],
-                               "ground truth": [str(v) for v in truth[col].head(3)]}, strict=False)
-            if recs.height >= 3 and truth.height >= 3 else None,
+            rows=pl.DataFrame({"recommendations": [str(v) for v in recs_head],
+                               "ground truth": [str(v) for v in truth_head]}, strict=False)
+            if recs_head.len() >= 3 and truth_head.len() >= 3 else None,
             hint="Cast both to the same type, e.g. pl.col(...).cast(pl.String).",
         )
     return recs, truth

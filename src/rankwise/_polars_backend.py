@@ -17,9 +17,13 @@ from .conventions import Convention
 METRIC_COLUMNS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
 
 
-def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float) -> pl.DataFrame:
-    """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined)."""
-    recs, truth = prep.recommendations.lazy(), prep.ground_truth.lazy()
+def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
+             memory_limit: str | int | None = None) -> pl.DataFrame:
+    """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined).
+
+    With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
+    """
+    recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
     discount = _discount(conv.log_base)
 
@@ -103,16 +107,22 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float)
     return (
         frame.with_columns(**{n: empty(pl.col(n)) for n in METRIC_COLUMNS})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
-        .collect()
+        .collect(engine="streaming" if memory_limit is not None else "auto")
     )
 
 
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
     """Mean of every metric per k over the users whose value is defined (the SQL's summary.sql)."""
-    long = per_user_long.unpivot(index=["k"], on=list(METRIC_COLUMNS), variable_name="metric")
-    out = long.group_by("metric", "k").agg(
-        pl.col("value").mean().alias("value"), pl.col("value").count().alias("n_users")
+    # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
+    per_k = per_user_long.group_by("k").agg(
+        *[pl.col(m).mean().alias(f"value:{m}") for m in METRIC_COLUMNS],
+        *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
     )
+    out = pl.concat([
+        per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
+                     pl.col(f"n_users:{m}").alias("n_users"))
+        for m in METRIC_COLUMNS
+    ])
     if conv.f_aggregation == "of_means":
         means = per_user_long.group_by("k").agg(pl.col("precision").mean(), pl.col("recall").mean())
         f = means.select("k", fbeta(pl.col("precision"), pl.col("recall"), beta).alias("of_means"))

@@ -58,6 +58,7 @@ def evaluate(
     score_col: str = "score",
     relevance_col: str = "relevance",
     collect: bool = True,
+    memory_limit: str | int | None = None,
 ) -> Result:
     """Evaluate ranked recommendations against ground truth.
 
@@ -75,6 +76,11 @@ def evaluate(
     convention : a preset name (see ``rankwise.PRESETS``) or a ``Convention``.
     collect : False keeps ``per_user`` as a Spark DataFrame (backend="spark" only), for outputs too
         large to collect; summary and excluded are still Polars frames.
+    memory_limit : cap on the engine's working memory, e.g. "2GB" or a number of bytes, for inputs
+        larger than memory. DuckDB: ``SET memory_limit`` (spills to a temporary directory); Polars:
+        runs the plan on the streaming engine (which has no hard cap; the input checks always
+        stream). Results are identical to an uncapped run. Not for backend="spark" (size the
+        Spark session instead).
 
     Examples
     --------
@@ -102,7 +108,7 @@ def evaluate(
         if backend != "spark":
             raise ParameterError("collect=False needs backend='spark'.", hint="Pass backend='spark', or collect=True.")
         return _spark_backend.evaluate_uncollected(prep, request, conv, user_col)
-    long = engine.per_user(prep, request.ks, conv, request.beta)
+    long = _per_user(engine, prep, request.ks, conv, request.beta, memory_limit)
     _raise_on_error_values(long, conv, user_col)
     summary = engine.summary(long, conv, request.beta)
     return Result(
@@ -120,6 +126,18 @@ def _engine(backend: str):
     return BACKENDS[backend]
 
 
+def _per_user(engine, prep: Prepared, ks, conv: Convention, beta: float, memory_limit) -> pl.DataFrame:
+    if memory_limit is None:
+        return engine.per_user(prep, ks, conv, beta)
+    if engine is _spark_backend:
+        raise ParameterError("memory_limit applies to backend='polars' or 'duckdb'.",
+                             hint="Size the Spark session (spark.driver.memory) instead.")
+    if not isinstance(memory_limit, (int, str)) or isinstance(memory_limit, bool):
+        raise ParameterError(f"memory_limit must be a size like '2GB' or a number of bytes, got {memory_limit!r}.",
+                             hint="Pass memory_limit='2GB'.")
+    return engine.per_user(prep, ks, conv, beta, memory_limit=memory_limit)
+
+
 def _from_spark(data):
     """A Spark DataFrame input is collected to Polars (through Arrow); anything else passes."""
     return _spark_backend.to_polars(data) if _spark_backend.is_spark_dataframe(data) else data
@@ -128,7 +146,8 @@ def _from_spark(data):
 def _wide(long: pl.DataFrame, request: MetricRequest, user_col: str) -> pl.DataFrame:
     """(user, k) rows -> one row per user, one column per metric@k. Every user has one row per k."""
     n_k = len(request.ks)
-    long = long.sort(USER, "k")
+    needed = list(dict.fromkeys(internal_name(name) for name in request.names))
+    long = long.select(USER, "k", *needed).sort(USER, "k")  # sort only the columns kept
     columns = {user_col: long[USER].gather_every(n_k)}
     for name in request.names:
         values = long[internal_name(name)].cast(pl.Float64).fill_null(float("nan"))
@@ -173,7 +192,7 @@ def _raise_on_error_values(long: pl.DataFrame, conv: Convention, user_col: str) 
 
 def _excluded(prep: Prepared, long: pl.DataFrame, conv: Convention) -> pl.DataFrame:
     """Count every user some mean leaves out: outside the universe, or undefined by an empty rule."""
-    everyone = pl.concat([prep.recommendations.select(USER), prep.ground_truth.select(USER)]).n_unique()
+    everyone = prep.n_users_either()
     users = long.select(USER, "n_recs", "n_rel").unique(subset=[USER])
     rows = [(f"in one input only, outside users={conv.users!r}", everyone - users.height)]
     if conv.empty_labels == "nan":

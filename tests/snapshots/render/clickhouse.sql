@@ -208,7 +208,7 @@ FROM (
     WHERE
       NOT (
         g.item_id IS NULL
-      )
+      ) AND 'predictions_topk' = 'labels'
   ), idcg_labels AS (
     SELECT
       i.user_id AS user_id,

@@ -203,7 +203,7 @@ FROM (
     JOIN universe AS u
       ON u.user_id = g.user_id
     WHERE
-      NOT g.item_id IS NULL
+      NOT g.item_id IS NULL AND 'predictions_topk' = 'labels'
   ), idcg_labels AS (
     SELECT
       i.user_id,

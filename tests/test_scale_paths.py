@@ -1,0 +1,141 @@
+"""The large-input paths give the same answers as the general ones.
+
+- Inputs whose ranks are already 1..n per user (one contiguous run per user) skip renumbering and, from
+  a Parquet file, are read by DuckDB directly; ranks with gaps, shuffled rows or split runs take the
+  general path. Both must agree, and bad input must raise the same errors either way, including when
+  the streaming checks cut a user's run between two batches.
+- ``memory_limit=`` (DuckDB spilling, Polars streaming) gives identical results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import polars.testing as plt
+import pytest
+
+import rankwise
+from rankwise import _inputs
+
+
+def _data(n_users=300, seed=7):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 25, n_users)  # some users recommend nothing (absent from recs)
+    users = np.repeat(np.arange(1, n_users + 1), lengths)
+    ranks = np.concatenate([np.arange(1, n + 1) for n in lengths])
+    items = np.concatenate([rng.choice(60, n, replace=False) for n in lengths])
+    recs = pl.DataFrame({"user": users, "item": items, "rank": ranks.astype(np.int32)})
+    truth = (
+        pl.DataFrame({"user": rng.integers(1, n_users + 40, 4000), "item": rng.integers(0, 60, 4000),
+                      "relevance": rng.integers(0, 4, 4000).astype(float)})
+        .unique(["user", "item"], keep="first", maintain_order=True)
+    )
+    return recs, truth
+
+
+@pytest.fixture(params=[1_000_000, 7], ids=["one-batch", "tiny-batches"])
+def batch(request, monkeypatch):
+    """tiny-batches: runs are cut between batches everywhere, exercising the carried run."""
+    monkeypatch.setattr(_inputs, "_BATCH", request.param)
+    return request.param
+
+
+def _evaluate(recs, truth, backend, **kw):
+    return rankwise.evaluate(recs, truth, k=[1, 3, 10, 30], backend=backend, **kw)
+
+
+def _same(a, b):
+    plt.assert_frame_equal(a.per_user, b.per_user, rel_tol=1e-12)
+    plt.assert_frame_equal(a.summary, b.summary, rel_tol=1e-12)
+    plt.assert_frame_equal(a.excluded, b.excluded)
+
+
+def test_contiguous_ranks_fast_path_equals_general_path(tmp_path, backend, batch):
+    recs, truth = _data()
+    recs_path, truth_path = tmp_path / "recs.parquet", tmp_path / "truth.parquet"
+    recs.write_parquet(recs_path)
+    truth.sort("user").write_parquet(truth_path)
+    prep = _inputs.prepare(str(recs_path), str(truth_path), _inputs.Columns(), rankwise.Convention())
+    assert prep.rec_users is not None and prep.truth_users is not None  # the fast path was taken
+    assert set(prep.sources) == {"recommendations", "ground_truth"}
+
+    fast = _evaluate(str(recs_path), str(truth_path), backend)
+    # gaps (rank * 10), shuffled rows: the general path, renumbered
+    gappy = recs.with_columns(pl.col("rank") * 10).sample(fraction=1.0, shuffle=True, seed=3)
+    assert _inputs._ranks_are_positions(gappy.lazy(), _inputs.Columns()) is None
+    _same(fast, _evaluate(gappy, truth.sample(fraction=1.0, shuffle=True, seed=4), backend))
+    # in-memory inputs take the fast path too (without DuckDB file sources)
+    _same(fast, _evaluate(recs, truth.sort("user"), backend))
+
+
+def test_canonical_tables_equal_on_both_paths(batch):
+    recs, truth = _data()
+    conv, cols = rankwise.Convention(), _inputs.Columns()
+    fast = _inputs.prepare(recs, truth.sort("user"), cols, conv)
+    slow = _inputs.prepare(recs.sample(fraction=1.0, shuffle=True, seed=1), truth.sample(fraction=1.0, seed=2),
+                           cols, conv)
+    assert fast.rec_users is not None and slow.rec_users is None
+    for a, b in ((fast.recommendations, slow.recommendations), (fast.ground_truth, slow.ground_truth)):
+        plt.assert_frame_equal(a.sort(a.columns), b.sort(b.columns))
+    assert fast.n_users_either() == slow.n_users_either()
+
+
+@pytest.mark.parametrize("case", ["split_run", "rank_gap", "rank_from_zero", "repeat_rank"])
+def test_layouts_the_fast_path_must_refuse(case, batch):
+    base = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3], "item": [5, 6, 7, 5, 8, 9], "rank": [1, 2, 3, 1, 2, 1]})
+    bad = {
+        "split_run": base.with_columns(pl.Series("user", [1, 1, 2, 2, 1, 3]), pl.Series("rank", [1, 2, 1, 2, 3, 1])),
+        "rank_gap": base.with_columns(pl.Series("rank", [1, 2, 4, 1, 2, 1])),
+        "rank_from_zero": base.with_columns(pl.Series("rank", [0, 1, 2, 1, 2, 1])),
+        "repeat_rank": base.with_columns(pl.Series("rank", [1, 2, 2, 1, 2, 1])),
+    }[case]
+    assert _inputs._ranks_are_positions(bad.lazy(), _inputs.Columns()) is None
+    assert _inputs._ranks_are_positions(base.lazy(), _inputs.Columns()) is not None
+
+
+def test_errors_are_the_same_when_runs_cross_batches(monkeypatch):
+    truth = pl.DataFrame({"user": [1], "item": [5]})
+    # user 2 repeats item 8 at ranks 2 and 6; with 3-row batches the two rows land in different batches
+    recs = pl.DataFrame({"user": [1, 1, 2, 2, 2, 2, 2, 2], "item": [5, 6, 7, 8, 9, 10, 11, 8],
+                         "rank": [1, 2, 1, 2, 3, 4, 5, 6]})
+    monkeypatch.setattr(_inputs, "_BATCH", 3)
+    with pytest.raises(rankwise.DuplicateItemError, match="repeat an item") as small:
+        rankwise.evaluate(recs, truth)
+    monkeypatch.setattr(_inputs, "_BATCH", 1_000_000)
+    with pytest.raises(rankwise.DuplicateItemError) as large:
+        rankwise.evaluate(recs, truth)
+    assert str(small.value) == str(large.value)
+    for bad_truth, error in [
+        (pl.DataFrame({"user": [1, 1, 1, 1], "item": [5, 6, 7, 5]}), rankwise.DuplicateItemError),
+        (pl.DataFrame({"user": [1, 1, 1, 1], "item": [5, 6, 7, 8], "relevance": [1.0, 2.0, 1.0, None]}),
+         rankwise.InvalidRelevanceError),
+        (pl.DataFrame({"user": [1, 1, 1, 1], "item": [5, 6, 7, 8], "relevance": [1.0, 2.0, 1.0, float("nan")]}),
+         rankwise.InvalidRelevanceError),
+        (pl.DataFrame({"user": [1, 1, 1, None], "item": [5, 6, 7, 8]}), rankwise.NullValueError),
+    ]:
+        monkeypatch.setattr(_inputs, "_BATCH", 2)
+        with pytest.raises(error) as small:
+            rankwise.evaluate(recs.head(2), bad_truth)
+        monkeypatch.setattr(_inputs, "_BATCH", 1_000_000)
+        with pytest.raises(error) as large:
+            rankwise.evaluate(recs.head(2), bad_truth)
+        assert str(small.value) == str(large.value)
+
+
+def test_memory_limit_gives_identical_results(tmp_path, backend):
+    if backend == "spark":
+        pytest.skip("memory_limit is for the embedded engines")
+    recs, truth = _data(n_users=2000, seed=11)
+    recs_path, truth_path = tmp_path / "recs.parquet", tmp_path / "truth.parquet"
+    recs.write_parquet(recs_path)
+    truth.write_parquet(truth_path)
+    free = _evaluate(str(recs_path), str(truth_path), backend)
+    capped = _evaluate(str(recs_path), str(truth_path), backend, memory_limit="64MB")
+    _same(free, capped)
+    _same(free, _evaluate(str(recs_path), str(truth_path), backend, memory_limit=256 * 2**20))
+
+
+def test_memory_limit_is_checked():
+    recs, truth = _data(n_users=5)
+    with pytest.raises(rankwise.ParameterError, match="memory_limit"):
+        rankwise.evaluate(recs, truth, memory_limit=2.5)
