@@ -57,10 +57,6 @@ class MetricRequest:
     ks: tuple[int, ...]
     beta: float  # F-beta's beta (1.0 when no F metric is requested)
 
-    @property
-    def f_name(self) -> str | None:
-        return next((n for n in self.names if _F_BETA.match(n)), None)
-
     def column(self, name: str, k: int) -> str:
         return f"{name}@{k}"
 
