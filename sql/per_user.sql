@@ -31,16 +31,22 @@
 --   r_precision = hits@min(k, n_rel) / min(k, n_rel)
 WITH
 labels AS (
-    SELECT g.user_id, g.item_id, g.relevance,
+    SELECT g.user_id, g.item_id,
            CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel
     FROM ground_truth AS g
 ),
-graded_labels AS (
-    SELECT l.user_id, l.item_id, l.is_rel,
-           CASE WHEN $gain = 'binary' THEN CAST(l.is_rel AS DOUBLE)
-                WHEN $gain = 'linear' THEN CAST(l.relevance AS DOUBLE)
-                ELSE POWER(2.0, CAST(l.relevance AS DOUBLE)) - 1.0 END AS gain
-    FROM labels AS l
+-- labels that can earn something. A relevance of 0 is never relevant and has gain 0 under every
+-- gain rule (1/0, r, 2^r - 1), so leaving those labels out of the join changes no value and
+-- shrinks the largest join's build side. ground_truth is read again rather than through `labels`
+-- so that an engine can push the filter into its scan.
+earning AS (
+    SELECT g.user_id, g.item_id,
+           CASE WHEN g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel,
+           CASE WHEN $gain = 'binary' THEN (CASE WHEN g.relevance >= $relevance_threshold THEN 1.0 ELSE 0.0 END)
+                WHEN $gain = 'linear' THEN CAST(g.relevance AS DOUBLE)
+                ELSE POWER(2.0, CAST(g.relevance AS DOUBLE)) - 1.0 END AS gain
+    FROM ground_truth AS g
+    WHERE g.relevance > 0
 ),
 label_stats AS (
     SELECT l.user_id, 1 AS in_truth, CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
@@ -72,24 +78,35 @@ universe AS (
                 ELSE a.in_recs * a.in_truth END) = 1
       AND ($unjudged = 'keep' OR a.n_judged > 0)
 ),
--- recommended items that carry a label: the only rows that can earn anything
+-- recommended items with an earning label: the only rows where any metric gains anything
 judged AS (
-    SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, g.is_rel, g.gain, u.n_rel,
-           SUM(g.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
+    SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, e.is_rel, e.gain, u.n_rel,
+           SUM(e.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far
     FROM recommendations AS r
-    JOIN graded_labels AS g ON g.user_id = r.user_id AND g.item_id = r.item_id
+    JOIN earning AS e ON e.user_id = r.user_id AND e.item_id = r.item_id
     JOIN universe AS u ON u.user_id = r.user_id
 ),
-first_hits AS (
+-- what does not depend on k is computed once per user
+user_hits AS (
     SELECT j.user_id, 1 AS matched, MIN(CASE WHEN j.is_rel = 1 THEN j.rank END) AS first_hit,
            CAST(SUM(j.is_rel) AS BIGINT) AS hits_all
     FROM judged AS j
     GROUP BY j.user_id
 ),
+users AS (
+    SELECT u.user_id, u.n_recs, u.n_rel,
+           CASE WHEN COALESCE(h.matched, 0) = 1 THEN COALESCE(h.first_hit, 0) ELSE 0 END AS first_hit,
+           CASE WHEN COALESCE(h.matched, 0) = 1 THEN h.hits_all ELSE 0 END AS hits_all
+    FROM universe AS u
+    LEFT JOIN user_hits AS h ON h.user_id = u.user_id
+),
+-- every k at once: a judged row counts for each cutoff at or beyond its rank. ideal_pos is its
+-- place in the ideal order of the top k (gain descending; rows of equal gain are interchangeable
+-- in the ideal DCG, so no tie-break is needed)
 judged_at_k AS (
     SELECT j.user_id, CAST(c.k AS BIGINT) AS k, j.rank, j.is_rel, j.gain, j.n_rel, j.hits_so_far,
-           ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC, j.rank) AS ideal_pos
+           ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC) AS ideal_pos
     FROM judged AS j
     JOIN cutoffs AS c ON j.rank <= c.k
 ),
@@ -99,7 +116,6 @@ at_k AS (
            CAST(SUM(a.is_rel) AS BIGINT) AS hits,
            SUM(CASE WHEN a.is_rel = 1 THEN CAST(a.hits_so_far AS DOUBLE) / a.rank ELSE 0.0 END) AS precision_sum,
            CAST(SUM(CASE WHEN a.is_rel = 1 THEN a.hits_so_far ELSE 0 END) AS BIGINT) AS hits_sum,
-           MIN(CASE WHEN a.is_rel = 1 THEN a.rank END) AS first_hit,
            CAST(SUM(CASE WHEN a.is_rel = 1 AND a.rank <= a.n_rel THEN 1 ELSE 0 END) AS BIGINT) AS r_hits,
            SUM(a.gain / (LN(a.rank + 1.0) / LN($log_base))) AS dcg,
            SUM(a.gain / (LN(a.ideal_pos + 1.0) / LN($log_base))) AS idcg_top
@@ -108,11 +124,11 @@ at_k AS (
 ),
 -- only needed when $ideal = 'labels'; the filter lets an engine skip ranking every label otherwise
 ideal_labels AS (
-    SELECT g.user_id, g.gain,
-           ROW_NUMBER() OVER (PARTITION BY g.user_id ORDER BY g.gain DESC) AS pos
-    FROM graded_labels AS g
-    JOIN universe AS u ON u.user_id = g.user_id
-    WHERE g.item_id IS NOT NULL AND $ideal = 'labels'
+    SELECT e.user_id, e.gain,
+           ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos
+    FROM earning AS e
+    JOIN universe AS u ON u.user_id = e.user_id
+    WHERE $ideal = 'labels'
 ),
 idcg_labels AS (
     SELECT i.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched,
@@ -143,19 +159,17 @@ stats AS (
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.precision_sum ELSE 0.0 END AS precision_sum,
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits_sum ELSE 0 END AS DOUBLE) AS hits_sum,
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.r_hits ELSE 0 END AS DOUBLE) AS r_hits,
-           CASE WHEN $rr_cutoff = 1 THEN (CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.first_hit, 0) ELSE 0 END)
-                ELSE (CASE WHEN COALESCE(f.first_hit, 0) > 0 THEN f.first_hit ELSE 0 END) END AS first_hit,
+           CASE WHEN $rr_cutoff = 1 AND u.first_hit > c.k THEN 0 ELSE u.first_hit END AS first_hit,
            -- recommended or relevant items: the rows a per-item table (Evidently) holds for the user
-           u.n_recs + u.n_rel - (CASE WHEN COALESCE(f.matched, 0) = 1 THEN f.hits_all ELSE 0 END) AS n_candidates,
+           u.n_recs + u.n_rel - u.hits_all AS n_candidates,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.idcg_top ELSE 0.0 END) END AS idcg
-    FROM universe AS u
+    FROM users AS u
     CROSS JOIN cutoffs AS c
     LEFT JOIN at_k AS a ON a.user_id = u.user_id AND a.k = c.k
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
-    LEFT JOIN first_hits AS f ON f.user_id = u.user_id
     LEFT JOIN idcg_ones AS io ON io.k = c.k
 ),
 denominators AS (

@@ -13,9 +13,11 @@ import numpy as np
 import polars as pl
 import polars.testing as plt
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import rankwise
-from rankwise import _inputs
+from rankwise import _inputs, _runs
 
 
 def _data(n_users=300, seed=7):
@@ -36,7 +38,7 @@ def _data(n_users=300, seed=7):
 @pytest.fixture(params=[1_000_000, 7], ids=["one-batch", "tiny-batches"])
 def batch(request, monkeypatch):
     """tiny-batches: runs are cut between batches everywhere, exercising the carried run."""
-    monkeypatch.setattr(_inputs, "_BATCH", request.param)
+    monkeypatch.setattr(_runs, "BATCH_ROWS", request.param)
     return request.param
 
 
@@ -98,10 +100,10 @@ def test_errors_are_the_same_when_runs_cross_batches(monkeypatch):
     # user 2 repeats item 8 at ranks 2 and 6; with 3-row batches the two rows land in different batches
     recs = pl.DataFrame({"user": [1, 1, 2, 2, 2, 2, 2, 2], "item": [5, 6, 7, 8, 9, 10, 11, 8],
                          "rank": [1, 2, 1, 2, 3, 4, 5, 6]})
-    monkeypatch.setattr(_inputs, "_BATCH", 3)
+    monkeypatch.setattr(_runs, "BATCH_ROWS", 3)
     with pytest.raises(rankwise.DuplicateItemError, match="repeat an item") as small:
         rankwise.evaluate(recs, truth)
-    monkeypatch.setattr(_inputs, "_BATCH", 1_000_000)
+    monkeypatch.setattr(_runs, "BATCH_ROWS", 1_000_000)
     with pytest.raises(rankwise.DuplicateItemError) as large:
         rankwise.evaluate(recs, truth)
     assert str(small.value) == str(large.value)
@@ -113,10 +115,10 @@ def test_errors_are_the_same_when_runs_cross_batches(monkeypatch):
          rankwise.InvalidRelevanceError),
         (pl.DataFrame({"user": [1, 1, 1, None], "item": [5, 6, 7, 8]}), rankwise.NullValueError),
     ]:
-        monkeypatch.setattr(_inputs, "_BATCH", 2)
+        monkeypatch.setattr(_runs, "BATCH_ROWS", 2)
         with pytest.raises(error) as small:
             rankwise.evaluate(recs.head(2), bad_truth)
-        monkeypatch.setattr(_inputs, "_BATCH", 1_000_000)
+        monkeypatch.setattr(_runs, "BATCH_ROWS", 1_000_000)
         with pytest.raises(error) as large:
             rankwise.evaluate(recs.head(2), bad_truth)
         assert str(small.value) == str(large.value)
@@ -139,3 +141,59 @@ def test_memory_limit_is_checked():
     recs, truth = _data(n_users=5)
     with pytest.raises(rankwise.ParameterError, match="memory_limit"):
         rankwise.evaluate(recs, truth, memory_limit=2.5)
+
+
+def _naive_layout(df: pl.DataFrame, with_rank: bool):
+    """The layout rule written plainly: distinct users in order of first row, or None."""
+    rows = df.rows()
+    if any(v is None for row in rows for v in row):
+        return None
+    seen_users, last_user, items, expected = [], object(), set(), 1
+    for row in rows:
+        user, item = row[0], row[1]
+        if user != last_user:
+            if user in seen_users:
+                return None
+            seen_users.append(user)
+            last_user, items, expected = user, set(), 1
+        if item in items or (with_rank and row[2] != expected):
+            return None
+        items.add(item)
+        expected += 1
+    return seen_users
+
+
+@given(
+    runs=st.lists(st.tuples(st.integers(0, 4), st.integers(1, 6)), max_size=8),
+    noise=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 2), st.integers(-1, 1)), max_size=3),
+    batch_rows=st.sampled_from([1, 1, 2, 3, 5]),
+    with_rank=st.booleans(),
+)
+@example(runs=[(1, 3)], noise=[(1, 2, 1)], batch_rows=1, with_rank=True)  # a rank slip at a cut
+@example(runs=[(1, 6)], noise=[(5, 1, -1)], batch_rows=2, with_rank=False)  # a repeat three batches apart
+@example(runs=[(1, 2), (2, 2), (1, 2)], noise=[], batch_rows=2, with_rank=True)  # a user's second run
+@settings(max_examples=300, deadline=None)
+def test_streaming_layout_check_equals_a_plain_loop(runs, noise, batch_rows, with_rank):
+    """Runs cut anywhere (also across three or more batches), repeats and rank slips across cuts."""
+    users, items, ranks = [], [], []
+    for user, length in runs:
+        users += [user] * length
+        items += list(range(length))
+        ranks += list(range(1, length + 1))
+    for at, column, delta in noise:  # a few edits: another user, a repeated item, a slipped rank
+        if at < len(users):
+            target = (users, items, ranks)[column]
+            target[at] = max(target[at] + delta, 0)
+    df = pl.DataFrame({"user": users, "item": items, "rank": ranks}, schema={"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64})
+    if not with_rank:
+        df = df.drop("rank")
+    expected = _naive_layout(df, with_rank)
+    old = _runs.BATCH_ROWS
+    try:
+        _runs.BATCH_ROWS = batch_rows
+        got = _runs.grouped_runs(df.lazy(), "user", "item", "rank" if with_rank else None)
+    finally:
+        _runs.BATCH_ROWS = old
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert got.to_list() == expected

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ._runs import grouped_runs
 from .conventions import Convention
 from .errors import (
     DtypeMismatchError,
@@ -202,61 +203,6 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
     return _positions(df).lazy(), None
 
 
-_BATCH = 1_000_000  # rows per batch in the streaming checks
-
-
-def _pair_key(schema, a: str, b: str) -> pl.Expr:
-    """One UInt64 per (a, b) pair: equal pairs give equal keys. Integer ids are packed into one word,
-    other ids hashed; two different pairs may still share a key (packing wraps, hashes collide),
-    which can only send the caller to the exact slow path, never hide a repeated pair."""
-    if schema[a].is_integer() and schema[b].is_integer():
-        return (pl.col(a).cast(pl.UInt64, wrap_numerical=True) * (1 << 32)
-                + pl.col(b).cast(pl.UInt64, wrap_numerical=True)).alias("_key")
-    return pl.struct(a, b).hash().alias("_key")
-
-
-def _grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None,
-                  relevance: str | None = None) -> pl.Series | None:
-    """Exact, streaming check of the common well-formed layout; returns the distinct users or None.
-
-    Holds when: no nulls in the columns; every user's rows are one contiguous run (in row order);
-    no run repeats an item; with ``rank``, each run is ranked 1, 2, ..., n in row order; with
-    ``relevance``, every relevance is a finite number >= 0.
-    Then there are no repeated (user, item) or (user, rank) pairs and ranks are already positions.
-    None means "not this layout" (or bad input): the caller runs the exact in-memory rules, which
-    also produce the errors. Works batch by batch, carrying the last (possibly cut) run into the
-    next batch: memory is one batch, and the repeated-item test is a hash set per batch that stays
-    in cache (at 1M users x 93 items 3.6 s, where one 93M-key set or a sort took 28 s and 9.6 s).
-    """
-    schema = lf.collect_schema()
-    cols = [user, item] + ([rank] if rank else []) + ([relevance] if relevance else [])
-    starts_run = (pl.col(user) != pl.col(user).shift()).fill_null(True)
-    checks = [pl.len().alias("n"), pl.sum_horizontal(pl.col(cols).null_count()).alias("nulls"),
-              _pair_key(schema, user, item).n_unique().alias("distinct")]
-    if rank:
-        expected = pl.when(starts_run).then(1).otherwise(pl.col(rank).shift() + 1)
-        checks.append((pl.col(rank) == expected).all().alias("ranked"))
-    if relevance:
-        rel = pl.col(relevance).cast(pl.Float64)
-        checks.append((rel.is_finite() & (rel >= 0)).fill_null(False).all().alias("valid"))
-    carry, starts = None, []
-    for batch in lf.select(cols).collect_batches(chunk_size=_BATCH):
-        if batch.height == 0:
-            continue
-        if carry is not None:
-            batch = pl.concat([carry, batch])
-        stats = batch.select(checks).row(0, named=True)
-        if (stats["nulls"] or stats["distinct"] < stats["n"] or not stats.get("ranked", True)
-                or not stats.get("valid", True)):
-            return None
-        first = batch.select(starts_run.alias("s")).to_series()
-        # the carried run's start was counted with the previous batch
-        starts.append(batch[user].filter(first).slice(0 if carry is None else 1))
-        carry = batch.slice(first.arg_true()[-1])
-    users = pl.concat(starts) if starts else pl.Series(user, [], dtype=schema[user])
-    return users if users.n_unique() == users.len() else None
-
-
 def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool = False) -> pl.LazyFrame:
     """One row per user with a list of items -> one row per (user, position, item)."""
     schema = lf.collect_schema()
@@ -297,7 +243,7 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool
 
 
 def _ranks_are_positions(lf: pl.LazyFrame, c: Columns) -> pl.Series | None:
-    return _grouped_runs(lf, c.user, c.item, c.rank)
+    return grouped_runs(lf, c.user, c.item, c.rank)
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
@@ -379,7 +325,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
     has_rel = c.relevance in schema
     if not isinstance(schema[c.item], pl.List) and (
             not has_rel or schema[c.relevance].is_numeric() or schema[c.relevance] == pl.Boolean):
-        users = _grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
+        users = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
         if users is not None:
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
             return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users

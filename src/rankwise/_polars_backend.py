@@ -40,35 +40,38 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
     universe = everyone.filter(_in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
 
+    # a relevance of 0 is never relevant and has gain 0 under every rule: such labels earn nothing
+    earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
     judged = (
-        recs.join(labels.filter(pl.col(ITEM).is_not_null()), on=[USER, ITEM], how="inner")
+        recs.join(earning, on=[USER, ITEM], how="inner")
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
         .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
     )
-    first_hits = judged.group_by(USER).agg(
-        pl.col(RANK).filter(pl.col("is_rel") == 1).min().alias("first_hit_any"), pl.col("is_rel").sum().alias("hits_all")
-    )
     hit = pl.col("is_rel") == 1
+    users = universe.join(
+        judged.group_by(USER).agg(pl.col(RANK).filter(hit).min().alias("first_hit_any"),
+                                  pl.col("is_rel").sum().alias("hits_all")),
+        on=USER, how="left", nulls_equal=True,
+    ).with_columns(pl.col("first_hit_any", "hits_all").fill_null(0))
     at_k = (
         judged.join(cutoffs, how="cross")
         .filter(pl.col(RANK) <= pl.col("k"))
-        .sort([USER, "k", "gain", RANK], descending=[False, False, True, False])
+        # rows of equal gain are interchangeable in the ideal DCG: no tie-break needed
+        .sort([USER, "k", "gain"], descending=[False, False, True])
         .with_columns(ideal_pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER, "k"))
         .group_by(USER, "k")
         .agg(
             pl.col("is_rel").sum().alias("hits"),
             (pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).filter(hit).sum().alias("precision_sum"),
             pl.col("hits_so_far").filter(hit).sum().alias("hits_sum"),
-            pl.col(RANK).filter(hit).min().alias("first_hit"),
             (hit & (pl.col(RANK) <= pl.col("n_rel"))).sum().alias("r_hits"),
             (pl.col("gain") / discount(pl.col(RANK))).sum().alias("dcg"),
             (pl.col("gain") / discount(pl.col("ideal_pos"))).sum().alias("idcg_top"),
         )
     )
     idcg_labels = (
-        labels.filter(pl.col(ITEM).is_not_null())
-        .join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
+        earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
         .sort([USER, "gain"], descending=[False, True])
         .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
         .join(cutoffs, how="cross")
@@ -83,18 +86,20 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .group_by("k")
         .agg((1.0 / discount(pl.col("pos"))).sum().alias("idcg_ones"))
     )
+    first_hit = pl.col("first_hit_any")
+    if conv.rr_cutoff:
+        first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
     stats = (
-        universe.join(cutoffs, how="cross")
+        users.join(cutoffs, how="cross")
         .join(at_k, on=[USER, "k"], how="left", nulls_equal=True)
         .join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True)
-        .join(first_hits, on=USER, how="left", nulls_equal=True)
         .join(idcg_ones, on="k", how="left")
         .with_columns(
             pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
             pl.col("precision_sum", "dcg", "idcg_top", "idcg_labels").fill_null(0.0),
-            pl.col("first_hit" if conv.rr_cutoff else "first_hit_any").fill_null(0).alias("first_hit"),
+            first_hit.alias("first_hit"),
             # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
-            (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all").fill_null(0)).alias("n_candidates"),
+            (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
         )
         .with_columns(idcg=pl.col({"labels": "idcg_labels", "k_ones": "idcg_ones"}.get(conv.ideal, "idcg_top")))
     )

@@ -56,22 +56,29 @@ FROM (
     SELECT
       g.user_id,
       g.item_id,
-      g.relevance,
       CASE WHEN g.relevance > 0 AND g.relevance >= CAST(0.0 AS FLOAT64) THEN 1 ELSE 0 END AS is_rel
     FROM rankwise_ground_truth AS g
-  ), graded_labels AS (
+  ), earning AS (
     SELECT
-      l.user_id,
-      l.item_id,
-      l.is_rel,
+      g.user_id,
+      g.item_id,
+      CASE WHEN g.relevance >= CAST(0.0 AS FLOAT64) THEN 1 ELSE 0 END AS is_rel,
       CASE
         WHEN 'exp2' = 'binary'
-        THEN CAST(l.is_rel AS FLOAT64)
+        THEN (
+          CASE
+            WHEN g.relevance >= CAST(0.0 AS FLOAT64)
+            THEN CAST(1.0 AS FLOAT64)
+            ELSE CAST(0.0 AS FLOAT64)
+          END
+        )
         WHEN 'exp2' = 'linear'
-        THEN CAST(l.relevance AS FLOAT64)
-        ELSE POWER(CAST(2.0 AS FLOAT64), CAST(l.relevance AS FLOAT64)) - CAST(1.0 AS FLOAT64)
+        THEN CAST(g.relevance AS FLOAT64)
+        ELSE POWER(CAST(2.0 AS FLOAT64), CAST(g.relevance AS FLOAT64)) - CAST(1.0 AS FLOAT64)
       END AS gain
-    FROM labels AS l
+    FROM rankwise_ground_truth AS g
+    WHERE
+      g.relevance > 0
   ), label_stats AS (
     SELECT
       l.user_id,
@@ -125,20 +132,20 @@ FROM (
     SELECT
       r.user_id,
       CAST(r.rank AS INT64) AS rank,
-      g.is_rel,
-      g.gain,
+      e.is_rel,
+      e.gain,
       u.n_rel,
-      SUM(g.is_rel) OVER (
+      SUM(e.is_rel) OVER (
         PARTITION BY r.user_id
         ORDER BY r.rank
         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
       ) AS hits_so_far
     FROM rankwise_recommendations AS r
-    JOIN graded_labels AS g
-      ON g.user_id = r.user_id AND g.item_id = r.item_id
+    JOIN earning AS e
+      ON e.user_id = r.user_id AND e.item_id = r.item_id
     JOIN universe AS u
       ON u.user_id = r.user_id
-  ), first_hits AS (
+  ), user_hits AS (
     SELECT
       j.user_id,
       1 AS matched,
@@ -147,6 +154,16 @@ FROM (
     FROM judged AS j
     GROUP BY
       j.user_id
+  ), users AS (
+    SELECT
+      u.user_id,
+      u.n_recs,
+      u.n_rel,
+      CASE WHEN COALESCE(h.matched, 0) = 1 THEN COALESCE(h.first_hit, 0) ELSE 0 END AS first_hit,
+      CASE WHEN COALESCE(h.matched, 0) = 1 THEN h.hits_all ELSE 0 END AS hits_all
+    FROM universe AS u
+    LEFT JOIN user_hits AS h
+      ON h.user_id = u.user_id
   ), judged_at_k AS (
     SELECT
       j.user_id,
@@ -156,7 +173,7 @@ FROM (
       j.gain,
       j.n_rel,
       j.hits_so_far,
-      ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC, j.rank) AS ideal_pos
+      ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC) AS ideal_pos
     FROM judged AS j
     JOIN rankwise_cutoffs AS c
       ON j.rank <= c.k
@@ -174,7 +191,6 @@ FROM (
         END
       ) AS precision_sum,
       CAST(SUM(CASE WHEN a.is_rel = 1 THEN a.hits_so_far ELSE 0 END) AS INT64) AS hits_sum,
-      MIN(CASE WHEN a.is_rel = 1 THEN a.rank END) AS first_hit,
       CAST(SUM(CASE WHEN a.is_rel = 1 AND a.rank <= a.n_rel THEN 1 ELSE 0 END) AS INT64) AS r_hits,
       SUM(
         a.gain / (
@@ -192,14 +208,14 @@ FROM (
       a.k
   ), ideal_labels AS (
     SELECT
-      g.user_id,
-      g.gain,
-      ROW_NUMBER() OVER (PARTITION BY g.user_id ORDER BY g.gain DESC) AS pos
-    FROM graded_labels AS g
+      e.user_id,
+      e.gain,
+      ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos
+    FROM earning AS e
     JOIN universe AS u
-      ON u.user_id = g.user_id
+      ON u.user_id = e.user_id
     WHERE
-      NOT g.item_id IS NULL AND 'predictions_topk' = 'labels'
+      'predictions_topk' = 'labels'
   ), idcg_labels AS (
     SELECT
       i.user_id,
@@ -280,18 +296,8 @@ FROM (
       END AS precision_sum,
       CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.hits_sum ELSE 0 END AS FLOAT64) AS hits_sum,
       CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.r_hits ELSE 0 END AS FLOAT64) AS r_hits,
-      CASE
-        WHEN 1 = 1
-        THEN (
-          CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.first_hit, 0) ELSE 0 END
-        )
-        ELSE (
-          CASE WHEN COALESCE(f.first_hit, 0) > 0 THEN f.first_hit ELSE 0 END
-        )
-      END AS first_hit,
-      u.n_recs + u.n_rel - (
-        CASE WHEN COALESCE(f.matched, 0) = 1 THEN f.hits_all ELSE 0 END
-      ) AS n_candidates,
+      CASE WHEN 1 = 1 AND u.first_hit > c.k THEN 0 ELSE u.first_hit END AS first_hit,
+      u.n_recs + u.n_rel - u.hits_all AS n_candidates,
       CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE CAST(0.0 AS FLOAT64) END AS dcg,
       CASE
         WHEN 'predictions_topk' = 'labels'
@@ -304,14 +310,12 @@ FROM (
           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.idcg_top ELSE CAST(0.0 AS FLOAT64) END
         )
       END AS idcg
-    FROM universe AS u
+    FROM users AS u
     CROSS JOIN rankwise_cutoffs AS c
     LEFT JOIN at_k AS a
       ON a.user_id = u.user_id AND a.k = c.k
     LEFT JOIN idcg_labels AS il
       ON il.user_id = u.user_id AND il.k = c.k
-    LEFT JOIN first_hits AS f
-      ON f.user_id = u.user_id
     LEFT JOIN idcg_ones AS io
       ON io.k = c.k
   ), denominators AS (

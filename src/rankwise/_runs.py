@@ -1,0 +1,131 @@
+"""Exact streaming check of the common well-formed layout: one contiguous run of rows per user.
+
+A file written by a recommender is usually already in the canonical form: each user's rows are one
+run, ranked 1, 2, ..., n in row order, with no repeated item. Checking that is much cheaper than
+building the canonical tables (no sort, no renumbering, nothing kept but the user ids), so
+``_inputs`` tries it first and falls back to the general path, which also produces the errors,
+whenever it answers None.
+
+The input is read in batches. Each batch is checked on its own, two at a time (Polars releases
+the GIL): the hash set of (user, item) pairs per batch stays in cache, where one 93M-key set took
+28 s. Only a run cut by a batch boundary is checked across batches, from the two small pieces.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import polars as pl
+
+BATCH_ROWS = 1_000_000
+
+
+def pair_key(schema, a: str, b: str) -> pl.Expr:
+    """One UInt64 per (a, b) pair: equal pairs give equal keys. Integer ids are packed into one word,
+    other ids hashed; two different pairs may still share a key (packing wraps, hashes collide),
+    which can only send the caller to the exact slow path, never hide a repeated pair."""
+    if schema[a].is_integer() and schema[b].is_integer():
+        return (pl.col(a).cast(pl.UInt64, wrap_numerical=True) * (1 << 32)
+                + pl.col(b).cast(pl.UInt64, wrap_numerical=True)).alias("_key")
+    return pl.struct(a, b).hash().alias("_key")
+
+
+@dataclass
+class _Batch:
+    ok: bool
+    first_user: object = None
+    first_rank: int | None = None
+    last_user: object = None
+    last_rank: int | None = None
+    head: pl.Series | None = None  # keys of the first run (the piece a previous batch may continue)
+    tail: pl.Series | None = None  # keys of the last run (the piece the next batch may continue)
+    one_run: bool = False
+    new_users: pl.Series | None = None  # users whose run starts inside the batch, row 0 excepted
+
+
+def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None,
+                 relevance: str | None = None) -> pl.Series | None:
+    """The distinct users when the layout holds, else None.
+
+    Holds when: no nulls in the columns; every user's rows are one contiguous run (in row order);
+    no run repeats an item; with ``rank``, each run is ranked 1, 2, ..., n in row order; with
+    ``relevance``, every relevance is a finite number >= 0.
+    """
+    schema = lf.collect_schema()
+    cols = [user, item] + ([rank] if rank else []) + ([relevance] if relevance else [])
+    check = _batch_checker(schema, cols, user, item, rank, relevance)
+    batches = (b for b in lf.select(cols).collect_batches(chunk_size=BATCH_ROWS) if b.height)
+    users: list[pl.Series] = []
+    open_keys, open_user, open_rank = None, None, None
+    for b in _in_order(check, batches):
+        if not b.ok:
+            return None
+        continues = open_keys is not None and b.first_user == open_user
+        if continues:
+            if rank and b.first_rank != open_rank + 1:
+                return None
+            joined = pl.concat([open_keys, b.head])
+            if joined.n_unique() < joined.len():
+                return None
+        else:
+            if rank and b.first_rank != 1:
+                return None
+            users.append(pl.Series(user, [b.first_user], dtype=schema[user]))
+        users.append(b.new_users)
+        open_keys = (joined if continues else b.head) if b.one_run else b.tail
+        open_user, open_rank = b.last_user, b.last_rank
+    found = pl.concat(users) if users else pl.Series(user, [], dtype=schema[user])
+    return found if found.n_unique() == found.len() else None
+
+
+def _batch_checker(schema, cols, user, item, rank, relevance):
+    starts = (pl.col(user) != pl.col(user).shift()).fill_null(True)
+    checks = [pl.len().alias("n"), pl.sum_horizontal(pl.col(cols).null_count()).alias("nulls"),
+              pl.col("_key").n_unique().alias("distinct")]
+    if rank:
+        # row 0 may continue the previous batch's run: it is checked against that run instead
+        follows = pl.when(starts).then(pl.col(rank) == 1).otherwise(pl.col(rank) == pl.col(rank).shift() + 1)
+        checks.append(follows.slice(1).all().alias("ranked"))
+    if relevance:
+        rel = pl.col(relevance).cast(pl.Float64)
+        checks.append((rel.is_finite() & (rel >= 0)).fill_null(False).all().alias("valid"))
+    keyed = [pair_key(schema, user, item), starts.alias("_start")]
+
+    def check(batch: pl.DataFrame) -> _Batch:
+        frame = batch.with_columns(keyed)
+        stats = frame.select(checks).row(0, named=True)
+        if (stats["nulls"] or stats["distinct"] < stats["n"] or not stats.get("ranked", True)
+                or not stats.get("valid", True)):
+            return _Batch(ok=False)
+        run_starts = frame["_start"].slice(1).arg_true() + 1  # run starts after row 0
+        head_end = int(run_starts[0]) if run_starts.len() else frame.height
+        tail_start = int(run_starts[-1]) if run_starts.len() else 0
+        last = frame.row(frame.height - 1, named=True)
+        return _Batch(
+            ok=True,
+            first_user=frame[user][0], first_rank=frame[rank][0] if rank else None,
+            last_user=last[user], last_rank=last[rank] if rank else None,
+            head=frame["_key"].slice(0, head_end), tail=frame["_key"].slice(tail_start),
+            one_run=run_starts.len() == 0,
+            new_users=frame[user].gather(run_starts),
+        )
+
+    return check
+
+
+def _in_order(fn, items, workers: int = min(2, os.cpu_count() or 1), ahead: int = 4):
+    """fn over items on a small thread pool, results in input order, at most ``ahead`` in flight."""
+    if workers < 2:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        pending = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
