@@ -193,7 +193,8 @@ def _raise_on_error_values(long: pl.DataFrame, conv: Convention, user_col: str) 
 def _excluded(prep: Prepared, long: pl.DataFrame, conv: Convention) -> pl.DataFrame:
     """Count every user some mean leaves out: outside the universe, or undefined by an empty rule."""
     everyone = prep.n_users_either()
-    users = long.select(USER, "n_recs", "n_rel").unique(subset=[USER])
+    # every evaluated user has one row per k: the rows of one k list each user once
+    users = long.filter(pl.col("k") == pl.col("k").first()).select(USER, "n_recs", "n_rel")
     rows = [(f"in one input only, outside users={conv.users!r}", everyone - users.height)]
     if conv.empty_labels == "nan":
         rows.append(("no relevant label (empty_labels='nan')", users.filter(pl.col("n_rel") == 0).height))

@@ -321,9 +321,14 @@ def _prune_summary(tree, metrics: set):
         out = exp.union(out, branch.copy(), distinct=False)
     if with_ is not None:
         used = {t.name for t in out.find_all(exp.Table)}
-        ctes = [c for c in with_.expressions if c.alias in used]
+        read = {c.name for c in out.find_all(exp.Column)}
+        ctes = [c.copy() for c in with_.expressions if c.alias in used]
+        for cte in ctes:  # and the aggregates nothing reads any more (other metrics' columns)
+            select = cte.this
+            select.set("expressions", [p for p in select.expressions
+                                       if isinstance(p, exp.Column) or p.alias_or_name in read])
         if ctes:
-            out.set("with_" if "with_" in tree.args else "with", exp.With(expressions=[c.copy() for c in ctes]))
+            out.set("with_" if "with_" in tree.args else "with", exp.With(expressions=ctes))
     return out
 
 

@@ -457,116 +457,114 @@ SELECT
   s.value,
   s.n_users
 FROM (
-  WITH f_parts AS (
+  WITH per_k AS (
     SELECT
       p.k,
-      AVG(p.fbeta) AS mean_f,
-      AVG(p.precision) AS mean_p,
-      AVG(p.recall) AS mean_r,
-      COUNT(p.fbeta) AS n_f
+      AVG(p.precision) AS precision_mean,
+      COUNT(p.precision) AS precision_n,
+      AVG(p.recall) AS recall_mean,
+      COUNT(p.recall) AS recall_n,
+      AVG(p.fbeta) AS fbeta_mean,
+      COUNT(p.fbeta) AS fbeta_n,
+      AVG(p."map") AS map_mean,
+      COUNT(p."map") AS map_n,
+      AVG(p.mar) AS mar_mean,
+      COUNT(p.mar) AS mar_n,
+      AVG(p.mrr) AS mrr_mean,
+      COUNT(p.mrr) AS mrr_n,
+      AVG(p.dcg) AS dcg_mean,
+      COUNT(p.dcg) AS dcg_n,
+      AVG(p.ndcg) AS ndcg_mean,
+      COUNT(p.ndcg) AS ndcg_n,
+      AVG(p.hit_rate) AS hit_rate_mean,
+      COUNT(p.hit_rate) AS hit_rate_n,
+      AVG(p.r_precision) AS r_precision_mean,
+      COUNT(p.r_precision) AS r_precision_n
     FROM rankwise_per_user AS p
     GROUP BY
       p.k
   )
   SELECT
     'precision' AS metric,
-    p.k,
-    AVG(p.precision) AS value,
-    COUNT(p.precision) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.precision_mean AS value,
+    s.precision_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'recall' AS metric,
-    p.k,
-    AVG(p.recall) AS value,
-    COUNT(p.recall) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.recall_mean AS value,
+    s.recall_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'fbeta' AS metric,
-    f.k,
+    s.k,
     CASE
       WHEN 'per_user' = 'per_user'
-      THEN f.mean_f
-      WHEN f.n_f = 0
+      THEN s.fbeta_mean
+      WHEN s.fbeta_n = 0
       THEN CAST(NULL AS DOUBLE)
-      WHEN f.mean_p + f.mean_r > 0
+      WHEN s.precision_mean + s.recall_mean > 0
       THEN (
         1.0 + CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE)
-      ) * f.mean_p * f.mean_r / (
-        CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE) * f.mean_p + f.mean_r
+      ) * s.precision_mean * s.recall_mean / (
+        CAST(1.0 AS DOUBLE) * CAST(1.0 AS DOUBLE) * s.precision_mean + s.recall_mean
       )
       ELSE 0.0
     END AS value,
-    f.n_f AS n_users
-  FROM f_parts AS f
+    s.fbeta_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'map' AS metric,
-    p.k,
-    AVG(p."map") AS value,
-    COUNT(p."map") AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.map_mean AS value,
+    s.map_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'mar' AS metric,
-    p.k,
-    AVG(p.mar) AS value,
-    COUNT(p.mar) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.mar_mean AS value,
+    s.mar_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'mrr' AS metric,
-    p.k,
-    AVG(p.mrr) AS value,
-    COUNT(p.mrr) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.mrr_mean AS value,
+    s.mrr_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'dcg' AS metric,
-    p.k,
-    AVG(p.dcg) AS value,
-    COUNT(p.dcg) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.dcg_mean AS value,
+    s.dcg_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'ndcg' AS metric,
-    p.k,
-    AVG(p.ndcg) AS value,
-    COUNT(p.ndcg) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.ndcg_mean AS value,
+    s.ndcg_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'hit_rate' AS metric,
-    p.k,
-    AVG(p.hit_rate) AS value,
-    COUNT(p.hit_rate) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.hit_rate_mean AS value,
+    s.hit_rate_n AS n_users
+  FROM per_k AS s
   UNION ALL
   SELECT
     'r_precision' AS metric,
-    p.k,
-    AVG(p.r_precision) AS value,
-    COUNT(p.r_precision) AS n_users
-  FROM rankwise_per_user AS p
-  GROUP BY
-    p.k
+    s.k,
+    s.r_precision_mean AS value,
+    s.r_precision_n AS n_users
+  FROM per_k AS s
 ) AS s
 ORDER BY
   CASE
