@@ -144,16 +144,23 @@ def _from_spark(data):
 
 
 def _wide(long: pl.DataFrame, request: MetricRequest, user_col: str) -> pl.DataFrame:
-    """(user, k) rows -> one row per user, one column per metric@k. Every user has one row per k."""
-    n_k = len(request.ks)
+    """(user, k) rows -> one row per user, one column per metric@k.
+
+    Every evaluated user has exactly one row per k, so each k's rows sorted by user line up row for
+    row: six 1M-row sorts and a horizontal concat instead of sorting (user, k) pairs (half the time).
+    """
     needed = list(dict.fromkeys(internal_name(name) for name in request.names))
-    long = long.select(USER, "k", *needed).sort(USER, "k")  # sort only the columns kept
-    columns = {user_col: long[USER].gather_every(n_k)}
-    for name in request.names:
-        values = long[internal_name(name)].cast(pl.Float64).fill_null(float("nan"))
-        for j, k in enumerate(request.ks):
-            columns[request.column(name, k)] = values.gather_every(n_k, offset=j)
-    return pl.DataFrame(columns)
+    values = long.lazy().select(USER, "k", *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in needed])
+    per_k = pl.collect_all([
+        values.filter(pl.col("k") == k).sort(USER).select(
+            pl.col(USER).alias(user_col), *[pl.col(internal_name(n)).alias(request.column(n, k)) for n in request.names])
+        for k in request.ks
+    ])
+    users = per_k[0].get_column(user_col)
+    if any(not frame.get_column(user_col).equals(users) for frame in per_k[1:]):
+        raise RuntimeError("rankwise: the engine did not return one row per user and k")  # a bug, not bad input
+    columns = [user_col] + [request.column(n, k) for n in request.names for k in request.ks]
+    return pl.concat([per_k[0]] + [frame.drop(user_col) for frame in per_k[1:]], how="horizontal").select(columns)
 
 
 def _tidy_summary(summary: pl.DataFrame, request: MetricRequest) -> pl.DataFrame:
