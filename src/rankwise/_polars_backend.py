@@ -54,54 +54,51 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
                                   pl.col("is_rel").sum().alias("hits_all")),
         on=USER, how="left", nulls_equal=True,
     ).with_columns(pl.col("first_hit_any", "hits_all").fill_null(0))
-    at_k = (
-        judged.join(cutoffs, how="cross")
-        .filter(pl.col(RANK) <= pl.col("k"))
+    expanded = judged.join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k"))
+    sums = [
+        pl.col("is_rel").sum().alias("hits"),
+        (pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).filter(hit).sum().alias("precision_sum"),
+        pl.col("hits_so_far").filter(hit).sum().alias("hits_sum"),
+        (hit & (pl.col(RANK) <= pl.col("n_rel"))).sum().alias("r_hits"),
+        (pl.col("gain") / discount(pl.col(RANK))).sum().alias("dcg"),
+    ]
+    # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
+    if conv.ideal == "predictions_topk":
         # rows of equal gain are interchangeable in the ideal DCG: no tie-break needed
-        .sort([USER, "k", "gain"], descending=[False, False, True])
-        .with_columns(ideal_pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER, "k"))
-        .group_by(USER, "k")
-        .agg(
-            pl.col("is_rel").sum().alias("hits"),
-            (pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).filter(hit).sum().alias("precision_sum"),
-            pl.col("hits_so_far").filter(hit).sum().alias("hits_sum"),
-            (hit & (pl.col(RANK) <= pl.col("n_rel"))).sum().alias("r_hits"),
-            (pl.col("gain") / discount(pl.col(RANK))).sum().alias("dcg"),
-            (pl.col("gain") / discount(pl.col("ideal_pos"))).sum().alias("idcg_top"),
+        expanded = expanded.sort([USER, "k", "gain"], descending=[False, False, True]).with_columns(
+            ideal_pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER, "k"))
+        sums.append((pl.col("gain") / discount(pl.col("ideal_pos"))).sum().alias("idcg"))
+    at_k = expanded.group_by(USER, "k").agg(sums)
+    grid = users.join(cutoffs, how="cross").join(at_k, on=[USER, "k"], how="left", nulls_equal=True)
+    if conv.ideal == "labels":
+        idcg_labels = (
+            earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
+            .sort([USER, "gain"], descending=[False, True])
+            .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
+            .join(cutoffs, how="cross")
+            .filter(pl.col("pos") <= pl.col("k"))
+            .group_by(USER, "k")
+            .agg((pl.col("gain") / discount(pl.col("pos"))).sum().alias("idcg"))
         )
-    )
-    idcg_labels = (
-        earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
-        .sort([USER, "gain"], descending=[False, True])
-        .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
-        .join(cutoffs, how="cross")
-        .filter(pl.col("pos") <= pl.col("k"))
-        .group_by(USER, "k")
-        .agg((pl.col("gain") / discount(pl.col("pos"))).sum().alias("idcg_labels"))
-    )
-    idcg_ones = (
-        pl.LazyFrame({"pos": range(1, max(ks) + 1)}, schema={"pos": pl.Int64})
-        .join(cutoffs, how="cross")
-        .filter(pl.col("pos") <= pl.col("k"))
-        .group_by("k")
-        .agg((1.0 / discount(pl.col("pos"))).sum().alias("idcg_ones"))
-    )
+        grid = grid.join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True)
+    elif conv.ideal == "k_ones":
+        idcg_ones = (
+            pl.LazyFrame({"pos": range(1, max(ks) + 1)}, schema={"pos": pl.Int64})
+            .join(cutoffs, how="cross")
+            .filter(pl.col("pos") <= pl.col("k"))
+            .group_by("k")
+            .agg((1.0 / discount(pl.col("pos"))).sum().alias("idcg"))
+        )
+        grid = grid.join(idcg_ones, on="k", how="left")
     first_hit = pl.col("first_hit_any")
     if conv.rr_cutoff:
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
-    stats = (
-        users.join(cutoffs, how="cross")
-        .join(at_k, on=[USER, "k"], how="left", nulls_equal=True)
-        .join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True)
-        .join(idcg_ones, on="k", how="left")
-        .with_columns(
-            pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
-            pl.col("precision_sum", "dcg", "idcg_top", "idcg_labels").fill_null(0.0),
-            first_hit.alias("first_hit"),
-            # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
-            (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
-        )
-        .with_columns(idcg=pl.col({"labels": "idcg_labels", "k_ones": "idcg_ones"}.get(conv.ideal, "idcg_top")))
+    stats = grid.with_columns(
+        pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
+        pl.col("precision_sum", "dcg", "idcg").fill_null(0.0),
+        first_hit.alias("first_hit"),
+        # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
+        (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
     )
     values = {name: builder(conv) for name, builder in _BUILDERS.items()}
     values["fbeta"] = fbeta(pl.col("precision"), pl.col("recall"), beta)
