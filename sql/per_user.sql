@@ -78,12 +78,21 @@ universe AS (
                 ELSE a.in_recs * a.in_truth END) = 1
       AND ($unjudged = 'keep' OR a.n_judged > 0)
 ),
+-- a recommendation below the largest k earns nothing, unless RR looks for the first hit anywhere
+-- ($rr_cutoff = 0). (min_k_candidates counts hits in the whole list, but only where the list is
+-- shorter than k, and then no row is below k.) An engine can push this bound into its scan: at
+-- k = 10 of 100-long lists, a tenth of the rows reach the join.
+reach AS (
+    SELECT CASE WHEN $rr_cutoff = 0 THEN 2147483647 ELSE MAX(c.k) END AS max_rank
+    FROM cutoffs AS c
+),
 -- recommended items with an earning label: the only rows where any metric gains anything
 judged AS (
     SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, e.is_rel, e.gain, u.n_rel,
            SUM(e.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far
     FROM recommendations AS r
+    JOIN reach AS h ON r.rank <= h.max_rank
     JOIN earning AS e ON e.user_id = r.user_id AND e.item_id = r.item_id
     JOIN universe AS u ON u.user_id = r.user_id
 ),

@@ -11,7 +11,7 @@ import math
 import oracle
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rankwise
@@ -90,10 +90,16 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-13)
 
 
+# the first hit and a second relevant item lie below the largest k (RR without a cutoff, candidates)
+BELOW_K = ({0: [1, 2, 3, 4, 5, 6], 1: [7, 8, 9, 10]}, {0: {2: 1.0, 5: 2.0}, 1: {10: 1.0}},
+           {0: [0] * 6, 1: [0] * 4}, "rank", False, [1, 3])
+
+
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(CONVENTIONS))
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=datasets())
+@example(data=BELOW_K)
 def test_every_knob_value_equals_oracle(backend, name, data):
     check(backend, data, CONVENTIONS[name], beta=1.0)
 

@@ -42,8 +42,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
 
     # a relevance of 0 is never relevant and has gain 0 under every rule: such labels earn nothing
     earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
+    # a recommendation below the largest k earns nothing, unless a metric looks past k (sql: reach)
+    within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
     judged = (
-        recs.join(earning, on=[USER, ITEM], how="inner")
+        within_reach.join(earning, on=[USER, ITEM], how="inner")
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
         .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))

@@ -134,6 +134,10 @@ FROM (
       AND (
         'keep' = 'keep' OR a.n_judged > 0
       )
+  ), reach AS (
+    SELECT
+      CASE WHEN 1 = 0 THEN 2147483647 ELSE MAX(c.k) END AS max_rank
+    FROM rankwise_cutoffs AS c
   ), judged AS (
     SELECT
       r.user_id AS user_id,
@@ -147,10 +151,13 @@ FROM (
         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
       ) AS hits_so_far
     FROM rankwise_recommendations AS r
+    CROSS JOIN reach AS h
     JOIN earning AS e
       ON e.user_id = r.user_id AND e.item_id = r.item_id
     JOIN universe AS u
       ON u.user_id = r.user_id
+    WHERE
+      r.rank <= h.max_rank
   ), user_hits AS (
     SELECT
       j.user_id AS user_id,
