@@ -83,8 +83,9 @@ def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None
 
 def _batch_checker(schema, cols, user, item, rank, relevance):
     starts = (pl.col(user) != pl.col(user).shift()).fill_null(True)
+    key = pair_key(schema, user, item)
     checks = [pl.len().alias("n"), pl.sum_horizontal(pl.col(cols).null_count()).alias("nulls"),
-              pl.col("_key").n_unique().alias("distinct")]
+              key.n_unique().alias("distinct")]
     if rank:
         # row 0 may continue the previous batch's run: it is checked against that run instead
         follows = pl.when(starts).then(pl.col(rank) == 1).otherwise(pl.col(rank) == pl.col(rank).shift() + 1)
@@ -92,25 +93,25 @@ def _batch_checker(schema, cols, user, item, rank, relevance):
     if relevance:
         rel = pl.col(relevance).cast(pl.Float64)
         checks.append((rel.is_finite() & (rel >= 0)).fill_null(False).all().alias("valid"))
-    keyed = [pair_key(schema, user, item), starts.alias("_start")]
 
     def check(batch: pl.DataFrame) -> _Batch:
-        frame = batch.with_columns(keyed)
-        stats = frame.select(checks).row(0, named=True)
+        stats = batch.select(checks).row(0, named=True)
         if (stats["nulls"] or stats["distinct"] < stats["n"] or not stats.get("ranked", True)
                 or not stats.get("valid", True)):
             return _Batch(ok=False)
-        run_starts = frame["_start"].slice(1).arg_true() + 1  # run starts after row 0
-        head_end = int(run_starts[0]) if run_starts.len() else frame.height
+        run_starts = batch.select(starts.slice(1).arg_true() + 1).to_series()  # run starts after row 0
+        head_end = int(run_starts[0]) if run_starts.len() else batch.height
         tail_start = int(run_starts[-1]) if run_starts.len() else 0
-        last = frame.row(frame.height - 1, named=True)
+        last = batch.row(batch.height - 1, named=True)
         return _Batch(
             ok=True,
-            first_user=frame[user][0], first_rank=frame[rank][0] if rank else None,
+            first_user=batch[user][0], first_rank=batch[rank][0] if rank else None,
             last_user=last[user], last_rank=last[rank] if rank else None,
-            head=frame["_key"].slice(0, head_end), tail=frame["_key"].slice(tail_start),
+            # only the two pieces a cut run may need get keys
+            head=batch.slice(0, head_end).select(key).to_series(),
+            tail=batch.slice(tail_start).select(key).to_series(),
             one_run=run_starts.len() == 0,
-            new_users=frame[user].gather(run_starts),
+            new_users=batch[user].gather(run_starts),
         )
 
     return check
