@@ -1,6 +1,6 @@
 """rankwise as a benchmark tool: rankwise.evaluate on the Parquet paths, in the caller's interpreter.
 
---config all: every metric at k=1,5,10,20,50,100; --config k10: six metrics at k=10 (the peers' set).
+--config all: every metric at k=1,5,10,20,50,100; all-k10: every metric at k=10; k10: six metrics at k=10 (the peers' set).
 Check mode (--check-users/--check-out, with --convention PRESET) writes per-user values in long form.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from _common import Timer, emit, load_check_users, parser  # noqa: E402
 
 CONFIGS = {
     "all": dict(k=[1, 5, 10, 20, 50, 100], metrics=None),
+    "all-k10": dict(k=[10], metrics=None),
     "k10": dict(k=[10], metrics=["precision", "recall", "map", "mrr", "ndcg", "hit_rate"]),
 }
 
