@@ -44,8 +44,7 @@ def main() -> None:
     ap.add_argument("--convention", default="default")
     ap.add_argument("--check-metrics", default="precision,recall,map,mrr,ndcg,hit_rate", help="check mode only")
     ap.add_argument("--check-k", default="10,100", help="check mode only")
-    # HOOK(memory-limit): forwarded to rankwise.evaluate(memory_limit=...) once rankwise accepts it.
-    ap.add_argument("--memory-limit", help="e.g. 2GB; exits 3 if this rankwise has no memory_limit argument")
+    ap.add_argument("--memory-limit", help="e.g. 2GB, passed to rankwise.evaluate(memory_limit=...)")
     a = ap.parse_args()
     t = Timer()
     with t("import"):
@@ -53,16 +52,10 @@ def main() -> None:
     kwargs = dict(CONFIGS[a.config], backend=a.backend, convention=a.convention)
     if a.check_users:
         kwargs.update(k=[int(k) for k in a.check_k.split(",")], metrics=a.check_metrics.split(","))
-    if a.memory_limit:  # HOOK(memory-limit)
+    if a.memory_limit:
         kwargs["memory_limit"] = a.memory_limit
     with t("evaluate"):
-        try:
-            res = rankwise.evaluate(a.recs, a.truth, **kwargs)
-        except TypeError as e:
-            if a.memory_limit and "memory_limit" in str(e):
-                print(f"memory_limit not supported by this rankwise: {e}", file=sys.stderr)
-                sys.exit(3)
-            raise
+        res = rankwise.evaluate(a.recs, a.truth, **kwargs)
         summary, per_user = res.summary, res.per_user
         n_rows = len(per_user.collect() if hasattr(per_user, "collect") else per_user)
     if a.check_users:

@@ -97,8 +97,6 @@ def measure(cmd: list[str], env: dict, timeout: float, max_rss_gb: float = 1e9, 
 def status_of(rec: dict) -> str:
     """Short status of a failed repetition for the report."""
     err = rec.get("error", "")
-    if rec["rc"] == 3:
-        return "unsupported"
     return next((w.lower().replace("_", "-") for w in ("RSS_LIMIT", "TIMEOUT") if err.startswith(w)), "failed")
 
 
@@ -108,7 +106,7 @@ def tool_cmd(name: str, recs: Path, truth: Path, config: str, memory_limit: str 
     cmd = [str(py), *spec["cmd"], "--recs", str(recs), "--truth", str(truth)]
     if name.startswith("rankwise"):
         cmd += ["--config", config]
-        if memory_limit:  # HOOK(memory-limit): rankwise_tool forwards it to rankwise.evaluate(memory_limit=...)
+        if memory_limit:  # rankwise_tool passes it to rankwise.evaluate(memory_limit=...)
             cmd += ["--memory-limit", memory_limit]
     return cmd, env
 
@@ -388,7 +386,7 @@ def main() -> None:
     ap.add_argument("--tools", default="rankwise-polars,rankwise-duckdb,ranx,pytrec_eval,spark,floor")
     ap.add_argument("--configs", default="all,all-k10,k10", help="rankwise configs: all, all-k10, k10")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--memory-limit", help="also run rankwise capped, e.g. 2GB (HOOK: needs rankwise support)")
+    ap.add_argument("--memory-limit", help="also run rankwise capped, e.g. 2GB")
     ap.add_argument("--data-dir", type=Path, default=BENCH / "data")
     ap.add_argument("--results-dir", type=Path, default=BENCH / "results")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per process")
