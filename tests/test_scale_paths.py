@@ -64,7 +64,7 @@ def test_contiguous_ranks_fast_path_equals_general_path(tmp_path, backend, batch
     fast = _evaluate(str(recs_path), str(truth_path), backend)
     # gaps (rank * 10), shuffled rows: the general path, renumbered
     gappy = recs.with_columns(pl.col("rank") * 10).sample(fraction=1.0, shuffle=True, seed=3)
-    assert _inputs._ranks_are_positions(gappy.lazy(), _inputs.Columns()) is None
+    assert _runs.grouped_runs(gappy.lazy(), "user", "item", "rank") is None
     _same(fast, _evaluate(gappy, truth.sample(fraction=1.0, shuffle=True, seed=4), backend))
     # in-memory inputs take the fast path too (without DuckDB file sources)
     _same(fast, _evaluate(recs, truth.sort("user"), backend))
@@ -91,8 +91,8 @@ def test_layouts_the_fast_path_must_refuse(case, batch):
         "rank_from_zero": base.with_columns(pl.Series("rank", [0, 1, 2, 1, 2, 1])),
         "repeat_rank": base.with_columns(pl.Series("rank", [1, 2, 2, 1, 2, 1])),
     }[case]
-    assert _inputs._ranks_are_positions(bad.lazy(), _inputs.Columns()) is None
-    assert _inputs._ranks_are_positions(base.lazy(), _inputs.Columns()) is not None
+    assert _runs.grouped_runs(bad.lazy(), "user", "item", "rank") is None
+    assert _runs.grouped_runs(base.lazy(), "user", "item", "rank") is not None
 
 
 def test_errors_are_the_same_when_runs_cross_batches(monkeypatch):

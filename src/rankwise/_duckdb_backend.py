@@ -20,10 +20,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     ``memory_limit`` caps DuckDB's memory; joins, aggregates and windows spill to a temporary
     directory beyond it (removed afterwards).
     """
+    con = connection or duckdb.connect()
     if memory_limit is None:
-        return _per_user(connection or duckdb.connect(), prep, ks, conv, beta)
+        return _per_user(con, prep, ks, conv, beta)
     with tempfile.TemporaryDirectory(prefix="rankwise-duckdb-") as spill:
-        con = connection or duckdb.connect()
         limit = f"{memory_limit}B" if isinstance(memory_limit, int) else memory_limit
         con.execute("SET memory_limit = ?", [limit])
         con.execute("SET temp_directory = ?", [spill])

@@ -50,7 +50,7 @@ class Prepared:
     """The canonical tables, ready for either engine.
 
     ``recs`` / ``truth`` are lazy: when a file input already satisfies every rule (checked exactly,
-    see ``_ranks_are_positions``) they are plain scans, so a 100M-row input is never held in
+    see ``_runs.grouped_runs``) they are plain scans, so a 100M-row input is never held in
     memory. ``recommendations`` / ``ground_truth`` collect them on first use (writers, Spark).
     ``sources`` holds, per table, a DuckDB SELECT that reads the same file with the same renames and
     casts, so DuckDB scans the Parquet itself. ``rec_users`` / ``truth_users`` are each input's
@@ -170,7 +170,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
     _require(schema, [c.user, c.item], "recommendations")
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
             and conv.min_score is None):
-        users = _ranks_are_positions(lf, c)
+        users = grouped_runs(lf, c.user, c.item, c.rank)
         if users is not None:
             # every rule holds and ranks are already 1..n: a plain lazy scan, nothing renumbered
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.rank).cast(pl.Int64).alias(RANK),
@@ -240,10 +240,6 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool
             hint="Drop nulls from the lists: pl.col(item).list.drop_nulls().",
         )
     return out.lazy()
-
-
-def _ranks_are_positions(lf: pl.LazyFrame, c: Columns) -> pl.Series | None:
-    return grouped_runs(lf, c.user, c.item, c.rank)
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:

@@ -156,7 +156,9 @@ def _gain(conv: Convention) -> pl.Expr:
 
 def _pair_key(schema) -> pl.Expr:
     """One join key per (user, item): user * 2^64 + item as Int128 when both ids are integers that
-    fit (exact, and about a quarter faster than Polars' two-column join at 1M users); else a struct."""
+    fit (exact, and about a quarter faster than Polars' two-column join at 1M users); else a struct.
+    (The layout check's ``_runs.pair_key`` packs into UInt64 instead: faster to hash, and there a
+    collision only costs the slow path.)"""
     fits = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
     if schema[USER] in fits and schema[ITEM] in fits:
         return (pl.col(USER).cast(pl.Int128) * (1 << 64) + pl.col(ITEM).cast(pl.Int128)).alias("_pair")
