@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL cluster on 127.0.0.1:54329 for the engine tests (see /work/shared/ENGINES.md).
+# A throwaway PostgreSQL cluster on 127.0.0.1:54329 for the engine tests (see ../shared/ENGINES.md).
 #   .ci/postgres.sh [start]   install the server if missing (apt, as root), init and start; idempotent
 #   .ci/postgres.sh stop      stop it
 # The server refuses to run as root, so the cluster belongs to the postgres user. Trust auth, loopback

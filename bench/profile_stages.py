@@ -12,7 +12,7 @@ import resource
 import time
 
 import rankwise
-from rankwise import _inputs, api
+from rankwise import _inputs, _shape, api
 from rankwise.metrics import parse_request
 
 ap = argparse.ArgumentParser()
@@ -36,14 +36,13 @@ else:
     marks = [("start", t0)]
     prep = _inputs.prepare(recs, truth, _inputs.Columns(), conv)
     marks.append(("prepare", time.perf_counter()))
-    eng = api.BACKENDS[args.backend]
-    long = api._per_user(eng, prep, req.ks, conv, req.beta, args.memory_limit)
-    marks.append(("per_user", time.perf_counter()))
-    s = eng.summary(long, conv, req.beta)
-    marks.append(("summary", time.perf_counter()))
-    w = api._wide(long, req, "user")
-    marks.append(("wide", time.perf_counter()))
-    ex = api._excluded(prep, long, conv)
+    eng = api.ENGINES[args.backend]
+    out = eng.run(prep, req, conv, memory_limit=api.memory_bytes(args.memory_limit, eng))
+    marks.append(("engine", time.perf_counter()))  # per-user rows, summary and counts in one session
+    long = _shape.long(out.per_user, req, "user")
+    w = _shape.wide(long, "user")
+    marks.append(("shape", time.perf_counter()))
+    ex = _shape.excluded(prep, out.counts, conv)
     marks.append(("excluded", time.perf_counter()))
     for (_, a), (name, b) in zip(marks, marks[1:]):
         print(f"{name:10s} {b - a:7.2f} s")

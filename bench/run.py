@@ -100,6 +100,24 @@ def status_of(rec: dict) -> str:
     return next((w.lower().replace("_", "-") for w in ("RSS_LIMIT", "TIMEOUT") if err.startswith(w)), "failed")
 
 
+def portable(cmd: list) -> str:
+    """The command as recorded in results: paths relative to the repo, interpreters by role (a
+    results file never holds a path of the machine it was made on)."""
+    root, home = BENCH.parent, Path.home()
+    names = {str(MAIN_PY): "python", str(PEERS_PY): "$RANKWISE_BENCH_VENV/bin/python"}
+    parts = []
+    for part in map(str, cmd):
+        if part in names:
+            parts.append(names[part])
+        elif part.startswith(str(root) + os.sep):
+            parts.append(os.path.relpath(part, root))
+        elif part.startswith(str(home) + os.sep):
+            parts.append("~/" + os.path.relpath(part, home))
+        else:
+            parts.append(part)
+    return shlex.join(parts)
+
+
 def tool_cmd(name: str, recs: Path, truth: Path, config: str, memory_limit: str | None = None) -> tuple[list, dict]:
     spec = TOOLS[name]
     py, env = (PEERS_PY, PEER_ENV) if spec["py"] == "peers" else (MAIN_PY, spec.get("env", {}))
@@ -455,7 +473,7 @@ def main() -> None:
                     timings = [r["result"]["timings"] for r in ok if r["result"]]
                     doc["runs"].append({
                         "tool": name, "n_users": n, "config": config + (f"+mem{limit}" if limit else ""),
-                        "cmd": shlex.join(cmd), "reps": reps,
+                        "cmd": portable(cmd), "reps": reps,
                         "status": "ok" if len(ok) == len(reps) else status_of(reps[-1]),
                         "median_wall_s": statistics.median(r["wall_s"] for r in ok) if ok else None,
                         "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in ok) if ok else None,

@@ -2,7 +2,8 @@
 
 2,000 users, 500 items with Zipf-like popularity, lists of 0-20 items (most 20), graded relevance
 1-3 (plus some judged-irrelevant 0s), a few users with no relevant items and a few with no list.
-Writes recommendations.parquet (user, item, rank) and ground_truth.parquet (user, item, relevance).
+Writes recommendations.parquet (user, item, rank) and ground_truth.parquet (user, item, relevance),
+and two more models over the same users for comparisons (popular.parquet, shuffled.parquet).
 """
 
 from __future__ import annotations
@@ -42,6 +43,24 @@ def main(n_users: int = 2000, n_items: int = 500, seed: int = 7) -> None:
         HERE / "recommendations.parquet")
     pl.DataFrame(truth, schema={"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64},
                  orient="row").write_parquet(HERE / "ground_truth.parquet")
+    other_models(recs, random.Random(seed + 1))
+
+
+def other_models(recs: list[tuple[int, int, int]], rng: random.Random) -> None:
+    """Two more runs over the same users, for comparing models: popular.parquet (everyone gets the 20
+    most recommended items) and shuffled.parquet (each list of recommendations.parquet in random order)."""
+    counts: dict[int, int] = {}
+    lists: dict[int, list[int]] = {}
+    for user, item, _ in recs:
+        counts[item] = counts.get(item, 0) + 1
+        lists.setdefault(user, []).append(item)
+    top = sorted(counts, key=lambda i: (-counts[i], i))[:20]
+    schema = {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int32}
+    popular = [(user, item, rank) for user in lists for rank, item in enumerate(top, start=1)]
+    shuffled = [(user, item, rank) for user, items in lists.items()
+                for rank, item in enumerate(rng.sample(items, len(items)), start=1)]
+    pl.DataFrame(popular, schema=schema, orient="row").write_parquet(HERE / "popular.parquet")
+    pl.DataFrame(shuffled, schema=schema, orient="row").write_parquet(HERE / "shuffled.parquet")
 
 
 if __name__ == "__main__":

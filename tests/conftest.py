@@ -26,7 +26,11 @@ def _installed(module: str) -> bool:
 
 
 _CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-_BACKENDS = [b for b in rankwise.BACKENDS if b != "spark" or _installed("pyspark")]
+_BACKENDS = [b for b in rankwise.BACKENDS if (b != "spark" or _installed("pyspark"))
+             and (b != "postgres" or _CI or _installed("psycopg"))]
+# backend="postgres" connects with RANKWISE_POSTGRES: the throwaway server .ci/postgres.sh starts
+os.environ.setdefault("RANKWISE_POSTGRES", os.environ.get("RANKWISE_PG_DSN",
+                                                          "host=127.0.0.1 port=54329 user=postgres dbname=postgres"))
 _ENGINE_CLIENTS = {"duckdb": "duckdb", "postgres": "psycopg", "spark": "pyspark", "clickhouse": "chdb"}
 _ENGINES = [e for e, module in _ENGINE_CLIENTS.items() if _CI or _installed(module)]
 
@@ -47,9 +51,10 @@ def _chosen(config, option: str) -> list[str]:
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames:
         backends = _chosen(metafunc.config, "--backends")
-        # Spark takes seconds per evaluation: sweeps of hundreds of evaluations run on it only on request
+        # Spark takes seconds per evaluation: sweeps of hundreds of evaluations run on it only on
+        # request; PostgreSQL (tens of ms each, through a server) runs them too, but not the sweeps
         if metafunc.definition.get_closest_marker("heavy") and not metafunc.config.getoption("--spark-heavy"):
-            backends = [b for b in backends if b != "spark"]
+            backends = [b for b in backends if b not in ("spark", "postgres")]
         metafunc.parametrize("backend", backends)
     if "engine_name" in metafunc.fixturenames:
         metafunc.parametrize("engine_name", _chosen(metafunc.config, "--engines"), scope="module")

@@ -19,7 +19,7 @@ import polars as pl
 import rankwise
 from rankwise.render import render
 
-METRIC_COLUMNS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
+from rankwise.metrics import USER_LEVEL as METRIC_COLUMNS  # noqa: E402
 KS = (1, 3, 5, 20)  # 20: beyond every list (at most 9 items)
 PG_DSN = os.environ.get("RANKWISE_PG_DSN", "host=127.0.0.1 port=54329 user=postgres dbname=postgres")
 
@@ -240,7 +240,7 @@ def assert_same(result, per_user: pl.DataFrame, summary: pl.DataFrame, ks, f_nam
                 assert close(row[m], expected[api]), (row["user_id"], api, row[m], expected[api])
     assert set(seen) == set(wide), (set(seen) ^ set(wide))
     assert all(v == set(ks) for v in seen.values())
-    api_summary = {(m, k): (v, n) for m, k, v, n in result.summary.iter_rows()}
+    api_summary = {(m, k): (v, n) for m, k, v, n, *_ in result.summary.iter_rows()}
     got = {(m, int(k)): (v, int(n)) for m, k, v, n in summary.select("metric", "k", "value", "n_users").iter_rows()}
     assert set(got) == set(api_summary), set(got) ^ set(api_summary)
     for key, (value, n) in api_summary.items():

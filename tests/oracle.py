@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 
+from rankwise.metrics import USER_LEVEL as METRICS  # only the list of names; every value is computed here
+
 NAN = float("nan")
-METRICS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
 
 
 def universe(recs: dict, truth: dict, users: str, unjudged: str = "keep") -> set:

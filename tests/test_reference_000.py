@@ -82,6 +82,6 @@ def test_means_and_counts(inputs, backend):
 
 def test_users_without_labels_are_reported(backend):
     res = rankwise.evaluate(RECS, TRUTH, k=3, backend=backend)
-    reasons = dict(res.excluded.iter_rows())
+    reasons = dict(res.excluded.select("reason", "n_users").iter_rows())
     assert reasons["no relevant label (empty_labels='nan')"] == 2
     assert res.per_user.height == 5

@@ -1,4 +1,4 @@
-"""Result.write and `rankwise evaluate --output`: stable schema, run metadata, appends, mismatches."""
+"""Result.write and `rankwise evaluate --output`: stable schema, knobs once per run, appends, mismatches."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rankwise.cli import main
 
 RECS = pl.DataFrame({"user": [1, 1, 2, 3], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 1]})
 TRUTH = pl.DataFrame({"user": [1, 2, 4], "item": [11, 12, 10]})
+N_USERS = 4  # users 1, 2, 3 (recs) and 4 (truth) under users="union"
 
 
 @pytest.fixture
@@ -23,33 +24,48 @@ def result():
 
 
 def test_frames_schema_and_metadata(result):
-    per_user, summary = _write.frames(result)
-    assert per_user.schema == pl.Schema(_write.PER_USER_SCHEMA)
-    assert summary.schema == pl.Schema(_write.SUMMARY_SCHEMA)
-    assert per_user.height == result.per_user.height * 6 and summary.height == 6
-    assert per_user["run_id"].n_unique() == 1 and per_user["convention"][0] == "default"
-    knobs = json.loads(per_user["convention_knobs"][0])
-    assert knobs == {k: v for k, v in rankwise.Convention().knobs().items()} | {"log_base": knobs["log_base"]}
+    tables = _write.frames(result)
+    for name, schema in _write.TABLES.items():
+        assert tables[name].schema == pl.Schema(schema)
+    runs, per_user, summary = tables["runs"], tables["per_user"], tables["summary"]
+    assert runs.height == 1 and runs["convention"][0] == "default" and runs["n_users"][0] == N_USERS
+    knobs = json.loads(runs["convention_knobs"][0])
+    assert knobs["gain"] == rankwise.Convention().gain and set(knobs) == set(rankwise.Convention().knobs())
+    assert runs["metrics"][0] == "precision,ndcg,f2" and runs["ks"][0] == "1,2"
+    assert per_user.height == N_USERS * 3 * 2 and summary.height == 6
+    assert set(per_user["run_id"]) == set(summary["run_id"]) == set(runs["run_id"])
     assert set(per_user["metric"]) == {"precision", "ndcg", "f2"} and set(per_user["k"]) == {1, 2}
     # NaN (undefined) is written as NULL: user 3 has no label
     undefined = per_user.filter(pl.col("user_id") == "3")
-    assert undefined["value"].null_count() == undefined.height
-    assert str(per_user.schema["run_at"]) == "Datetime(time_unit='us', time_zone='UTC')"
+    assert undefined.height == 6 and undefined["value"].null_count() == undefined.height
+    assert str(runs.schema["run_at"]) == "Datetime(time_unit='us', time_zone='UTC')"
 
 
 def test_fingerprint_is_the_data_not_the_container(result):
     other = rankwise.evaluate(RECS.to_pandas().sample(frac=1, random_state=1), TRUTH.to_arrow(), k=[1, 2],
                               metrics=["precision"])
-    assert _write.fingerprint(result.prepared) == _write.fingerprint(other.prepared)
+    assert _write.fingerprint(result.prepared[None]) == _write.fingerprint(other.prepared[None])
     changed = rankwise.evaluate(RECS.with_columns(rank=pl.col("rank") * 2 % 3 + 1), TRUTH, k=1)
-    assert _write.fingerprint(changed.prepared) != _write.fingerprint(result.prepared)
+    assert _write.fingerprint(changed.prepared[None]) != _write.fingerprint(result.prepared[None])
 
 
-def test_custom_convention_name():
+def test_convention_name_is_the_conventions_own():
+    """0.1 looked the name up by knob equality: sklearn was written as 'torchmetrics'."""
+    res = rankwise.evaluate(RECS, TRUTH, k=1, convention="sklearn")
+    assert _write.frames(res)["runs"]["convention"][0] == "sklearn"
     res = rankwise.evaluate(RECS, TRUTH, k=1, convention=rankwise.Convention(gain="linear"))
-    per_user, _ = _write.frames(res)
-    assert per_user["convention"][0] == "custom"
-    assert json.loads(per_user["convention_knobs"][0])["gain"] == "linear"
+    runs = _write.frames(res)["runs"]
+    assert runs["convention"][0] == res.convention.name
+    assert json.loads(runs["convention_knobs"][0])["gain"] == "linear"
+
+
+def _read(target, suffix: str, table: str) -> pl.DataFrame:
+    if suffix == ".duckdb":
+        with duckdb.connect(str(target)) as con:
+            return con.sql(f"SELECT * FROM rankwise_{table}").pl()
+    read = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson}[suffix]
+    files = sorted((target / table).glob(f"*{suffix}"))
+    return pl.concat([read(f) for f in files], how="vertical_relaxed")
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb"])
@@ -57,37 +73,41 @@ def test_append_two_runs(result, tmp_path, suffix):
     target = tmp_path / f"runs{suffix}"
     result.write(target)
     result.write(target)
-    if suffix == ".duckdb":
-        con = duckdb.connect(str(target))
-        per_user = con.sql("SELECT * FROM rankwise_per_user").pl()
-        summary = con.sql("SELECT * FROM rankwise_summary").pl()
-        con.close()
-    else:
-        read = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson}[suffix]
-        per_user = read(tmp_path / f"runs_per_user{suffix}")
-        summary = read(tmp_path / f"runs_summary{suffix}")
-    assert per_user.columns == list(_write.PER_USER_SCHEMA)
-    assert summary.columns == list(_write.SUMMARY_SCHEMA)
-    assert per_user["run_id"].n_unique() == 2 and summary.height == 12
-    runs = summary.group_by("run_id").agg(pl.col("value").sort_by("metric", "k"))
-    assert runs["value"][0].to_list() == runs["value"][1].to_list()  # comparable runs
+    runs, per_user, summary = (_read(target, suffix, t) for t in ("runs", "per_user", "summary"))
+    assert per_user.columns == list(_write.PER_USER_SCHEMA) and summary.columns == list(_write.SUMMARY_SCHEMA)
+    assert runs.height == 2 and per_user["run_id"].n_unique() == 2 and summary.height == 12
+    by_run = summary.group_by("run_id").agg(pl.col("value").sort_by("metric", "k"))
+    assert by_run["value"][0].to_list() == by_run["value"][1].to_list()  # comparable runs
+    if suffix != ".duckdb":  # one immutable file per run and table, readable as one table by DuckDB
+        assert len(list((target / "per_user").glob(f"*{suffix}"))) == 2
+        reader = {".parquet": "read_parquet", ".csv": "read_csv", ".jsonl": "read_json"}[suffix]
+        with duckdb.connect() as con:
+            n = con.sql(f"SELECT COUNT(*) FROM {reader}('{target}/per_user/*{suffix}')").fetchall()[0][0]
+        assert n == per_user.height
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb"])
-def test_schema_mismatch_is_an_error(result, tmp_path, suffix):
+def test_schema_mismatch_is_an_error_before_anything_is_written(result, tmp_path, suffix):
     target = tmp_path / f"runs{suffix}"
     wrong = pl.DataFrame({"user": [1], "score": [0.5]})
     if suffix == ".duckdb":
-        con = duckdb.connect(str(target))
-        con.execute("CREATE TABLE rankwise_per_user (user_id VARCHAR, score DOUBLE)")
-        con.close()
+        with duckdb.connect(str(target)) as con:
+            con.execute("CREATE TABLE rankwise_summary (user_id VARCHAR, score DOUBLE)")
     else:
-        path = tmp_path / f"runs_per_user{suffix}"
+        (target / "summary").mkdir(parents=True)
+        path = target / "summary" / f"old{suffix}"
         {".parquet": wrong.write_parquet, ".csv": wrong.write_csv, ".jsonl": wrong.write_ndjson}[suffix](path)
-    with pytest.raises(_write.WriteSchemaError, match="other columns") as info:
+    with pytest.raises(rankwise.WriteSchemaError, match="other columns") as info:
         result.write(target)
     assert "Hint:" in str(info.value) and "mode='replace'" in str(info.value)
+    if suffix == ".duckdb":  # per_user is written before summary: the transaction left nothing
+        with duckdb.connect(str(target)) as con:
+            assert con.sql("SELECT COUNT(*) FROM information_schema.tables "
+                           "WHERE table_name = 'rankwise_per_user'").fetchall() == [(0,)]
+    else:
+        assert not (target / "per_user").exists() or not list((target / "per_user").iterdir())
     result.write(target, mode="replace")  # starting over works
+    assert _read(target, suffix, "summary").height == 6
 
 
 def test_unknown_target(result):
@@ -95,42 +115,44 @@ def test_unknown_target(result):
         result.write("runs.xlsx")
 
 
-def test_postgres_two_runs_one_table(result, pg_dsn):
-    """Done-when: a run written to PostgreSQL twice leaves two comparable runs in one table."""
+def test_a_legacy_single_file_is_not_overwritten(result, tmp_path):
+    legacy = tmp_path / "runs.parquet"
+    RECS.write_parquet(legacy)
+    with pytest.raises(rankwise.WriteError, match="dataset directory"):
+        result.write(legacy)
+    assert pl.read_parquet(legacy).equals(RECS)
+
+
+def test_postgres_runs_in_one_schema_and_case_kept(result, pg_dsn):
     import psycopg
 
     schema = f"rw_{uuid.uuid4().hex[:10]}"
     uri = "postgresql://postgres@127.0.0.1:54329/postgres"
-    with psycopg.connect(pg_dsn, autocommit=True) as con:
-        con.execute(f"CREATE SCHEMA {schema}")
     try:
-        result.write(uri, prefix=f"{schema}.rankwise_")
-        result.write(uri, prefix=f"{schema}.rankwise_")
+        for prefix in (f"{schema}.rankwise_", f"{schema}.rankwise_", f"{schema}.RW_", f"{schema}.RW_"):
+            result.write(uri, prefix=prefix)  # twice each: the schema and case-kept names are found again
         with psycopg.connect(pg_dsn) as con:
-            rows = con.execute(f"SELECT run_id, metric, k, value, n_users, inputs_fingerprint, convention_knobs "
-                               f"FROM {schema}.rankwise_summary ORDER BY run_id, metric, k").fetchall()
-            n_per_user = con.execute(f"SELECT COUNT(DISTINCT run_id), COUNT(*) FROM {schema}.rankwise_per_user").fetchone()
-            types = con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                                "WHERE table_schema = %s AND table_name = 'rankwise_per_user' "
-                                "ORDER BY ordinal_position", (schema,)).fetchall()
-        runs = {}
+            rows = con.execute(f'SELECT run_id, metric, k, value, n_users FROM "{schema}".rankwise_summary '
+                               "ORDER BY run_id, metric, k").fetchall()
+            runs = con.execute(f'SELECT COUNT(*), COUNT(DISTINCT inputs_fingerprint) FROM "{schema}"."RW_runs"') \
+                .fetchone()
+            n_per_user = con.execute(f'SELECT COUNT(DISTINCT run_id), COUNT(*) FROM "{schema}".rankwise_per_user') \
+                .fetchone()
+        by_run = {}
         for run_id, *rest in rows:
-            runs.setdefault(run_id, []).append(tuple(rest))
-        assert len(runs) == 2
-        first, second = runs.values()
-        assert first == second  # same values, fingerprint and knobs: comparable
-        assert n_per_user == (2, 2 * result.per_user.height * 6)
-        assert [t for _, t in types] == ["text", "timestamp with time zone", "text", "text", "text", "text",
-                                         "text", "text", "bigint", "double precision"]
+            by_run.setdefault(run_id, []).append(tuple(rest))
+        first, second = by_run.values()
+        assert first == second and runs == (2, 1)
+        assert n_per_user == (2, 2 * N_USERS * 6)
         with psycopg.connect(pg_dsn, autocommit=True) as con:
-            con.execute(f"CREATE TABLE {schema}.bad_per_user (metric TEXT)")
-        with pytest.raises(_write.WriteSchemaError, match="other columns"):
+            con.execute(f'CREATE TABLE "{schema}".bad_summary (metric TEXT)')
+        with pytest.raises(rankwise.WriteSchemaError, match="other columns"):
             result.write(uri, prefix=f"{schema}.bad_")
         with psycopg.connect(pg_dsn) as con:  # the failed write left nothing behind
-            assert con.execute(f"SELECT to_regclass('{schema}.bad_summary')").fetchone() == (None,)
+            assert con.execute(f"SELECT to_regclass('{schema}.bad_per_user')").fetchone() == (None,)
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as con:
-            con.execute(f"DROP SCHEMA {schema} CASCADE")
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def test_cli_output(tmp_path, capsys):
@@ -140,12 +162,10 @@ def test_cli_output(tmp_path, capsys):
     target = tmp_path / "runs.duckdb"
     for _ in range(2):
         assert main(["evaluate", str(recs), str(truth), "--k", "1,2", "--output", str(target)]) == 0
-    con = duckdb.connect(str(target))
-    assert con.sql("SELECT COUNT(DISTINCT run_id) FROM rankwise_summary").fetchall() == [(2,)]
-    con.close()
+    with duckdb.connect(str(target)) as con:
+        assert con.sql("SELECT COUNT(DISTINCT run_id) FROM rankwise_summary").fetchall() == [(2,)]
     bad = tmp_path / "bad.duckdb"
-    con = duckdb.connect(str(bad))
-    con.execute("CREATE TABLE rankwise_per_user (x INTEGER)")
-    con.close()
-    assert main(["evaluate", str(recs), str(truth), "--output", str(bad)]) == 2
+    with duckdb.connect(str(bad)) as con:
+        con.execute("CREATE TABLE rankwise_per_user (x INTEGER)")
+    assert main(["evaluate", str(recs), str(truth), "--output", str(bad)]) == 3
     assert "WriteSchemaError" in capsys.readouterr().err

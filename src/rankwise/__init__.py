@@ -9,16 +9,25 @@ from .errors import (
     DtypeMismatchError,
     DuplicateItemError,
     DuplicateRankError,
+    DuplicateUserError,
     InputError,
+    InputFileError,
+    InvalidIdentifierError,
     InvalidRankError,
     InvalidRelevanceError,
+    InvalidScoreError,
     MissingColumnError,
     MissingDependencyError,
     NullValueError,
+    NumericOverflowError,
     ParameterError,
     RankwiseError,
     UndefinedValueError,
     UnsupportedInputError,
+    UnsupportedSQLError,
+    WriteError,
+    WriteLockedError,
+    WriteSchemaError,
 )
 from .metrics import METRICS
 from .render import sql
@@ -28,7 +37,9 @@ __version__ = "0.1.0"
 __all__ = [
     "BACKENDS", "METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation",
     "bind_parameters", "shipped_sql", "sql", "compare_conventions", "explain", "Explanation",
-    "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "InputError", "InvalidRankError",
-    "InvalidRelevanceError", "MissingColumnError", "MissingDependencyError", "NullValueError",
-    "ParameterError", "RankwiseError", "UndefinedValueError", "UnsupportedInputError",
+    "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "DuplicateUserError", "InputError",
+    "InputFileError", "InvalidIdentifierError", "InvalidRankError", "InvalidRelevanceError", "InvalidScoreError",
+    "MissingColumnError", "MissingDependencyError", "NullValueError", "NumericOverflowError", "ParameterError",
+    "RankwiseError", "UndefinedValueError", "UnsupportedInputError", "UnsupportedSQLError", "WriteError",
+    "WriteLockedError", "WriteSchemaError",
 ]

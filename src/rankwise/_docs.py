@@ -7,23 +7,7 @@ is what this produces, so the page cannot drift from the code.
 from __future__ import annotations
 
 from .conventions import PRESETS, Convention, knob_documentation
-from .metrics import KNOBS_BY_METRIC
-
-FORMULAS = {
-    "precision": ("Precision@k", "hits@k / den, den by `precision_denominator`"),
-    "recall": ("Recall@k", "hits@k / n_rel"),
-    "fbeta": ("F-beta@k (`f1`, `f2`, `f0.5`, ...)",
-              "(1 + b^2) P R / (b^2 P + R), 0 when P = R = 0; the mean is per user or F of the means"),
-    "map": ("MAP@k (per user: AP@k)", "sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`"),
-    "mar": ("MAR@k (per user: AR@k, document 001)",
-            "sum over hit positions i <= k of hits@i / n_rel, divided by `ap_denominator`"),
-    "mrr": ("MRR@k (per user: RR@k)", "1 / position of the first relevant item (within k if `rr_cutoff`), else 0"),
-    "dcg": ("DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)"),
-    "ndcg": ("NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`"),
-    "hit_rate": ("Hit rate@k", "1 if any of the top k is relevant, else 0"),
-    "r_precision": ("R-precision@k", "hits within the top m / m, m = min(k, n_rel)"),
-}
-
+from .metrics import KNOBS_BY_METRIC, REGISTRY
 
 def render() -> str:
     knobs = knob_documentation()
@@ -44,7 +28,8 @@ def render() -> str:
     for name, (values, doc) in knobs.items():
         shown = ", ".join(f"`{v!r}`" for v in values) if isinstance(values, tuple) else values
         out.append(f"| `{name}` | `{getattr(default, name)!r}` | {shown} | {doc} |")
-    for metric, (title, formula) in FORMULAS.items():
+    for m in REGISTRY:
+        metric, title, formula = m.name, m.title, m.formula
         relevant = KNOBS_BY_METRIC[metric]
         presets = [p for p in PRESETS.values() if p.metrics is None or metric in p.metrics]
         varying = [k for k in relevant if len({repr(getattr(p, k)) for p in presets}) > 1]

@@ -1,37 +1,52 @@
-"""DuckDB backend: runs the shipped ``sql/per_user.sql`` and ``sql/summary.sql`` with bound parameters."""
+"""DuckDB engine: the shipped ``sql/per_user.sql`` and ``sql/summary.sql`` with bound parameters, in
+one connection (see rankwise._engine for the protocol).
+
+The per-user rows land in a temporary table sorted by (k, user_id); the summary, the user counts
+and the empty-rule examples read that table in the same session, and only then are the rows
+fetched as a Polars frame. The summary runs on one thread over the sorted table, so its sums are
+bit-identical run after run (DuckDB's parallel AVG adds in whatever order the threads finish).
+"""
 
 from __future__ import annotations
 
 import tempfile
+from contextlib import ExitStack
 
 import duckdb
 import polars as pl
 
 from . import _sql_files
+from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
 from ._inputs import Prepared
 from .conventions import Convention
+from .errors import RankwiseError
+from .metrics import MetricRequest
 
 
-def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
-             connection: duckdb.DuckDBPyConnection | None = None,
-             memory_limit: str | int | None = None) -> pl.DataFrame:
-    """Long per-user frame, the same columns as the Polars backend.
+class DuckDBEngine:
+    name = "duckdb"
+    capabilities = Capabilities(memory_limit=True)
 
-    ``memory_limit`` caps DuckDB's memory; joins, aggregates and windows spill to a temporary
-    directory beyond it (removed afterwards).
-    """
-    con = connection or duckdb.connect()
-    if memory_limit is None:
-        return _per_user(con, prep, ks, conv, beta)
-    with tempfile.TemporaryDirectory(prefix="rankwise-duckdb-") as spill:
-        limit = f"{memory_limit}B" if isinstance(memory_limit, int) else memory_limit
-        con.execute("SET memory_limit = ?", [limit])
-        con.execute("SET temp_directory = ?", [spill])
-        con.execute("SET preserve_insertion_order = false")  # lets operators stream and spill
-        return _per_user(con, prep, ks, conv, beta)
+    def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        """``memory_limit`` caps DuckDB's memory; joins, aggregates and windows spill to a temporary
+        directory beyond it (removed afterwards)."""
+        with ExitStack() as stack:
+            con = stack.enter_context(duckdb.connect())
+            if memory_limit is not None:
+                spill = stack.enter_context(tempfile.TemporaryDirectory(prefix="rankwise-duckdb-"))
+                con.execute("SET memory_limit = ?", [f"{memory_limit}B"])
+                con.execute("SET temp_directory = ?", [spill])
+            try:
+                return _run(con, prep, request, conv)
+            except duckdb.OutOfMemoryException as error:
+                raise RankwiseError(
+                    f"DuckDB ran out of memory: {str(error).splitlines()[0]}",
+                    hint="Raise memory_limit, or free memory; DuckDB spills joins and sorts to disk, "
+                         "but some operators need their working set in memory.") from error
 
 
-def _per_user(con: duckdb.DuckDBPyConnection, prep: Prepared, ks, conv: Convention, beta: float) -> pl.DataFrame:
+def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest, conv: Convention) -> Output:
     for name in ("recommendations", "ground_truth"):
         if name in prep.sources:
             # the validated Parquet file, read by DuckDB itself (same renames and casts as the Polars
@@ -39,14 +54,15 @@ def _per_user(con: duckdb.DuckDBPyConnection, prep: Prepared, ks, conv: Conventi
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {prep.sources[name]}")
         else:
             con.register(name, getattr(prep, name))
-    con.register("cutoffs", pl.DataFrame({"k": list(ks)}, schema={"k": pl.Int64}))
+    con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
     sql = _sql_files.read("per_user")
-    return con.sql(sql, params=_sql_files.bind(sql, conv, beta)).pl()
-
-
-def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float,
-            connection: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
-    con = connection or duckdb.connect()
-    con.register("per_user", per_user_long)
-    sql = _sql_files.read("summary")
-    return con.sql(sql, params=_sql_files.bind(sql, conv, beta)).pl()
+    con.execute(f"CREATE TEMP TABLE per_user AS SELECT * FROM ({sql}) AS rows ORDER BY k, user_id",
+                _sql_files.bind(sql, conv, request.beta))
+    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
+    summary_sql = _sql_files.read("summary")
+    summary = con.sql(summary_sql, params=_sql_files.bind(summary_sql, conv, request.beta, f_name="fbeta")).pl()
+    counts = dict(zip(COUNTS, con.execute(COUNTS_SQL.format(per_user="per_user")).fetchall()[0], strict=True))
+    examples = {knob: con.sql(examples_sql("per_user", condition)).pl() for knob, condition, _, _ in error_rules(conv)}
+    con.execute(f"SET threads = {int(threads)}")
+    return Output(con.sql("SELECT * FROM per_user").pl(), summary, counts, examples)

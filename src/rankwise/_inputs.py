@@ -10,23 +10,29 @@ exists in that input with nothing in it. Both engines read exactly these tables;
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 
 import polars as pl
 
 from ._runs import grouped_runs
-from .conventions import Convention
+from .conventions import _INPUT_KNOBS, Convention
 from .errors import (
     DtypeMismatchError,
     DuplicateItemError,
     DuplicateRankError,
+    DuplicateUserError,
+    InputFileError,
     InvalidRankError,
     InvalidRelevanceError,
+    InvalidScoreError,
     MissingColumnError,
     NullValueError,
     ParameterError,
+    RankwiseError,
     UnsupportedInputError,
 )
 
@@ -43,6 +49,21 @@ class Columns:
     rank: str = "rank"
     score: str = "score"
     relevance: str = "relevance"
+
+    def __post_init__(self):
+        names = {f.name: getattr(self, f.name) for f in fields(self)}
+        for role, name in names.items():
+            if not isinstance(name, str):
+                raise ParameterError(f"{role}_col must be a column name (a string), got {name!r}.",
+                                     hint=f"Pass {role}_col='...'.")
+        shared = {n for n in names.values() if list(names.values()).count(n) > 1}
+        if shared:
+            roles = [f"{role}_col" for role, name in names.items() if name in shared]
+            raise ParameterError(
+                f"{' and '.join(roles)} name the same column {sorted(shared)[0]!r}: each role needs its own column.",
+                hint="Give each of user_col=, item_col=, rank_col=, score_col=, relevance_col= a different name "
+                "(rename the input's columns if one column would serve two roles).",
+            )
 
 
 @dataclass(frozen=True)
@@ -72,34 +93,45 @@ class Prepared:
     def ground_truth(self) -> pl.DataFrame:
         return self.truth.collect()
 
-    def n_users_either(self) -> int:
-        """Distinct users over both inputs (from the users the checks saw, without a rescan)."""
+    def _distinct_users(self) -> tuple[pl.Series, pl.Series]:
+        """Each input's distinct users (from the users the checks saw, without a rescan)."""
         recs = self.rec_users if self.rec_users is not None else self.recs.select(USER).unique().collect()[USER]
         truth = self.truth_users if self.truth_users is not None else self.truth.select(USER).unique().collect()[USER]
-        return pl.concat([recs.cast(self.user_dtype), truth.cast(self.user_dtype)]).n_unique()
+        return recs.cast(self.user_dtype).unique(), truth.cast(self.user_dtype).unique()
+
+    def n_users_either(self) -> int:
+        """Distinct users over both inputs."""
+        return pl.concat(self._distinct_users()).n_unique()
+
+    def user_counts(self, users: str) -> tuple[int, int]:
+        """(users in either input, users the ``users`` rule evaluates before ``unjudged``)."""
+        recs, truth = self._distinct_users()
+        either = pl.concat([recs, truth]).n_unique()
+        both = int(recs.is_in(truth.implode()).sum())
+        return either, {"union": either, "labels": truth.len(), "predictions": recs.len(), "intersection": both}[users]
 
 
-def to_lazyframe(data, what: str) -> pl.LazyFrame:
-    """Polars (eager/lazy), pandas, PyArrow, DuckDB relation, or a Parquet/CSV path -> LazyFrame."""
+def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFrame:
+    """Polars (eager/lazy), pandas, PyArrow, DuckDB relation, or a Parquet/CSV path -> LazyFrame.
+
+    A path is read literally (no glob); a CSV file's user and item columns are read as text, so
+    ids such as ``007`` and ``7`` stay two ids (the other columns' types are inferred).
+    """
     if isinstance(data, pl.LazyFrame):
         return data
     if isinstance(data, pl.DataFrame):
         return data.lazy()
     if isinstance(data, (str, Path)):
-        path = Path(data)
-        suffix = path.suffix.lower()
-        if suffix in (".parquet", ".pq") or path.is_dir():
-            return pl.scan_parquet(path)
-        if suffix in (".csv", ".tsv"):
-            return pl.scan_csv(path, separator="\t" if suffix == ".tsv" else ",")
-        raise UnsupportedInputError(
-            f"{what}: cannot tell the format of {str(path)!r}.",
-            hint="Pass a .parquet or .csv path, or a DataFrame.",
-        )
+        return _scan_file(data, what, columns or Columns())
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
-        return pl.from_pandas(data).lazy()
+        _unique_names(list(data.columns), what)
+        try:
+            return pl.from_pandas(data).lazy()
+        except (TypeError, ValueError) as error:  # pyarrow.ArrowInvalid is a ValueError
+            _raise_mixed_object_column(data, what, error)
     if module == "pyarrow":
+        _unique_names(list(data.column_names), what)
         return pl.from_arrow(data).lazy()
     if module in ("duckdb", "_duckdb"):
         return data.pl().lazy()
@@ -110,23 +142,153 @@ def to_lazyframe(data, what: str) -> pl.LazyFrame:
     )
 
 
+def _unique_names(names: list, what: str) -> None:
+    repeated = sorted({str(n) for n in names if names.count(n) > 1})
+    if repeated:
+        raise UnsupportedInputError(
+            f"{what}: column name(s) {repeated} appear more than once.",
+            hint="Rename or drop the repeated columns so that every column name is unique.",
+        )
+
+
+def _raise_mixed_object_column(df, what: str, error: Exception):
+    """A pandas object column holding several Python types (``[1, "1"]``): name it, show the rows."""
+    for name in df.columns:
+        column = df[name].reset_index(drop=True)
+        if column.dtype == object:
+            kinds = column.dropna().map(lambda v: type(v).__name__)
+            if kinds.nunique() > 1:
+                first = kinds.drop_duplicates().index[:_SHOW]
+                rows = pl.DataFrame({str(name): [repr(v) for v in column[first]],
+                                     "python type": kinds[first].tolist()})
+                raise DtypeMismatchError(
+                    f"{what}: pandas column {name!r} mixes Python types ({', '.join(sorted(set(kinds)))}), so "
+                    "equal-looking values such as 1 and '1' would be different ids.",
+                    rows=rows, hint=f"Convert the column to one type first, e.g. df[{name!r}].astype(str).",
+                ) from error
+    raise UnsupportedInputError(
+        f"{what}: the pandas DataFrame cannot be converted: {error}",
+        hint="Convert it with polars.from_pandas() yourself to see which column fails.") from error
+
+
+# -- file inputs -----------------------------------------------------------------------------------
+
+_PARQUET, _CSV, _HIDDEN = (".parquet", ".pq"), (".csv", ".tsv"), (".", "_")
+
+
+def _scan_file(data, what: str, c: Columns) -> pl.LazyFrame:
+    """A Parquet file or directory of Parquet files, or a CSV/TSV file, scanned lazily and literally."""
+    path = Path(data)
+    suffix = path.suffix.lower()
+    if not path.exists():
+        raise InputFileError(f"{what}: {str(data)!r} does not exist.",
+                             hint="Check the path (a relative path starts at the current directory).")
+    if path.is_dir():  # its Parquet files, hidden ones (.crc, _SUCCESS) skipped as Spark and Hive write them
+        files = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(_HIDDEN)]
+        if not any(p.suffix.lower() in _PARQUET for p in files):
+            raise InputFileError(f"{what}: the directory {str(data)!r} holds no Parquet files.",
+                                 hint="Point to a .parquet file, or to a directory of .parquet files.")
+        with reading(data, what):
+            lf = pl.scan_parquet(path, glob=False, hidden_file_prefix=_HIDDEN)
+            lf.collect_schema()
+        return lf
+    if suffix not in _PARQUET + _CSV:
+        raise UnsupportedInputError(
+            f"{what}: cannot tell the format of {str(data)!r}.",
+            hint="Pass a .parquet or .csv path, or a DataFrame.",
+        )
+    with reading(data, what):
+        if suffix in _PARQUET:
+            lf = pl.scan_parquet(path, glob=False)
+            lf.collect_schema()
+            return lf
+        lf = pl.scan_csv(path, separator="\t" if suffix == ".tsv" else ",", glob=False,
+                         schema_overrides={c.user: pl.String, c.item: pl.String})
+        if lf.head(1).collect().height == 0:
+            raise InputFileError(f"{what}: the CSV file {str(data)!r} has a header but no rows.",
+                                 hint="Write at least one row, or pass an empty DataFrame with typed columns.")
+    return lf
+
+
+@contextmanager
+def reading(data, what: str):
+    """Turn a read error of a file input (at scan or at collect time) into an InputFileError naming it."""
+    if not isinstance(data, (str, Path)):
+        yield
+        return
+    try:
+        yield
+    except RankwiseError:
+        raise
+    except (pl.exceptions.PolarsError, OSError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        csv = Path(data).suffix.lower() in _CSV
+        if isinstance(error, OSError):  # removed or unreadable since the path was checked
+            problem, hint = f"cannot be read ({message})", "Check that the file exists and is readable."
+        elif isinstance(error, pl.exceptions.NoDataError) or message == "empty CSV":
+            problem, hint = "is empty", "Write a header row and at least one row."
+        elif "more fields" in message:
+            problem = "has a row with more fields than the header (a ragged CSV)"
+            hint = "Every row needs as many fields as the header: check the separator and the quoting."
+        elif csv:
+            problem, hint = f"cannot be parsed ({message})", "Check the file's separator, quoting and column types."
+        elif Path(data).is_dir():
+            problem = f"is a directory whose Parquet files cannot be read as one table ({message})"
+            hint = "Every file needs the same columns; move other files out, or pass one file."
+        else:
+            problem = f"is not a readable Parquet file, truncated or corrupt ({message})"
+            hint = "Rewrite the file (an interrupted write truncates it), or point to another one."
+        raise InputFileError(f"{what}: {str(data)!r} {problem}.", hint=hint) from error
+
+
+def input_key(conv: Convention) -> tuple:
+    """Conventions with the same key prepare the same canonical tables from the same inputs (the
+    input-rule knobs, conventions._INPUT_KNOBS)."""
+    return tuple(getattr(conv, knob) for knob in _INPUT_KNOBS)
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The ground truth, validated once (several runs are evaluated against it)."""
+
+    frame: pl.LazyFrame
+    users: pl.Series | None
+    raw_schema: pl.Schema
+    data: object  # what the caller passed (a path is also read by DuckDB directly)
+
+
+def prepare_truth(ground_truth, columns: Columns) -> Truth:
+    """Validate the ground truth and normalise it to the canonical long table (user, item, relevance)."""
+    with reading(ground_truth, "ground truth"):
+        raw = to_lazyframe(ground_truth, "ground truth", columns)
+        truth, users = _ground_truth(raw, columns)
+    return Truth(truth, users, raw.collect_schema(), ground_truth)
+
+
 def prepare(recommendations, ground_truth, columns: Columns, convention: Convention) -> Prepared:
-    """Validate both inputs and normalise them to the canonical long tables."""
-    recs_raw = to_lazyframe(recommendations, "recommendations")
-    truth_raw = to_lazyframe(ground_truth, "ground truth")
-    recs, rec_users = _recommendations(recs_raw, columns, convention)
-    truth, truth_users = _ground_truth(truth_raw, columns)
-    recs, truth = _align_dtypes(recs, truth, columns)
+    """Validate both inputs and normalise them to the canonical long tables.
+
+    Every read of a file input happens here (the checks read each file once in full), so a file
+    that fails to parse fails here, as an InputFileError naming it. ``ground_truth`` may be a
+    :class:`Truth` already validated.
+    """
+    with reading(recommendations, "recommendations"):
+        recs_raw = to_lazyframe(recommendations, "recommendations", columns)
+        recs, rec_users = _recommendations(recs_raw, columns, convention)
+    gt = ground_truth if isinstance(ground_truth, Truth) else prepare_truth(ground_truth, columns)
+    csv = [what for what, data in (("recommendations", recommendations), ("ground truth", gt.data))
+           if isinstance(data, (str, Path)) and Path(data).suffix.lower() in _CSV]
+    recs, truth = _align_dtypes(recs, gt.frame, columns, csv)
     sources = {}
     if rec_users is not None and _parquet_file(recommendations):
         sources["recommendations"] = _duckdb_select(
             recommendations, recs.collect_schema(), {USER: columns.user, RANK: columns.rank, ITEM: columns.item})
-    if truth_users is not None and _parquet_file(ground_truth):
+    if gt.users is not None and _parquet_file(gt.data):
         sources["ground_truth"] = _duckdb_select(
-            ground_truth, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
-            has=truth_raw.collect_schema())
+            gt.data, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
+            has=gt.raw_schema)
     sources = {k: v for k, v in sources.items() if v is not None}
-    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, truth_users)
+    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, gt.users)
 
 
 # -- file inputs read by DuckDB directly -----------------------------------------------------------
@@ -149,16 +311,20 @@ def _duckdb_select(path, schema, names: dict, has=None) -> str | None:
     parts = []
     for out, dtype in schema.items():
         sql_type = _DUCKDB_TYPES.get(dtype)
-        if sql_type is None:
-            return None
         source = names[out]
+        if sql_type is None or source == "":  # DuckDB has no empty identifier: read through Polars
+            return None
         if has is not None and source not in has:
             parts.append(f"CAST(1.0 AS {sql_type}) AS {out}")
         else:
             quoted = source.replace('"', '""')
             parts.append(f'CAST("{quoted}" AS {sql_type}) AS {out}')
-    literal = str(Path(path)).replace("'", "''")
+    # DuckDB expands glob characters in every path: bracket them so that the path is read literally
+    literal = _GLOB.sub(r"[\1]", str(Path(path))).replace("'", "''")
     return f"SELECT {', '.join(parts)} FROM read_parquet('{literal}')"
+
+
+_GLOB = re.compile(r"([*?\[])")
 
 
 # -- recommendations -------------------------------------------------------------------------------
@@ -184,6 +350,15 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
         _check_nulls(df, [USER, ITEM, RANK], "recommendations", c)
         _check_ranks(df, c)
     elif c.score in schema:
+        if not schema[c.score].is_numeric():
+            raise InvalidScoreError(
+                f"recommendations: {c.score!r} must be numeric to rank by it, got {schema[c.score]} "
+                "(text sorts '9' above '10'; booleans and dates are not scores).",
+                rows=_show(lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), c.score).head(_SHOW)
+                           .collect(), c),
+                hint=f"Cast the score to a number, e.g. pl.col({c.score!r}).cast(pl.Float64), or pass ranks "
+                "(rank_col=).",
+            )
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.score).alias(SCORE)).collect()
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
         df = _rank_by_score(df, conv.ties, conv.min_score)
@@ -213,10 +388,17 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool
     _check_nulls(df, [USER, ITEM], what, c)
     repeated = df.filter(pl.col(USER).is_duplicated())
     if repeated.height:
-        raise DuplicateItemError(
+        raise DuplicateUserError(
             f"{what}: in list form each user has one row, but some users have several.",
-            rows=_show(repeated, c),
+            rows=_show(repeated.sort(USER), c),
             hint="Concatenate each user's lists, or pass the long form (one row per item).",
+        )
+    holes = df.filter(pl.col(ITEM).list.eval(pl.element().is_null()).list.any())
+    if holes.height:  # [None] too: only an empty list means "no items"
+        raise NullValueError(
+            f"{what}: {holes.height} lists in {c.item!r} hold a null item.", rows=_show(holes, c),
+            hint=f"Drop nulls from the lists: pl.col({c.item!r}).list.drop_nulls() (an empty list is a user "
+            "with no items).",
         )
     df = df.with_columns(pl.col(ITEM).list.len().alias("_n"))
     if REL in df.columns:
@@ -233,12 +415,6 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool
     out = df.with_columns(
         (pl.int_range(pl.len(), dtype=pl.Int64).over(USER) + 1).alias(RANK)
     ).drop("_n")
-    items_null = out.filter(pl.col(ITEM).is_null() & (pl.col(USER).is_duplicated()))
-    if items_null.height:
-        raise NullValueError(
-            f"{what}: a list holds a null item.", rows=_show(items_null, c),
-            hint="Drop nulls from the lists: pl.col(item).list.drop_nulls().",
-        )
     return out.lazy()
 
 
@@ -380,9 +556,20 @@ def _check_nulls(df: pl.DataFrame, names: list[str], what: str, c: Columns) -> N
             )
 
 
-def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns):
-    """Ids must be of one kind in both inputs; integer widths are widened to a common type."""
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list[str] = ()):
+    """Ids must be of one kind in both inputs, the same rule on every backend:
+
+    - integer widths are widened to a common type: UInt64 when both are unsigned, else Int64;
+    - Int128/UInt128 ids (no DuckDB or Spark type) are narrowed to Int64 when every value fits;
+    - String and Categorical are both text;
+    - anything else, or values that do not fit the common type, is a DtypeMismatchError.
+    """
     for col in (USER, ITEM):
+        recs = _narrow_int128(recs, col, c, "recommendations")
+        truth = _narrow_int128(truth, col, c, "ground truth")
         a, b = recs.collect_schema()[col], truth.collect_schema()[col]
         if a == b or a == pl.Null or b == pl.Null:
             if a == pl.Null and b != pl.Null:
@@ -392,20 +579,50 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns):
             continue
         if a.is_integer() and b.is_integer():
             common = pl.Int64 if (a.is_signed_integer() or b.is_signed_integer()) else pl.UInt64
+            for frame, dtype, what in ((recs, a, "recommendations"), (truth, b, "ground truth")):
+                if dtype == pl.UInt64 and common == pl.Int64:
+                    _check_fits(frame, col, c, what, f"{_public(col, c)!r} is UInt64 in the {what} and signed in the "
+                                f"other input, and some ids are above the Int64 range")
             recs, truth = recs.with_columns(pl.col(col).cast(common)), truth.with_columns(pl.col(col).cast(common))
             continue
         if a in (pl.String, pl.Categorical) and b in (pl.String, pl.Categorical):
             recs, truth = recs.with_columns(pl.col(col).cast(pl.String)), truth.with_columns(pl.col(col).cast(pl.String))
             continue
         recs_head, truth_head = recs.select(col).head(3).collect()[col], truth.select(col).head(3).collect()[col]
+        hint = f"Cast both to the same type, e.g. pl.col({_public(col, c)!r}).cast(pl.String)."
+        if csv:
+            hint = (f"The {' and '.join(csv)} {'input is' if len(csv) == 1 else 'inputs are'} CSV, and a CSV "
+                    "file's user and item ids are read as text (so '007' and '7' stay two ids): give the other "
+                    "input text ids too (pl.col(...).cast(pl.String)), or read the CSV yourself with the types you "
+                    "want, e.g. pl.read_csv(path, schema_overrides={...: pl.Int64}), and pass the DataFrame.")
         raise DtypeMismatchError(
             f"{_public(col, c)!r} is {a} in the recommendations but {b} in the ground truth.",
             rows=pl.DataFrame({"recommendations": [str(v) for v in recs_head],
                                "ground truth": [str(v) for v in truth_head]}, strict=False)
             if recs_head.len() >= 3 and truth_head.len() >= 3 else None,
-            hint="Cast both to the same type, e.g. pl.col(...).cast(pl.String).",
+            hint=hint,
         )
     return recs, truth
+
+
+def _narrow_int128(lf: pl.LazyFrame, col: str, c: Columns, what: str) -> pl.LazyFrame:
+    if lf.collect_schema()[col] not in (pl.Int128, pl.UInt128):
+        return lf
+    _check_fits(lf, col, c, what, f"{what}: {_public(col, c)!r} is {lf.collect_schema()[col]} and some ids are "
+                "outside the Int64 range (no DuckDB or Spark type holds them)")
+    return lf.with_columns(pl.col(col).cast(pl.Int64))
+
+
+def _check_fits(lf: pl.LazyFrame, col: str, c: Columns, what: str, problem: str) -> None:
+    """Raise DtypeMismatchError unless every id fits Int64."""
+    outside = (pl.col(col) < _INT64[0]) | (pl.col(col) > _INT64[1])
+    bad = lf.filter(outside).select(pl.col(col).cast(pl.String)).unique(maintain_order=True).head(_SHOW).collect()
+    if bad.height:
+        raise DtypeMismatchError(
+            problem + ".", rows=bad.rename({col: _public(col, c)}),
+            hint="Cast the ids of both inputs to text (pl.col(...).cast(pl.String)); ids are compared, never "
+            "summed, so text ids give the same results.",
+        )
 
 
 def _public(name: str, c: Columns) -> str:

@@ -1,8 +1,7 @@
 """Polars backend: one lazy plan, stage for stage the same as ``sql/per_user.sql``.
 
-The metric builders at the bottom take the convention and return ``pl.Expr`` over the per-(user, k)
-statistics (hits, n_recs, n_rel, precision_sum, hits_sum, first_hit, dcg, idcg, r_hits), so they
-compose with any grouping.
+Each metric's value is its registry expression (``rankwise.metrics.REGISTRY``, built from
+``rankwise._expressions``) over the per-(user, k) statistics this plan computes.
 """
 
 from __future__ import annotations
@@ -11,10 +10,13 @@ import math
 
 import polars as pl
 
+from ._expressions import fbeta
 from ._inputs import ITEM, RANK, REL, USER, Prepared
+from ._engine import Capabilities, Output, polars_output
 from .conventions import Convention
+from .metrics import REGISTRY, USER_LEVEL, MetricRequest
 
-METRIC_COLUMNS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
+METRIC_COLUMNS = USER_LEVEL
 
 
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
@@ -103,38 +105,49 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
     )
-    values = {name: builder(conv) for name, builder in _BUILDERS.items()}
-    values["fbeta"] = fbeta(pl.col("precision"), pl.col("recall"), beta)
-    frame = stats.with_columns(**{n: values[n] for n in METRIC_COLUMNS if n != "fbeta"}).with_columns(
-        fbeta=values["fbeta"]
-    )
     empty = _empty_value(conv)
     return (
-        frame.with_columns(**{n: empty(pl.col(n)) for n in METRIC_COLUMNS})
+        stats.with_columns(**{m.name: empty(m.build(conv, beta)) for m in REGISTRY if m.level == "user"})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
+        .sort("k", USER)
         .collect(engine="streaming" if memory_limit is not None else "auto")
     )
 
 
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
-    """Mean of every metric per k over the users whose value is defined (the SQL's summary.sql)."""
+    """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
+    their number and the sample standard deviation (rows in (k, user) order: the same sums every run)."""
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
-    per_k = per_user_long.group_by("k").agg(
+    per_k = per_user_long.group_by("k", maintain_order=True).agg(
         *[pl.col(m).mean().alias(f"value:{m}") for m in METRIC_COLUMNS],
         *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
+        *[pl.col(m).std(ddof=1).alias(f"sd:{m}") for m in METRIC_COLUMNS],
     )
     out = pl.concat([
         per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
-                     pl.col(f"n_users:{m}").alias("n_users"))
+                     pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
         for m in METRIC_COLUMNS
     ])
     if conv.f_aggregation == "of_means":
         means = per_user_long.group_by("k").agg(pl.col("precision").mean(), pl.col("recall").mean())
         f = means.select("k", fbeta(pl.col("precision"), pl.col("recall"), beta).alias("of_means"))
         out = out.join(f.with_columns(metric=pl.lit("fbeta")), on=["metric", "k"], how="left").with_columns(
-            value=pl.coalesce("of_means", "value")
+            value=pl.coalesce("of_means", "value"),
+            sd=pl.when(pl.col("of_means").is_null()).then("sd"),  # an F of means is not a mean over users
         ).drop("of_means")
     return out
+
+
+class PolarsEngine:
+    """The lazy plan above, then its summary, in one process (see rankwise._engine)."""
+
+    name = "polars"
+    capabilities = Capabilities(memory_limit=True)
+
+    def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        rows = per_user(prep, request.ks, conv, request.beta, memory_limit)
+        return polars_output(rows, summary(rows, conv, request.beta), conv)
 
 
 # -- expression builders ---------------------------------------------------------------------------
@@ -172,101 +185,6 @@ def _in_universe(users: str) -> pl.Expr:
         "predictions": pl.col("in_recs") == 1,
         "intersection": (pl.col("in_recs") == 1) & (pl.col("in_truth") == 1),
     }[users]
-
-
-def _least(a: pl.Expr, b: pl.Expr) -> pl.Expr:
-    return pl.min_horizontal(a, b)
-
-
-def _divide(num: pl.Expr, den: pl.Expr) -> pl.Expr:
-    """num / den, null when den is 0 (SQL's NULLIF)."""
-    den = den.cast(pl.Float64)
-    return pl.when(den != 0).then(num / den)
-
-
-def precision(conv: Convention) -> pl.Expr:
-    """hits@k / den, den = k | min(k, n_recs) | min(k, n_rel) | min(k, |recommended or relevant|)."""
-    den = {
-        "k": pl.col("k"),
-        "min_k_len": _least(pl.col("k"), pl.col("n_recs")),
-        "min_k_nrel": _least(pl.col("k"), pl.col("n_rel")),
-        "min_k_candidates": _least(pl.col("k"), pl.col("n_candidates")),
-    }[conv.precision_denominator]
-    return _divide(pl.col("hits"), den)
-
-
-def recall(conv: Convention) -> pl.Expr:
-    """hits@k / n_rel."""
-    return _divide(pl.col("hits"), pl.col("n_rel"))
-
-
-def _ap_den(conv: Convention) -> pl.Expr:
-    return {
-        "n_hits": pl.col("hits"),
-        "n_rel": pl.col("n_rel"),
-        "min_k_nrel": _least(pl.col("k"), pl.col("n_rel")),
-        "k": pl.col("k"),
-        "min_k_len": _least(pl.col("k"), pl.col("n_recs")),
-    }[conv.ap_denominator].cast(pl.Float64)
-
-
-def average_precision(conv: Convention) -> pl.Expr:
-    """sum over hit positions i <= k of hits@i / i, divided by the AP denominator (0 when it is 0)."""
-    den = _ap_den(conv)
-    return pl.when(den > 0).then(pl.col("precision_sum") / den).otherwise(0.0)
-
-
-def average_recall(conv: Convention) -> pl.Expr:
-    """sum over hit positions i <= k of hits@i / n_rel, divided by the AP denominator."""
-    den = _ap_den(conv)
-    return pl.when(den > 0).then(_divide(pl.col("hits_sum"), pl.col("n_rel")) / den).otherwise(0.0)
-
-
-def reciprocal_rank(conv: Convention) -> pl.Expr:
-    """1 / position of the first hit (within k when rr_cutoff), 0 without one."""
-    return pl.when(pl.col("first_hit") > 0).then(1.0 / pl.col("first_hit")).otherwise(0.0)
-
-
-def dcg(conv: Convention) -> pl.Expr:
-    """sum_{i<=k} gain_i / log_b(i + 1)."""
-    return pl.col("dcg")
-
-
-def ndcg(conv: Convention) -> pl.Expr:
-    """DCG@k / IDCG@k; when IDCG = 0: 0 or undefined (zero_ideal)."""
-    fallback = pl.lit(0.0) if conv.zero_ideal == "zero" else pl.lit(None, dtype=pl.Float64)
-    return pl.when(pl.col("idcg") > 0).then(pl.col("dcg") / pl.col("idcg")).otherwise(fallback)
-
-
-def hit_rate(conv: Convention) -> pl.Expr:
-    """1 if any of the top k is relevant, else 0."""
-    return pl.when(pl.col("hits") > 0).then(1.0).otherwise(0.0)
-
-
-def r_precision(conv: Convention) -> pl.Expr:
-    """hits within the top min(k, n_rel) / min(k, n_rel)."""
-    return _divide(pl.col("r_hits"), _least(pl.col("k"), pl.col("n_rel")))
-
-
-def fbeta(p: pl.Expr, r: pl.Expr, beta: float) -> pl.Expr:
-    """(1 + b^2) P R / (b^2 P + R), 0 when P + R = 0, undefined when P or R is."""
-    b2 = beta * beta
-    undefined = pl.lit(None, dtype=pl.Float64)
-    return pl.when(p.is_null() | r.is_null()).then(undefined).when(p + r > 0).then(
-        (1.0 + b2) * p * r / (b2 * p + r)).otherwise(0.0)
-
-
-_BUILDERS = {
-    "precision": precision,
-    "recall": recall,
-    "map": average_precision,
-    "mar": average_recall,
-    "mrr": reciprocal_rank,
-    "dcg": dcg,
-    "ndcg": ndcg,
-    "hit_rate": hit_rate,
-    "r_precision": r_precision,
-}
 
 
 def _empty_value(conv: Convention):

@@ -8,8 +8,7 @@ the preset's notes and pinned by a test in tests/test_presets.py.
 from __future__ import annotations
 
 from .conventions import Convention
-
-_ALL = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
+from .metrics import USER_LEVEL as _ALL
 
 
 def _preset(name: str, metrics: tuple[str, ...], notes: str, **knobs) -> Convention:

@@ -2,24 +2,28 @@
 
 The canonical tables are registered as temporary views under a per-call prefix, the per-user query
 runs, and the summary reads its result. ``evaluate(..., backend="spark", collect=False)``
-keeps the per-user result as a Spark DataFrame (see :func:`evaluate_uncollected`). Inputs are
-normalised by ``rankwise._inputs`` on the driver, as for every backend.
+keeps the per-user result in Spark. Inputs are normalised by ``rankwise._inputs`` on the driver, as
+for every backend (issue 12 moves that into Spark).
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import uuid
+from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import render
-from ._inputs import USER, Prepared
+from . import _checks, render
+from ._inputs import USER, Columns
+from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
 from .conventions import Convention
-from .errors import MissingDependencyError
-from .metrics import internal_name
+from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
+                     MissingColumnError, MissingDependencyError)
+from .metrics import USER_LEVEL as METRIC_COLUMNS
+from .metrics import MetricRequest, internal_name
 
-METRIC_COLUMNS = ("precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision")
 _INSTALL = 'pip install "rankwise[spark]"  (pyspark >= 4 and a Java 17+ runtime)'
 
 
@@ -62,35 +66,37 @@ def _to_spark(spark, frame: pl.DataFrame):
     table = frame.to_arrow()
     import pyarrow as pa
 
-    # Spark's Arrow reader takes plain string columns; Polars writes large_string / string_view.
-    schema = pa.schema([pa.field(f.name, pa.string() if pa.types.is_large_string(f.type)
-                                 or pa.types.is_string_view(f.type) else f.type) for f in table.schema])
+    def spark_readable(t):
+        # Spark's Arrow reader takes plain strings (Polars writes large_string / string_view) and
+        # has no unsigned integers: UInt64 ids become DECIMAL(20, 0), exact and joinable.
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.string()
+        if pa.types.is_uint64(t):
+            return pa.decimal128(20, 0)
+        if pa.types.is_unsigned_integer(t):
+            return pa.int64()
+        return t
+
+    schema = pa.schema([pa.field(f.name, spark_readable(f.type)) for f in table.schema])
     return spark.createDataFrame(table.cast(schema))
 
 
-def per_user_frame(prep: Prepared, ks, conv: Convention, beta: float, spark=None):
-    """The per-user long result as a Spark DataFrame (user_id, k, n_recs, n_rel, metrics), and the
-    temporary views it reads; drop them with :func:`_drop` once the frame is consumed or cached."""
-    spark = spark or session()
-    names = render.relation_names(f"rankwise_{uuid.uuid4().hex[:12]}_", None, "spark")
-    _to_spark(spark, prep.recommendations).createOrReplaceTempView(names["recommendations"])
-    _to_spark(spark, prep.ground_truth).createOrReplaceTempView(names["ground_truth"])
-    spark.sql(render.cutoffs_query(ks, "spark")).createOrReplaceTempView(names["cutoffs"])
-    per_user_sql, _, _ = render.queries(ks, conv, beta, "spark", names)
-    views = [names[n] for n in ("recommendations", "ground_truth", "cutoffs")]
-    return spark.sql(per_user_sql), views
-
-
-def summary_frame(per_user, conv: Convention, beta: float, spark=None) -> pl.DataFrame:
-    """summary.sql over a Spark per-user DataFrame (metric, k, value, n_users), collected."""
-    spark = spark or session()
-    names = render.relation_names(f"rankwise_{uuid.uuid4().hex[:12]}_", None, "spark")
-    per_user.createOrReplaceTempView(names["per_user"])
-    _, summary_sql, _ = render.queries((1,), conv, beta, "spark", names)
+@contextlib.contextmanager
+def _adaptive_off(spark):
+    """Adaptive query execution off while the per-user rows materialise and are summarised, then the
+    session's own setting back. Run adaptively, some of these plans fail in Spark 4 with a
+    ClassCastException deserialising UnionExec.children (reproduced with k = 2**31 - 1 on three
+    users; tests/test_hostile_inputs.py::test_the_largest_k)."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "false")
     try:
-        return to_polars(spark.sql(summary_sql))
+        yield
     finally:
-        _drop(spark, [names["per_user"]])
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def _drop(spark, views) -> None:
@@ -98,75 +104,158 @@ def _drop(spark, views) -> None:
         spark.catalog.dropTempView(view)
 
 
-def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float) -> pl.DataFrame:
-    """Long per-user frame, the same columns and types as the Polars backend."""
-    spark = session()
-    frame, views = per_user_frame(prep, ks, conv, beta, spark)
-    try:
-        return _canonical(to_polars(frame), prep.user_dtype)
-    finally:
-        _drop(spark, views)
+@dataclass
+class SparkInputs:
+    """Spark DataFrames evaluated where they are: checked, normalised and scored by spark.sql.
+
+    ``user_counts`` answers like :meth:`rankwise._inputs.Prepared.user_counts` once the engine has
+    counted the distinct users of each input (in Spark)."""
+
+    recommendations: object
+    ground_truth: object
+    columns: Columns
+    by_score: bool
+    has_relevance: bool
+    counts: dict = field(default_factory=dict)
+
+    def user_counts(self, users: str) -> tuple[int, int]:
+        recs, truth, both = self.counts["recs"], self.counts["truth"], self.counts["both"]
+        either = recs + truth - both
+        return either, {"union": either, "labels": truth, "predictions": recs, "intersection": both}[users]
 
 
-def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
-    """summary.sql on Spark over the (collected) per-user frame."""
-    spark = session()
-    return summary_frame(_to_spark(spark, per_user_long), conv, beta, spark)
+def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs | None:
+    """SparkInputs when both inputs are long-form Spark DataFrames the shipped SQL can take as they
+    are (typed errors for wrong column types, found from the schemas on the driver); None when the
+    driver path is needed (list-form columns, min_score: see README)."""
+    if not (is_spark_dataframe(recs) and is_spark_dataframe(truth)) or conv.min_score is not None:
+        return None
+    from pyspark.sql import types as T
+
+    r, t = ({f.name: f.dataType for f in frame.schema.fields} for frame in (recs, truth))
+    for what, schema, needed in (("recommendations", r, [columns.user, columns.item]),
+                                 ("ground truth", t, [columns.user, columns.item])):
+        missing = [c for c in needed if c not in schema]
+        if missing:
+            raise MissingColumnError(f"{what}: no column {missing[0]!r} (columns: {', '.join(schema)}).",
+                                     hint=f"Name the column with {'user_col' if missing[0] == columns.user else 'item_col'}=.")
+    if any(isinstance(schema[columns.item], T.ArrayType) for schema in (r, t)):
+        return None  # list form: normalised on the driver
+
+    def kind(dtype):
+        return "integer" if isinstance(dtype, T.IntegralType) else "string" if isinstance(dtype, T.StringType) \
+            else dtype.simpleString()
+
+    for column in (columns.user, columns.item):
+        a, b = kind(r[column]), kind(t[column])
+        if a != b or a not in ("integer", "string"):
+            raise DtypeMismatchError(
+                f"{column!r} is {r[column].simpleString()} in the recommendations and {t[column].simpleString()} "
+                "in the ground truth; ids must be both integers or both strings.",
+                hint=f"Cast one side, e.g. df.withColumn({column!r}, F.col({column!r}).cast('string')).")
+    by_score = columns.rank not in r
+    if by_score and columns.score not in r:
+        raise MissingColumnError(f"recommendations: neither a rank column {columns.rank!r} nor a score column "
+                                 f"{columns.score!r}.", hint="Name the column with rank_col= or score_col=.")
+    if not by_score and not isinstance(r[columns.rank], T.IntegralType):
+        raise InvalidRankError(f"recommendations: {columns.rank!r} must be integer, got {r[columns.rank].simpleString()}.",
+                               hint="Cast the rank column to an integer type, or pass scores as score_col.")
+    if by_score and not isinstance(r[columns.score], T.NumericType):
+        raise InvalidScoreError(f"recommendations: {columns.score!r} must be numeric to rank by it, got "
+                                f"{r[columns.score].simpleString()}.", hint="Cast the score to a double.")
+    has_relevance = columns.relevance in t
+    if has_relevance and not isinstance(t[columns.relevance], T.NumericType):
+        raise InvalidRelevanceError(f"ground truth: {columns.relevance!r} must be numeric, got "
+                                    f"{t[columns.relevance].simpleString()}.", hint="Cast the relevance to a double.")
+    return SparkInputs(recs, truth, columns, by_score, has_relevance)
 
 
-def _canonical(long: pl.DataFrame, user_dtype) -> pl.DataFrame:
-    return long.with_columns(
-        pl.col(USER).cast(user_dtype), pl.col("k", "n_recs", "n_rel").cast(pl.Int64),
-        pl.col(*METRIC_COLUMNS).cast(pl.Float64),
-    ).select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
+def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, prefix: str) -> list[str]:
+    """Check the caller's frames with sql/checks.sql, then create the canonical views over them."""
+    c = inputs.columns
+    source = {"recommendations": f"{prefix}recommendations_source", "ground_truth": f"{prefix}ground_truth_source"}
+    inputs.recommendations.createOrReplaceTempView(source["recommendations"])
+    inputs.ground_truth.createOrReplaceTempView(source["ground_truth"])
+    check_names = {"recommendations_input": f"{prefix}recommendations_input",
+                   "ground_truth_input": f"{prefix}ground_truth_input"}
+    raw = _checks.raw_views(source, "spark", c.user, c.item, None if inputs.by_score else c.rank,
+                            c.score if inputs.by_score else None, c.relevance if inputs.has_relevance else None)
+    for name, query in raw.items():
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {check_names[name]} AS {query}")
+    views = [*source.values(), *check_names.values()]
+    checks = _checks.checks_query(conv, inputs.by_score, "spark", check_names)
+    _checks.raise_on_failed_checks(to_polars(spark.sql(checks)))
+    for name, query in _checks.input_views(source, "spark", c.user, c.item, None if inputs.by_score else c.rank,
+                                          c.score if inputs.by_score else None,
+                                          c.relevance if inputs.has_relevance else None, conv).items():
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {names[name]} AS {query}")
+        views.append(names[name])
+    row = spark.sql(
+        f"SELECT (SELECT COUNT(DISTINCT user_id) FROM {names['recommendations']}) AS recs, "
+        f"(SELECT COUNT(DISTINCT user_id) FROM {names['ground_truth']}) AS truth, "
+        f"(SELECT COUNT(*) FROM (SELECT user_id FROM {names['recommendations']} INTERSECT "
+        f"SELECT user_id FROM {names['ground_truth']}) AS b) AS both").collect()[0]
+    inputs.counts.update({k: int(row[k]) for k in ("recs", "truth", "both")})
+    return views
 
 
-def evaluate_uncollected(prep: Prepared, request, conv: Convention, user_col: str):
-    """evaluate() with ``per_user`` left in Spark (wide: user, then "metric@k" columns, NaN =
-    undefined); the summary and the exclusion counts are small and collected."""
+class SparkEngine:
+    """The rendered SQL on the active (or a small local) Spark session; per-user rows, summary and
+    counts stay in Spark, and only the small outputs reach the driver unless ``collect``.
+    Spark DataFrame inputs (:class:`SparkInputs`) are checked and normalised in Spark too."""
+
+    name = "spark"
+    capabilities = Capabilities(keeps_results=True, native_frames=True)
+
+    def run(self, prep, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+        names = render.relation_names(prefix, None, "spark")
+        if isinstance(prep, SparkInputs):
+            spark = prep.recommendations.sparkSession
+            views, user_dtype = _native_views(spark, prep, conv, names, prefix), None
+        else:
+            spark = session()
+            _to_spark(spark, prep.recommendations).createOrReplaceTempView(names["recommendations"])
+            _to_spark(spark, prep.ground_truth).createOrReplaceTempView(names["ground_truth"])
+            views, user_dtype = [names["recommendations"], names["ground_truth"]], prep.user_dtype
+        spark.sql(render.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
+        views += [names["cutoffs"], names["per_user"]]
+        per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", names)
+        with _adaptive_off(spark):  # cache() plans the per-user rows now
+            rows = spark.sql(per_user_sql).cache()
+        rows.createOrReplaceTempView(names["per_user"])
+        try:
+            with _adaptive_off(spark):
+                summary = to_polars(spark.sql(summary_sql))
+                counts = spark.sql(COUNTS_SQL.format(per_user=names["per_user"])).collect()[0].asDict()
+                examples = {knob: _canonical(to_polars(spark.sql(examples_sql(names["per_user"], condition))),
+                                             user_dtype, ("n_recs", "n_rel"))
+                            for knob, condition, _, _ in error_rules(conv)}
+            per_user = _canonical(to_polars(rows.orderBy("k", USER)), user_dtype) if collect else rows
+        finally:
+            if collect:
+                rows.unpersist()
+                _drop(spark, views)
+        return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
+
+
+def _canonical(frame: pl.DataFrame, user_dtype, columns=("k", "n_recs", "n_rel", *METRIC_COLUMNS)) -> pl.DataFrame:
+    """Spark's types -> the Polars engine's (user type of the input, Int64 counts, Float64 metrics)."""
+    return frame.with_columns(
+        pl.col(USER).cast(user_dtype) if user_dtype is not None else pl.col(USER),
+        *[pl.col(c).cast(pl.Float64 if c in METRIC_COLUMNS else pl.Int64) for c in columns],
+    ).select(USER, *columns)
+
+
+def wide(long, request, user_col: str):
+    """A Spark per-user frame (user_id, k, metrics) -> user, then one "metric@k" column each, NaN =
+    undefined; computed in Spark (for results kept there)."""
     from pyspark.sql import functions as F
 
-    from . import api
-
-    spark = session()
-    long, views = per_user_frame(prep, request.ks, conv, request.beta, spark)
-    long = long.cache()
-    try:
-        if "error" in (conv.empty_labels, conv.empty_predictions):
-            empty = long.where("n_rel = 0 OR n_recs = 0").select(USER, "n_recs", "n_rel").distinct()
-            api._raise_on_error_values(_canonical_stats(to_polars(empty), prep.user_dtype), conv, user_col)
-        summary = summary_frame(long, conv, request.beta, spark)
-        excluded = _excluded(prep, long, conv)
-    finally:
-        _drop(spark, views)
     cells = []
     for name in request.names:
         for k in request.ks:
             value = F.max(F.when(F.col("k") == k, F.col(internal_name(name))))
             cells.append(F.coalesce(value, F.lit(float("nan"))).alias(request.column(name, k)))
-    wide = long.groupBy(USER).agg(*cells).withColumnRenamed(USER, user_col)
-    return api.Result(per_user=wide, summary=api._tidy_summary(summary, request), excluded=excluded,
-                      convention=conv, prepared=prep)
-
-
-def _canonical_stats(frame: pl.DataFrame, user_dtype) -> pl.DataFrame:
-    return frame.with_columns(pl.col(USER).cast(user_dtype), pl.col("n_recs", "n_rel").cast(pl.Int64))
-
-
-def _excluded(prep: Prepared, long, conv: Convention) -> pl.DataFrame:
-    """api._excluded's counts, computed in Spark (the same reasons, in the same order)."""
-    everyone = pl.concat([prep.recommendations.select(USER), prep.ground_truth.select(USER)]).n_unique()
-    row = long.selectExpr(
-        "COUNT(DISTINCT user_id) AS users",
-        "COUNT(DISTINCT CASE WHEN n_rel = 0 THEN user_id END) AS no_labels",
-        "COUNT(DISTINCT CASE WHEN n_rel > 0 AND n_recs = 0 THEN user_id END) AS no_predictions",
-        "COUNT(DISTINCT CASE WHEN n_rel > 0 AND n_recs > 0 AND ndcg IS NULL THEN user_id END) AS zero_ideal",
-    ).collect()[0]
-    rows = [(f"in one input only, outside users={conv.users!r}", everyone - row["users"])]
-    if conv.empty_labels == "nan":
-        rows.append(("no relevant label (empty_labels='nan')", row["no_labels"]))
-    if conv.empty_predictions == "nan":
-        rows.append(("labels but no recommendation (empty_predictions='nan')", row["no_predictions"]))
-    if conv.zero_ideal == "nan":
-        rows.append(("ndcg only: ideal DCG is 0 (zero_ideal='nan'), any k", row["zero_ideal"]))
-    return pl.DataFrame(rows, schema={"reason": pl.String, "n_users": pl.Int64}, orient="row")
+    return long.groupBy(USER).agg(*cells).withColumnRenamed(USER, user_col)

@@ -1,4 +1,4 @@
-"""Locating and reading the shipped SQL files (``sql/`` in the repo, ``rankwise/sql`` in the wheel)."""
+"""Locating and reading the shipped SQL files (``sql/`` in the repo, ``rankwise/_sql`` in the wheel)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 def sql_dir() -> Path:
     """The installed copy inside the package, or the repo's top-level ``sql/`` in a source checkout."""
     here = Path(__file__).resolve().parent
-    for candidate in (here / "sql", here.parent.parent / "sql"):
+    for candidate in (here / "_sql", here.parent.parent / "sql"):
         if (candidate / "per_user.sql").is_file():
             return candidate
-    raise FileNotFoundError(f"rankwise's SQL files are missing (looked in {here / 'sql'}).")
+    raise FileNotFoundError(f"rankwise's SQL files are missing (looked in {here / '_sql'}).")
 
 
 @cache
@@ -24,11 +24,14 @@ def read(name: str) -> str:
     return (sql_dir() / f"{name}.sql").read_text()
 
 
-def bind(sql: str, convention="default", beta: float = 1.0) -> dict:
-    """The values of exactly the parameters ``sql`` uses: the convention's knobs and ``beta``."""
+def bind(sql: str, convention="default", beta: float = 1.0, *, f_name: str | None = None) -> dict:
+    """The values of exactly the parameters ``sql`` uses: the convention's knobs, ``beta`` and
+    ``f_name``, the F-beta row's name in summary.sql (default ``f<beta>``: "f1", "f2", "f0.5", as
+    evaluate() names it; the engines pass their internal "fbeta")."""
     from .conventions import resolve
 
-    values = {**resolve(convention).sql_parameters(), "beta": float(beta)}
+    values = {**resolve(convention).sql_parameters(), "beta": float(beta),
+              "f_name": f"f{float(beta):g}" if f_name is None else str(f_name)}
     return {name: values[name] for name in parameters(sql)}
 
 

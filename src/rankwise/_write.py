@@ -1,211 +1,471 @@
-"""``Result.write``: the per-user and summary frames, with run metadata, to files or warehouse tables.
+"""``Result.write``: runs, per-user rows and summary, to files or warehouse tables, safely.
 
-Targets (``mode="append"`` adds a run to what is there, ``"replace"`` starts over):
-- ``postgresql://user@host:port/db`` (or ``postgres://``): tables ``<prefix>per_user`` and
-  ``<prefix>summary``; ``prefix`` may name a schema ("analytics.rankwise_"). Needs psycopg.
-- ``runs.duckdb`` / ``runs.db``: the same two tables in a DuckDB database file.
-- ``runs.parquet`` / ``runs.csv`` / ``runs.jsonl`` (``.ndjson``): two files,
-  ``runs_per_user.<ext>`` and ``runs_summary.<ext>``.
+Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts over):
+- ``postgresql://user@host:port/db`` (or ``postgres://``): tables ``<prefix>runs``,
+  ``<prefix>per_user``, ``<prefix>summary``; ``prefix`` may name a schema ("analytics.rankwise_",
+  created if missing). Needs psycopg. One transaction: all three tables or none.
+- ``runs.duckdb`` / ``runs.db``: the same tables in a DuckDB file, one transaction; a file another
+  process holds is retried for a few seconds, then :class:`WriteLockedError`.
+- ``runs.parquet`` / ``runs.csv`` / ``runs.jsonl``: a dataset DIRECTORY of that name with one
+  subdirectory per table and one immutable file per run, written to a hidden temporary file and
+  renamed into place (atomic): concurrent writers and a killed writer lose nothing that was there.
+  Read one table with e.g. ``pl.scan_parquet("runs.parquet/per_user/*.parquet")``,
+  ``read_parquet('runs.parquet/per_user/*.parquet')`` in DuckDB or ``spark.read.parquet(...)``.
+  The runs file is written last: a run is complete when its row in ``runs`` exists.
+- ``delta:path`` (or ``format="delta"``): three Delta Lake tables under ``path`` (``deltalake``,
+  the ``delta`` extra): ACID appends that any Delta reader sees.
 
-Schema (stable: it does not depend on the metrics, the k values or the convention knobs):
+Schema (stable: it does not depend on the metrics, the k values or the convention):
 
-    per_user: run_id, run_at, rankwise_version, convention, convention_knobs, inputs_fingerprint,
-              user_id, metric, k, value
-    summary:  run_id, run_at, rankwise_version, convention, convention_knobs, inputs_fingerprint,
-              metric, k, value, n_users
+    runs:     run_id, run_name, run_at, rankwise_version, convention, convention_knobs,
+              inputs_fingerprint, n_users, metrics, ks
+    per_user: run_id, run_name, user_id, metric, k, value
+    summary:  run_id, run_name, metric, k, value, n_users, ci_low, ci_high
 
-run_id text (one per write), run_at UTC timestamp (microseconds), convention the preset name or
-"custom", convention_knobs every knob as JSON (sorted keys), inputs_fingerprint a SHA-256 of the
-canonical input tables (the same data gives the same fingerprint, whatever its container or column
-names), user_id as text, metric as in the API ("precision", "f1", ...), value NULL when undefined
-(the API's NaN; NULL keeps SQL means right). Appending to a table or file with other columns or
-types raises :class:`WriteSchemaError`.
+The knobs are stored once per run (``convention_knobs`` as JSON, sorted keys); ``run_name`` is the
+run's name in a multi-run evaluate (NULL for one run); ``inputs_fingerprint`` a SHA-256 of the
+canonical input tables; ``user_id`` text; ``value`` NULL where undefined. Appending to a table or
+dataset with other columns raises :class:`WriteSchemaError` before anything is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import math
+import os
+import re
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 
-from .conventions import PRESETS
-from .errors import MissingDependencyError, ParameterError, RankwiseError
+from .errors import InvalidIdentifierError, MissingDependencyError, ParameterError, WriteError, WriteLockedError, \
+    WriteSchemaError
 
-METADATA = {
-    "run_id": pl.String, "run_at": pl.Datetime("us", "UTC"), "rankwise_version": pl.String,
-    "convention": pl.String, "convention_knobs": pl.String, "inputs_fingerprint": pl.String,
+RUNS_SCHEMA = {
+    "run_id": pl.String, "run_name": pl.String, "run_at": pl.Datetime("us", "UTC"), "rankwise_version": pl.String,
+    "convention": pl.String, "convention_knobs": pl.String, "inputs_fingerprint": pl.String, "n_users": pl.Int64,
+    "metrics": pl.String, "ks": pl.String,
 }
-PER_USER_SCHEMA = {**METADATA, "user_id": pl.String, "metric": pl.String, "k": pl.Int64, "value": pl.Float64}
-SUMMARY_SCHEMA = {**METADATA, "metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64}
-_SQL_TYPES = {  # polars dtype -> (PostgreSQL DDL, information_schema name; DuckDB DDL/name)
-    pl.String: ("TEXT", "text", "VARCHAR"), pl.Int64: ("BIGINT", "bigint", "BIGINT"),
-    pl.Float64: ("DOUBLE PRECISION", "double precision", "DOUBLE"),
-    pl.Datetime: ("TIMESTAMPTZ", "timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
+PER_USER_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "user_id": pl.String, "metric": pl.String,
+                   "k": pl.Int64, "value": pl.Float64}
+SUMMARY_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "metric": pl.String, "k": pl.Int64,
+                  "value": pl.Float64, "n_users": pl.Int64, "ci_low": pl.Float64, "ci_high": pl.Float64}
+TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_SCHEMA}
+WRITE_ORDER = ("per_user", "summary", "runs")  # runs last: a run is complete when its runs row exists
+_SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB), as information_schema spells them
+    pl.String: ("text", "VARCHAR"), pl.Int64: ("bigint", "BIGINT"),
+    pl.Float64: ("double precision", "DOUBLE"), pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
 }
-_FILE_SUFFIXES = (".parquet", ".csv", ".jsonl", ".ndjson")
-
-
-class WriteSchemaError(RankwiseError):
-    """The existing table or file has other columns or types than rankwise writes."""
+_FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson"}
+_PREFIX = re.compile(r"^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,40})?$")
+LOCK_RETRIES = 8  # DuckDB: 0.025 + 0.05 + ... + 3.2 s (6.4 s) of waiting for another writer
+LOCK_WAIT = 0.025
 
 
 def fingerprint(prepared) -> str | None:
-    """SHA-256 of the canonical input tables, rows sorted (order of the input does not matter)."""
-    if prepared is None:
-        return None
-    digest = hashlib.sha256(b"rankwise-inputs-v1\n")
+    """SHA-256 of the canonical input tables, rows sorted (order of the input does not matter).
+
+    Nested and binary ids are hashed through a canonical text form (hex for binary, JSON for
+    structs and lists), so every id type gets a fingerprint."""
+    if not isinstance(getattr(prepared, "recommendations", None), pl.DataFrame):
+        return None  # inputs that stayed in Spark or PostgreSQL
+    digest = hashlib.sha256(b"rankwise-inputs-v2\n")
     for frame in (prepared.recommendations, prepared.ground_truth):
-        ordered = frame.sort(frame.columns, nulls_last=False)
-        digest.update(",".join(f"{c}:{d}" for c, d in ordered.schema.items()).encode() + b"\n")
+        digest.update(",".join(f"{c}:{d}" for c, d in frame.schema.items()).encode() + b"\n")
+        text = frame.select([_as_text(name, dtype) for name, dtype in frame.schema.items()])
+        ordered = text.sort(text.columns, nulls_last=False)
         digest.update(ordered.write_csv(float_scientific=True, float_precision=17).encode())
     return digest.hexdigest()
 
 
-def frames(result, run_at: datetime | None = None, run_id: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The two frames as written: long per-user rows and summary rows, metadata on every row."""
+def _as_text(name: str, dtype) -> pl.Expr:
+    """Column ``name`` as text: binary as hex, structs and lists as JSON, anything else cast."""
+    if dtype == pl.Binary:
+        return pl.col(name).bin.encode("hex").alias(name)
+    if isinstance(dtype, (pl.Struct, pl.List, pl.Array)):  # '{"v":<the value as JSON>}' -> the value
+        return pl.struct(pl.col(name).alias("v")).struct.json_encode().str.slice(5).str.strip_suffix("}").alias(name)
+    return pl.col(name).cast(pl.String)
+
+
+def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
+    """{"runs", "per_user", "summary"}: the three frames as written (one run_id per run)."""
     from . import __version__
 
-    if not isinstance(result.per_user, pl.DataFrame):
+    if not isinstance(_source(result), pl.DataFrame):
         raise ParameterError(
             "per_user is not a Polars DataFrame (evaluate(..., collect=False) keeps it in Spark).",
             hint="Write it with Spark (result.per_user.write...), or evaluate with collect=True.")
-    knobs = result.convention.knobs()
-    name = next((n for n, c in PRESETS.items() if c == result.convention), "custom")
-    meta = {
-        "run_id": run_id or uuid.uuid4().hex,
-        "run_at": (run_at or datetime.now(timezone.utc)).astimezone(timezone.utc),
-        "rankwise_version": __version__,
-        "convention": name,
-        "convention_knobs": json.dumps({k: _jsonable(v) for k, v in knobs.items()}, sort_keys=True),
-        "inputs_fingerprint": fingerprint(getattr(result, "prepared", None)),
-    }
-    user_col = result.per_user.columns[0]
-    long = result.per_user.unpivot(index=user_col, variable_name="column", value_name="value")
-    split = pl.col("column").str.splitn("@", 2)
-    per_user = long.select(
-        pl.col(user_col).cast(pl.String).alias("user_id"),
-        split.struct.field("field_0").alias("metric"),
-        split.struct.field("field_1").cast(pl.Int64).alias("k"),
-        pl.col("value").cast(pl.Float64).fill_nan(None),
-    )
-    summary = result.summary.select("metric", pl.col("k").cast(pl.Int64),
-                                    pl.col("value").cast(pl.Float64).fill_nan(None), pl.col("n_users").cast(pl.Int64))
-    return _with_meta(per_user, meta, PER_USER_SCHEMA), _with_meta(summary, meta, SUMMARY_SCHEMA)
+    run_at = (run_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    names = list(result.prepared) or [None]
+    ids = {name: uuid.uuid4().hex for name in names}
+    knobs = json.dumps({k: _jsonable(v) for k, v in result.convention.knobs().items()}, sort_keys=True)
+    metrics, ks = ",".join(result.request.names), ",".join(map(str, result.request.ks))
+    rows = _per_user_rows(result)
+    has_run = "run" in rows.columns
+    run = pl.col("run") if has_run else pl.lit(None, dtype=pl.String)
+    run_id = run.replace_strict(ids, return_dtype=pl.String) if has_run else pl.lit(ids[None])
+    per_user = rows.select(run_id.alias("run_id"), run.alias("run_name"), "user_id", "metric",
+                                             "k", "value").cast(PER_USER_SCHEMA)
+    summary = result.summary.with_columns(run_id.alias("run_id"), run.alias("run_name")) \
+        .with_columns(pl.col("value", "ci_low", "ci_high").fill_nan(None)).select(list(SUMMARY_SCHEMA)) \
+        .cast(SUMMARY_SCHEMA)
+    n_users = dict(rows.group_by("run").agg(pl.col("user_id").n_unique()).iter_rows()) if has_run \
+        else {None: rows["user_id"].n_unique()}
+    runs = pl.DataFrame([{
+        "run_id": ids[name], "run_name": name, "run_at": run_at, "rankwise_version": __version__,
+        "convention": result.convention.name, "convention_knobs": knobs,
+        "inputs_fingerprint": fingerprint(result.prepared.get(name)), "n_users": n_users.get(name, 0),
+        "metrics": metrics, "ks": ks} for name in names], schema=RUNS_SCHEMA)
+    return {"runs": runs, "per_user": per_user, "summary": summary}
 
 
-def write(result, target, *, mode: str = "append", prefix: str = "rankwise_",
+def _source(result):
+    return result.long if hasattr(result, "long") else result.per_user
+
+
+def _per_user_rows(result) -> pl.DataFrame:
+    """One row per (run, user, metric, k): [run,] user_id (text), metric, k, value (NaN -> NULL).
+
+    From ``result.long`` (user column under the caller's name, k, n_recs, n_rel, one column per
+    metric) or, without it, by unpivoting the wide ``result.per_user`` ("ndcg@10" columns)."""
+    run = ["run"] if "run" in _source(result).columns else []
+    if hasattr(result, "long"):
+        user = _as_text(result.user_col, result.long.schema[result.user_col])
+        long = result.long.select(*run, user.alias("user_id"), "k",
+                                  *result.request.names)
+        rows = long.unpivot(index=[*run, "user_id", "k"], variable_name="metric", value_name="value")
+    else:
+        user_col = result.per_user.columns[len(run)]
+        wide = result.per_user.with_columns(_as_text(user_col, result.per_user.schema[user_col])) \
+            .rename({user_col: "\0user"})
+        rows = wide.unpivot(index=[*run, "\0user"], variable_name="column", value_name="value")
+        split = pl.col("column").str.splitn("@", 2)
+        rows = rows.select(*run, pl.col("\0user").alias("user_id"), split.struct.field("field_1").cast(pl.Int64)
+                           .alias("k"), split.struct.field("field_0").alias("metric"), "value")
+    return rows.with_columns(pl.col("value").cast(pl.Float64).fill_nan(None))
+
+
+def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", format: str | None = None,
           run_at: datetime | None = None) -> dict:
-    """Write ``result`` to ``target`` (see the module docstring); returns {frame: where it went}."""
+    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}."""
     if mode not in ("append", "replace"):
         raise ParameterError(f"mode must be 'append' or 'replace', got {mode!r}.")
-    per_user, summary = frames(result, run_at)
-    target = str(target)
+    schema, table_prefix = _parse_prefix(prefix)
+    kind, where = _target(str(target), format)
+    tables = frames(result, run_at)
+    if kind == "postgres":
+        return _postgres(where, schema, table_prefix, tables, mode)
+    if kind == "duckdb":
+        return _duckdb(Path(where), schema, table_prefix, tables, mode)
+    if kind == "delta":
+        return _delta(Path(where), tables, mode)
+    return _dataset(Path(where), kind, tables, mode)
+
+
+def _target(target: str, format: str | None) -> tuple[str, str]:
+    """(kind, location): kind is postgres, duckdb, delta, parquet, csv or ndjson."""
+    if format not in (None, "delta"):
+        raise ParameterError(f"format must be None or 'delta', got {format!r}.",
+                             hint="The other formats follow from the target: .parquet, .csv, .jsonl, .duckdb.")
     if target.startswith(("postgresql://", "postgres://")):
-        return _postgres(target, {f"{prefix}per_user": per_user, f"{prefix}summary": summary}, mode)
+        return "postgres", target
+    if target.startswith("delta:"):  # delta:runs, delta://runs, delta:///abs/runs
+        return "delta", target.removeprefix("delta:").removeprefix("//")
     path = Path(target)
+    if format == "delta" or (path / "runs" / "_delta_log").is_dir():
+        return "delta", target
     suffix = path.suffix.lower()
     if suffix in (".duckdb", ".db"):
-        return _duckdb(path, {f"{prefix}per_user": per_user, f"{prefix}summary": summary}, mode)
-    if suffix in _FILE_SUFFIXES:
-        out = {}
-        for what, frame in (("per_user", per_user), ("summary", summary)):
-            file = path.with_name(f"{path.stem}_{what}{path.suffix}")
-            _file(file, frame, mode)
-            out[what] = str(file)
-        return out
+        return "duckdb", target
+    if suffix in _FILE_FORMATS:
+        return _FILE_FORMATS[suffix], target
     raise ParameterError(
-        f"Cannot tell where to write {target!r}.",
-        hint="Use a postgresql:// URI, a .duckdb/.db file, or a .parquet/.csv/.jsonl path.")
+        f"Cannot tell where to write {target!r}: the suffix {suffix or '(none)'!r} is not one rankwise writes.",
+        hint="Use a postgresql:// URI, a .duckdb/.db file, a .parquet/.csv/.jsonl dataset path, or delta:PATH.")
 
 
-# -- targets ----------------------------------------------------------------------------------------
+def _parse_prefix(prefix) -> tuple[str | None, str]:
+    """'analytics.rankwise_' -> ('analytics', 'rankwise_'): letters, digits and underscores only."""
+    match = _PREFIX.match(prefix) if isinstance(prefix, str) else None
+    if match is None:
+        raise InvalidIdentifierError(
+            f"prefix {prefix!r} is not a plain identifier prefix (optionally 'schema.').",
+            hint="Use letters, digits and underscores, e.g. prefix='rankwise_' or 'analytics.rankwise_'.")
+    return match.group(1), match.group(2) or ""
 
 
-def _file(path: Path, frame: pl.DataFrame, mode: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    suffix = path.suffix.lower()
-    exists = path.exists() and path.stat().st_size > 0 and mode == "append"
-    if suffix == ".parquet":
-        if exists:
-            old = pl.read_parquet(path)
-            _check(str(path), list(old.schema.items()), list(frame.schema.items()))
-            frame = pl.concat([old, frame])
+# -- files: one immutable file per run and table -------------------------------------------------
+
+
+def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
+    suffix = {"parquet": ".parquet", "csv": ".csv", "ndjson": ".jsonl"}[fmt]
+    if root.exists() and not root.is_dir():
+        raise WriteError(
+            f"{str(root)!r} is a file; rankwise 0.2 writes a dataset directory of that name (one file per run).",
+            hint=f"Move the old file away (e.g. to {root.name}.v01{root.suffix}), or write to another path.")
+    run_id = tables["runs"]["run_id"][0]
+    stamp = tables["runs"]["run_at"][0].strftime("%Y%m%dT%H%M%S%fZ")
+    for name in WRITE_ORDER:  # check every existing schema before writing anything
+        if mode == "append":
+            _check_dataset(root / name, fmt, suffix, TABLES[name])
+    staged, out = {}, {}
+    try:
+        for name in WRITE_ORDER:  # 1. every table to a hidden temporary file (no reader's glob matches it)
+            folder = root / name
+            folder.mkdir(parents=True, exist_ok=True)
+            final = folder / f"run-{stamp}-{run_id}{suffix}"
+            staged[name] = (folder / f".{final.name}.{os.getpid()}.tmp", final)
+            _write_file(tables[name], staged[name][0], fmt)
+        for name in WRITE_ORDER:  # 2. rename into place, runs last: microseconds between the three
+            os.replace(*staged[name])
+            out[name] = str(staged[name][1])
+        for folder in {root, *(root / name for name in WRITE_ORDER)}:
+            _fsync_directory(folder)
+        if mode == "replace":  # the new run is complete: now drop the others
+            for name in WRITE_ORDER:
+                for old in (root / name).glob(f"*{suffix}"):
+                    if old.name != staged[name][1].name:
+                        old.unlink(missing_ok=True)
+    except BaseException as error:  # an error leaves nothing of this run behind (a kill -9: hidden .tmp files)
+        if len(out) < len(WRITE_ORDER):
+            for temporary, final in staged.values():
+                with contextlib.suppress(OSError):
+                    temporary.unlink(missing_ok=True)
+                    if str(final) in out.values():
+                        final.unlink()
+        if isinstance(error, OSError):
+            raise _write_error(root, error) from error
+        raise
+    return out
+
+
+def _fsync_directory(folder: Path) -> None:
+    """Make the renames durable (POSIX); a no-op where directories cannot be opened."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_file(frame: pl.DataFrame, path: Path, fmt: str) -> None:
+    """Write and fsync: the bytes are on disk before the rename makes the file visible."""
+    if fmt == "parquet":
         frame.write_parquet(path)
-    elif suffix == ".csv":
-        if exists:
-            with path.open() as handle:
-                header = handle.readline().rstrip("\r\n").split(",")
-            _check(str(path), header, frame.columns)
-            with path.open("a") as handle:
-                frame.write_csv(handle, include_header=False, float_precision=None)
-        else:
-            frame.write_csv(path)
-    else:  # JSON lines
-        if exists:
-            with path.open() as handle:
-                first = json.loads(handle.readline())
-            _check(str(path), list(first), frame.columns)
-            with path.open("a") as handle:
-                frame.write_ndjson(handle)
-        else:
-            frame.write_ndjson(path)
+    elif fmt == "csv":
+        frame.write_csv(path, float_precision=None)
+    else:
+        frame.write_ndjson(path)
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
 
 
-def _duckdb(path: Path, tables: dict, mode: str) -> dict:
+def _check_dataset(folder: Path, fmt: str, suffix: str, schema: dict) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise WriteError(f"{str(folder)!r} should be a directory.", hint="Write to another path.")
+    existing = sorted(folder.glob(f"*{suffix}")) if folder.is_dir() else []
+    if not existing:
+        return
+    try:
+        if fmt == "parquet":
+            columns = list(pl.read_parquet_schema(existing[0]))
+        elif fmt == "csv":
+            with existing[0].open() as handle:
+                columns = handle.readline().rstrip("\r\n").split(",")
+        else:
+            with existing[0].open() as handle:
+                columns = list(json.loads(handle.readline()))
+    except Exception as error:  # a corrupt file: say which
+        raise WriteError(f"cannot read {str(existing[0])!r} to check its columns: {error}",
+                         hint="Remove the damaged file, or write to another path.") from error
+    _check(str(folder), columns, list(schema))
+
+
+def _write_error(path: Path, error: OSError) -> WriteError:
+    blocker = next((p for p in [path, *path.parents] if p.exists() and not p.is_dir()), None)
+    why = f"{str(blocker)!r} is a file, not a directory" if blocker else (error.strerror or str(error))
+    return WriteError(f"cannot write {str(path)!r}: {why}.",
+                      hint="Check that the directory is writable and that no part of the path is a file.")
+
+
+# -- Delta Lake ----------------------------------------------------------------------------------------
+
+
+def _delta(root: Path, tables: dict, mode: str) -> dict:
+    """Three Delta tables; each append is one ACID commit (delta-rs retries a commit that races)."""
+    try:
+        import deltalake
+        from deltalake.exceptions import DeltaError
+    except ImportError as error:
+        raise MissingDependencyError("Writing Delta Lake tables needs deltalake.",
+                                     hint='pip install "rankwise[delta]"') from error
+    out = {}
+    try:
+        for name in WRITE_ORDER:  # every check before any write
+            location = root / name
+            if mode == "append" and (location / "_delta_log").is_dir():
+                fields = [f.name for f in deltalake.DeltaTable(str(location)).schema().fields]
+                _check(str(location), fields, list(TABLES[name]))
+            elif location.exists() and (not location.is_dir() or any(location.iterdir())) \
+                    and not (location / "_delta_log").is_dir():
+                raise WriteError(f"{str(location)!r} exists and is not a Delta table.",
+                                 hint="Write to another path, or remove it.")
+        for name in WRITE_ORDER:
+            location = root / name
+            deltalake.write_deltalake(str(location), tables[name].to_arrow(),
+                                      mode="overwrite" if mode == "replace" else "append")
+            out[name] = str(location)
+    except OSError as error:
+        raise _write_error(root, error) from error
+    except DeltaError as error:
+        raise WriteError(f"cannot write the Delta table under {str(root)!r}: {str(error).splitlines()[0]}",
+                         hint="A damaged _delta_log or a path that is not a Delta table: write to another path."
+                         ) from error
+    return out
+
+
+# -- DuckDB and PostgreSQL: one transaction ---------------------------------------------------------------
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
     import duckdb
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path))
     try:
-        for table, frame in tables.items():
-            expected = [(c, _sql_type(d)[2]) for c, d in frame.schema.items()]
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _write_error(path, error) from error
+    con = _duckdb_connect(duckdb, path)
+    try:
+        con.execute("BEGIN TRANSACTION")
+        if schema:
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
+        where = schema or "main"
+        existing = {}  # DuckDB folds case, quoted names too: compare lower-cased
+        for table, column, dtype in con.execute(
+                "SELECT lower(table_name), column_name, data_type FROM duckdb_columns() WHERE database_name = "
+                "current_database() AND lower(schema_name) = lower(?) ORDER BY table_name, column_index",
+                [where]).fetchall():
+            existing.setdefault(table, []).append((column, dtype))
+        for name in WRITE_ORDER:  # every check before any write
+            expected = [(c, _SQL_TYPES[d.base_type()][1]) for c, d in TABLES[name].items()]
+            if (prefix + name).lower() in existing and mode == "append":
+                _check(f"{path}:{where}.{prefix + name}", existing[(prefix + name).lower()], expected)
+        out = {}
+        for name in WRITE_ORDER:
+            table = f"{_quote(where)}.{_quote(prefix + name)}"
             if mode == "replace":
                 con.execute(f"DROP TABLE IF EXISTS {table}")
-            existing = con.execute(
-                "SELECT column_name, data_type FROM information_schema.columns "
-                "WHERE table_name = ? ORDER BY ordinal_position", [table]).fetchall()
-            if existing:
-                _check(f"{path}:{table}", [tuple(r) for r in existing], expected)
-            else:
-                con.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in expected)})")
-            con.register("_rankwise_rows", frame)
-            con.execute(f"INSERT INTO {table} SELECT * FROM _rankwise_rows")
+            columns = ", ".join(f"{_quote(c)} {_SQL_TYPES[d.base_type()][1]}" for c, d in TABLES[name].items())
+            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+            con.register("_rankwise_rows", tables[name])
+            names = ", ".join(map(_quote, TABLES[name]))
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _rankwise_rows")
             con.unregister("_rankwise_rows")
+            out[name] = f"{path}:{where}.{prefix + name}"
+        con.execute("COMMIT")
+        return out
+    except Exception as error:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        if isinstance(error, duckdb.Error):
+            raise WriteError(f"DuckDB refused the write to {str(path)!r}: {str(error).splitlines()[0]}",
+                             hint="Nothing of this run was written (one transaction); write to another file "
+                                  "or prefix if the tables there are not rankwise's.") from error
+        raise
     finally:
         con.close()
-    return {"per_user": f"{path}:{list(tables)[0]}", "summary": f"{path}:{list(tables)[1]}"}
 
 
-def _postgres(uri: str, tables: dict, mode: str) -> dict:
+def _duckdb_connect(duckdb, path: Path):
+    """Open the file; another process holding it is waited for (backoff), then WriteLockedError."""
+    for attempt in range(LOCK_RETRIES + 1):
+        try:
+            return duckdb.connect(str(path))
+        except duckdb.IOException as error:
+            if "lock" not in str(error).lower():
+                raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
+                                 hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
+            if attempt == LOCK_RETRIES:
+                raise WriteLockedError(
+                    f"{str(path)!r} is held by another process (waited {LOCK_WAIT * (2 ** LOCK_RETRIES - 1):.1f} s).",
+                    hint="DuckDB allows one writing process per file: close the other connection, or "
+                         "write each process to its own file and combine them later.") from error
+            time.sleep(LOCK_WAIT * 2 ** attempt)
+        except duckdb.Error as error:
+            raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
+                             hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
+    raise AssertionError("unreachable")
+
+
+def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
     try:
         import psycopg
+        from psycopg import sql
     except ImportError as error:
         raise MissingDependencyError("Writing to PostgreSQL needs psycopg.",
                                      hint='pip install "rankwise[engines]"  (or: pip install "psycopg[binary]>=3")') from error
-    with psycopg.connect(uri, prepare_threshold=None) as con:  # one transaction: both tables or neither
-        for table, frame in tables.items():
-            schema, _, name = table.rpartition(".")
-            expected = [(c, _sql_type(d)[1]) for c, d in frame.schema.items()]
-            if mode == "replace":
-                con.execute(f"DROP TABLE IF EXISTS {table}")
-            existing = con.execute(
-                "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s "
-                "AND table_schema = COALESCE(NULLIF(%s, ''), current_schema()) ORDER BY ordinal_position",
-                (name, schema)).fetchall()
-            if existing:
-                _check(f"{uri.split('@')[-1]} {table}", [tuple(r) for r in existing], expected)
-            else:
-                ddl = ", ".join(f"{c} {_sql_type(d)[0]}" for c, d in frame.schema.items())
-                con.execute(f"CREATE TABLE {table} ({ddl})")
-            with con.cursor().copy(f"COPY {table} ({', '.join(frame.columns)}) FROM STDIN") as copy:
-                for row in frame.iter_rows():
-                    copy.write_row(row)
-    return {"per_user": f"{uri.split('@')[-1]} {list(tables)[0]}", "summary": f"{uri.split('@')[-1]} {list(tables)[1]}"}
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(uri)
+        where = f"{info.get('host', '')}:{info.get('port', '5432')}/{info.get('dbname', '')}"  # no password
+        con = psycopg.connect(uri, prepare_threshold=None, connect_timeout=int(info.get("connect_timeout", 10)))
+    except (psycopg.Error, ValueError) as error:
+        why = re.sub(r"(://[^:@/\s]*):[^@\s]*@", r"\1:***@", str(error).strip().splitlines()[0])  # no password
+        raise WriteError(f"cannot connect to PostgreSQL: {why}",
+                         hint="Check the URI: postgresql://user[:password]@host:port/database.") from error
+    out = {}
+    try:
+        with con, con.transaction():  # all three tables or none
+            # one rankwise writer at a time per schema and prefix: concurrent CREATE TABLE IF NOT EXISTS races
+            con.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankwise.write:{schema}.{prefix}",))
+            if schema:
+                con.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            current = schema or con.execute("SELECT current_schema()").fetchone()[0]
+            if current is None:
+                raise WriteError("PostgreSQL has no current schema (no schema of search_path exists).",
+                                 hint="Name one: prefix='analytics.rankwise_' (created if missing).")
+            for name in WRITE_ORDER:
+                expected = [(c, _SQL_TYPES[d.base_type()][0]) for c, d in TABLES[name].items()]
+                existing = con.execute(
+                    "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
+                    "AND table_name = %s ORDER BY ordinal_position", (current, prefix + name)).fetchall()
+                if existing and mode == "append":
+                    _check(f"{where} {current}.{prefix + name}", [tuple(r) for r in existing], expected)
+            for name in WRITE_ORDER:
+                table = sql.Identifier(current, prefix + name)
+                if mode == "replace":
+                    con.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+                columns = sql.SQL(", ").join(
+                    sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_SQL_TYPES[d.base_type()][0]))
+                    for c, d in TABLES[name].items())
+                con.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} ({})").format(table, columns))
+                frame = tables[name]
+                copy_sql = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv)").format(
+                    table, sql.SQL(", ").join(map(sql.Identifier, frame.columns)))
+                with con.cursor().copy(copy_sql) as copy:
+                    copy.write(_csv(frame))
+                out[name] = f"{where} {current}.{prefix + name}"
+    except psycopg.Error as error:
+        raise WriteError(f"PostgreSQL refused the write: {str(error).strip().splitlines()[0]}",
+                         hint="Check the role's privileges (CREATE on the schema, INSERT on the tables).") from error
+    return out
+
+
+def _csv(frame: pl.DataFrame) -> str:
+    """COPY's CSV: NULL is an unquoted empty field; timestamps in ISO 8601 with the offset."""
+    buffer = io.StringIO()
+    frame.write_csv(buffer, include_header=False, float_precision=None, datetime_format="%Y-%m-%dT%H:%M:%S%.f%:z")
+    return buffer.getvalue()
 
 
 # -- helpers -----------------------------------------------------------------------------------------
@@ -213,27 +473,17 @@ def _postgres(uri: str, tables: dict, mode: str) -> dict:
 
 def _check(where: str, existing: list, expected: list) -> None:
     """Raise WriteSchemaError unless the existing columns (and types) are exactly the expected ones."""
-    if [tuple(map(str, e)) if isinstance(e, tuple) else e for e in existing] == \
-            [tuple(map(str, e)) if isinstance(e, tuple) else e for e in expected]:
+    norm = lambda cols: [tuple(map(str, c)) if isinstance(c, tuple) else str(c) for c in cols]  # noqa: E731
+    if norm(existing) == norm(expected):
         return
     raise WriteSchemaError(
         f"{where} exists with other columns than rankwise writes.\n"
         f"  existing: {_show(existing)}\n  expected: {_show(expected)}",
-        hint="Write to a new table or file, or pass mode='replace' to start it over.")
+        hint="Write to a new table or path, or pass mode='replace' to start it over.")
 
 
 def _show(columns: list) -> str:
     return ", ".join(" ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in columns)
-
-
-def _sql_type(dtype):
-    base = dtype.base_type() if hasattr(dtype, "base_type") else dtype
-    return _SQL_TYPES[base]
-
-
-def _with_meta(frame: pl.DataFrame, meta: dict, schema: dict) -> pl.DataFrame:
-    return frame.with_columns(**{k: pl.lit(v, dtype=METADATA[k]) for k, v in meta.items()}) \
-        .select(list(schema)).cast(schema)
 
 
 def _jsonable(value):

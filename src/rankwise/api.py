@@ -1,47 +1,149 @@
-"""``rankwise.evaluate``: validate, normalise once, run one engine, shape the two result frames."""
+"""``rankwise.evaluate``: validate, normalise once, run one engine, shape the result frames."""
 
 from __future__ import annotations
 
+import numbers
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import polars as pl
 
-from . import _duckdb_backend, _polars_backend, _spark_backend
-from ._inputs import USER, Columns, Prepared, prepare
+from . import _progress, _shape, _spark_backend
+from ._duckdb_backend import DuckDBEngine
+from ._engine import Engine
+from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
+from ._polars_backend import PolarsEngine
+from ._postgres_backend import PostgresEngine, is_postgres_backend, postgres_inputs
+from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
-from .errors import ParameterError, UndefinedValueError
-from .metrics import MetricRequest, internal_name, parse_request
+from .errors import ParameterError
+from .metrics import MetricRequest, check_cutoffs, parse_request
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
-BACKENDS = {"polars": _polars_backend, "duckdb": _duckdb_backend, "spark": _spark_backend}
+ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
+                              "postgres": PostgresEngine()}
+BACKENDS = tuple(ENGINES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Result:
     """What :func:`evaluate` returns.
 
     per_user: one row per evaluated user; the user column under its input name, then one Float64
         column per metric and k ("ndcg@10"), NaN where the convention leaves the value undefined.
-    summary: metric, k, value (mean over users with a defined value), n_users (users in that mean).
-    excluded: reason, n_users: every user that some mean leaves out, and why.
+    long: the same values one row per (user, k): user, k, n_recs, n_rel, then one column per metric.
+    summary: metric, k, value (mean over users with a defined value), n_users (users in that mean),
+        ci_low, ci_high (the t interval of the mean at ``confidence``; NaN when n_users < 2).
+    excluded: code, reason, n_users: every user that some mean leaves out, and why; ``code`` is a
+        stable key (outside_users, unjudged, no_labels, no_predictions, zero_ideal), ``reason`` text.
     convention: the Convention used.
+    With several runs (``evaluate({"a": recs_a, "b": recs_b}, ...)``) every frame starts with ``run``.
     """
 
-    per_user: pl.DataFrame
+    long: Any  # pl.DataFrame; a Spark DataFrame (user_id, k, ...) when evaluated with collect=False
     summary: pl.DataFrame
     excluded: pl.DataFrame
     convention: Convention
-    prepared: Prepared | None = field(default=None, repr=False, compare=False)  # for write()'s fingerprint
+    request: MetricRequest
+    user_col: str = "user"
+    prepared: dict[str | None, Prepared] = field(default_factory=dict, repr=False)  # for write()'s fingerprint
+    confidence: float = 0.95  # the level of summary's intervals
+
+    @cached_property
+    def per_user(self):
+        if isinstance(self.long, pl.DataFrame):
+            return _shape.wide(self.long, self.user_col)
+        return _spark_backend.wide(self.long, self.request, self.user_col)
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """The run names, in the order given (empty for a single run)."""
+        return tuple(name for name in self.prepared if name is not None)
 
     def __repr__(self) -> str:
         return f"rankwise.Result\n{self.summary}\nexcluded:\n{self.excluded}"
 
-    def write(self, target, *, mode: str = "append", prefix: str = "rankwise_") -> dict:
-        """Write per_user (long) and summary with run metadata to a postgresql:// URI, a .duckdb file
-        or .parquet/.csv/.jsonl files; the schema is documented in ``rankwise._write``."""
+    def write(self, target, *, mode: str = "append", prefix: str = "rankwise_", **options) -> dict:
+        """Write the runs, per-user rows and summary with run metadata (see ``rankwise._write``)."""
         from ._write import write
 
-        return write(self, target, mode=mode, prefix=prefix)
+        return write(self, target, mode=mode, prefix=prefix, **options)
+
+    def compare(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
+                alpha: float = 0.05, seed=0, n_resamples: int = 10_000, metrics=None) -> pl.DataFrame:
+        """Paired significance tests between runs, per metric and k (``rankwise.stats.compare``):
+        every pair of runs, or each run against ``baseline``; tests "t" (scipy.stats.ttest_rel),
+        "wilcoxon" (scipy.stats.wilcoxon), "randomization" (sign flip, p = (1 + #{|T*| >= |T|}) /
+        (1 + n_resamples)), "bootstrap"; correction "holm", "bonferroni" or None within a metric and k.
+        Users are paired by id; a user is used where both runs have a value (n_users counts them)."""
+        from . import stats
+
+        return stats.compare(self._long_with_runs(), self.user_col, self._metric_names(metrics), baseline=baseline,
+                             test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
+                             confidence=self.confidence, runs=self.runs)
+
+    def bootstrap(self, n_resamples: int = 1000, *, seed=0, method: str = "percentile", metrics=None) -> pl.DataFrame:
+        """Bootstrap intervals of each mean, resampling users (the same draws for every run, metric and k):
+        (run,) metric, k, value, ci_low, ci_high, n_users; method "percentile", "basic" or "bca";
+        reproducible with ``seed``. The level is the result's ``confidence``."""
+        from . import stats
+
+        out = stats.bootstrap(self._long_with_runs(), self.user_col, self._metric_names(metrics), n_resamples,
+                              seed=seed, confidence=self.confidence, method=method, runs=self.runs or None)
+        return out if self.runs else out.drop("run")
+
+    def table(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
+              alpha: float = 0.05, seed=0, n_resamples: int = 10_000, digits: int = 4):
+        """The readable comparison: runs as rows, one column per metric@k, each cell the mean, its
+        t interval and the letters of the runs it is significantly better than (footnote included)."""
+        from . import _table
+
+        if len(self.runs) < 2:
+            return _table.build(self.summary, None, "", self.confidence, digits)
+        pairs = self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
+                             n_resamples=n_resamples)
+        return _table.from_pairs(self.summary, pairs, self.runs, test=test, correction=correction, alpha=alpha,
+                                 confidence=self.confidence, digits=digits)
+
+    def report(self, path, **options):
+        """Write one self-contained HTML report (run card, summary with CIs, metric-vs-k curves,
+        per-user distributions, with several runs the comparison); see ``rankwise.report.build``.
+        Needs the rankwise[report] extra."""
+        from . import report
+
+        return report.build(self, path, **options)
+
+    def plot(self, kind: str = "curves", **options):
+        """An Altair chart ("curves", "distribution", "difference"); ``rankwise.report.save(chart,
+        "x.png" | "x.svg")`` exports it. Needs the rankwise[report] extra."""
+        from . import report
+
+        return report.plot(self, kind, **options)
+
+    def _repr_html_(self) -> str:
+        from . import report
+
+        return report.html_table(self)
+
+    def _metric_names(self, metrics) -> list[str]:
+        names = list(dict.fromkeys(self.request.names))
+        if metrics is None:
+            return names
+        wanted = [metrics] if isinstance(metrics, str) else list(metrics)
+        unknown = [m for m in wanted if m not in names]
+        if unknown:
+            raise ParameterError(f"metrics {unknown} were not evaluated (evaluated: {', '.join(names)}).",
+                                 hint="Pass metrics evaluated in this result, or evaluate them first.")
+        return wanted
+
+    def _long_with_runs(self) -> pl.DataFrame:
+        if not isinstance(self.long, pl.DataFrame):
+            raise ParameterError("The per-user rows are still in Spark (collect=False).",
+                                 hint="Evaluate with collect=True to test or resample on the driver.")
+        return self.long if self.runs else self.long.with_columns(run=pl.lit("run"))
 
 
 def evaluate(
@@ -59,6 +161,7 @@ def evaluate(
     relevance_col: str = "relevance",
     collect: bool = True,
     memory_limit: str | int | None = None,
+    confidence: float = 0.95,
 ) -> Result:
     """Evaluate ranked recommendations against ground truth.
 
@@ -67,20 +170,26 @@ def evaluate(
     recommendations : long table (user, item, rank or score) or list form (user, list of items in
         rank order); a Polars DataFrame/LazyFrame, pandas DataFrame, PyArrow Table, DuckDB relation,
         or a Parquet/CSV path. With scores, rank = position by score descending, ties by the
-        convention's ``ties`` rule.
+        convention's ``ties`` rule. Several runs: a dict {run name: recommendations}; the truth is
+        validated once and every run is scored on its own users by the same convention (a user
+        missing from one run gets that run's ``empty_predictions`` value, as in a single run).
     ground_truth : long table (user, item, optional relevance, default 1) or list form.
     k : int or list of int; every k is computed in the same pass.
     metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all.
-    backend : "polars" (lazy expressions), "duckdb" (the shipped SQL) or "spark" (the shipped SQL
-        rendered for Spark, run by spark.sql; needs the rankwise[spark] extra).
+    backend : "polars" (lazy expressions), "duckdb" (the shipped SQL), "spark" (the shipped SQL
+        rendered for Spark, run by spark.sql; needs the rankwise[spark] extra; Spark DataFrames are
+        checked and evaluated in Spark), or "postgres" / a postgresql:// URI / a psycopg connection
+        (the SQL run inside PostgreSQL; table names or SELECT queries as inputs stay there).
     convention : a preset name (see ``rankwise.PRESETS``) or a ``Convention``.
     collect : False keeps ``per_user`` as a Spark DataFrame (backend="spark" only), for outputs too
         large to collect; summary and excluded are still Polars frames.
-    memory_limit : cap on the engine's working memory, e.g. "2GB" or a number of bytes, for inputs
-        larger than memory. DuckDB: ``SET memory_limit`` (spills to a temporary directory); Polars:
+    memory_limit : cap on the engine's working memory, e.g. "2GB", "512MiB", "1.5 GB" (KB/MB/GB/TB
+        are powers of 1000, KiB/MiB/GiB/TiB of 1024) or a number of bytes, from 16 MiB to 1 PiB, for
+        inputs larger than memory. DuckDB: ``SET memory_limit`` (spills to a temporary directory); Polars:
         runs the plan on the streaming engine (which has no hard cap; the input checks always
         stream). Results are identical to an uncapped run. Not for backend="spark" (size the
         Spark session instead).
+    confidence : level of the t intervals ``summary.ci_low`` / ``ci_high`` (default 0.95).
 
     Examples
     --------
@@ -100,117 +209,137 @@ def evaluate(
     """
     conv = resolve(convention)
     request = parse_request(metrics, k, conv.metrics, conv.name)
+    check_cutoffs(conv, request.ks)
     engine = _engine(backend)
+    memory_limit = memory_bytes(memory_limit, engine)
+    if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
+        raise ParameterError(f"confidence must be a number between 0 and 1, got {confidence!r}.",
+                             hint="Pass e.g. confidence=0.95 for 95 % intervals.")
+    if not collect and not engine.capabilities.keeps_results:
+        raise ParameterError(f"collect=False needs an engine that keeps results (spark), not {backend!r}.",
+                             hint="Pass backend='spark', or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
-    recommendations, ground_truth = _from_spark(recommendations), _from_spark(ground_truth)
-    prep = prepare(recommendations, ground_truth, columns, conv)
+    runs = _runs(recommendations)
+    prepared = {}
+    if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
+        prepared = {name: native for name, recs in runs.items()
+                    if (native := _spark_backend.spark_inputs(recs, ground_truth, columns, conv)) is not None}
+    if engine.capabilities.native_tables:  # table names / queries stay in the database (checked there)
+        prepared = {name: native for name, recs in runs.items()
+                    if (native := postgres_inputs(recs, ground_truth, columns, conv, engine)) is not None}
+    truth = _from_spark(ground_truth) if len(prepared) < len(runs) else None
+    if truth is not None and (len(runs) > 1 or None not in runs):
+        truth = prepare_truth(truth, columns)  # once for every run
+    prepared = {name: prepared.get(name) or prepare(_from_spark(recs), truth, columns, conv)
+                for name, recs in runs.items()}
+    return run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
+                        memory_limit=memory_limit, confidence=confidence)
+
+
+def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engine: Engine, *, user_col: str,
+                 collect: bool = True, memory_limit: int | None = None, confidence: float = 0.95) -> Result:
+    """Every run's prepared inputs through the engine, then the result shaped ({None: prep} = one run)."""
+    shaped = {}
+    for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
+        out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+        _shape.check(out, conv, user_col)
+        if collect:
+            _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
+            rows = _shape.long(out.per_user, request, user_col)
+        else:
+            rows = out.per_user
+        shaped[name] = (rows, _shape.summary(out.summary, request, confidence), _shape.excluded(prep, out.counts, conv))
+    if None in shaped:
+        return Result(*shaped[None], conv, request, user_col, prepared, confidence)
     if not collect:
-        if backend != "spark":
-            raise ParameterError("collect=False needs backend='spark'.", hint="Pass backend='spark', or collect=True.")
-        return _spark_backend.evaluate_uncollected(prep, request, conv, user_col)
-    long = _per_user(engine, prep, request.ks, conv, request.beta, memory_limit)
-    _raise_on_error_values(long, conv, user_col)
-    summary = engine.summary(long, conv, request.beta)
-    return Result(
-        per_user=_wide(long, request, user_col),
-        summary=_tidy_summary(summary, request),
-        excluded=_excluded(prep, long, conv),
-        convention=conv,
-        prepared=prep,
-    )
+        raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
+    long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
+    return Result(long, summary, excluded, conv, request, user_col, prepared, confidence)
 
 
-def _engine(backend: str):
-    if backend not in BACKENDS:
-        raise ParameterError(f"Unknown backend {backend!r}.", hint=f"Use one of: {', '.join(BACKENDS)}.")
-    return BACKENDS[backend]
+class Evaluator:
+    """The same inputs under many conventions (compare_conventions, explain): the truth is validated
+    once and the recommendations once per distinct input rule (``_inputs.input_key``)."""
+
+    def __init__(self, recommendations, ground_truth, *, backend: str = "polars", user_col: str = "user",
+                 item_col: str = "item", rank_col: str = "rank", score_col: str = "score",
+                 relevance_col: str = "relevance", memory_limit=None, confidence: float = 0.95):
+        self.engine = _engine(backend)
+        self.memory_limit = memory_bytes(memory_limit, self.engine)
+        self.columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
+        self.recommendations = _from_spark(recommendations)
+        self.truth = prepare_truth(_from_spark(ground_truth), self.columns)
+        self.confidence = confidence
+        self._prepared: dict[tuple, Prepared] = {}
+
+    def __call__(self, convention, k, metrics) -> Result:
+        conv = resolve(convention)
+        request = parse_request(metrics, k, conv.metrics, conv.name)
+        check_cutoffs(conv, request.ks)
+        key = input_key(conv)
+        if key not in self._prepared:
+            self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)
+        return run_prepared({None: self._prepared[key]}, request, conv, self.engine, user_col=self.columns.user,
+                            memory_limit=self.memory_limit, confidence=self.confidence)
 
 
-def _per_user(engine, prep: Prepared, ks, conv: Convention, beta: float, memory_limit) -> pl.DataFrame:
+def _runs(recommendations) -> dict:
+    """{None: recs} for one run; a dict {name: recs} (non-empty, string names) for several."""
+    if not isinstance(recommendations, Mapping):
+        return {None: recommendations}
+    if not recommendations:
+        raise ParameterError("No runs: the dict of recommendations is empty.",
+                             hint="Pass {'name': recommendations, ...} with at least one run.")
+    bad = [name for name in recommendations if not isinstance(name, str) or not name]
+    if bad:
+        raise ParameterError(f"Run names must be non-empty strings, got {bad[:5]!r}.",
+                             hint="Name the runs, e.g. {'popular': recs_a, 'als': recs_b}.")
+    return dict(recommendations)
+
+
+def _engine(backend) -> Engine:
+    """A backend name, or for PostgreSQL a postgresql:// URI or an open psycopg connection."""
+    if is_postgres_backend(backend):
+        return PostgresEngine(backend)
+    if not isinstance(backend, str) or backend not in ENGINES:
+        raise ParameterError(f"Unknown backend {backend!r}.", hint=f"Use one of: {', '.join(ENGINES)}.")
+    return ENGINES[backend]
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
+MEMORY_LIMIT_RANGE = (16 * 2**20, 2**50)  # 16 MiB (DuckDB runs out below a few MiB) .. 1 PiB
+
+
+def memory_bytes(memory_limit, engine: Engine) -> int | None:
+    """evaluate()'s memory_limit as a number of bytes, validated once for every backend.
+
+    A positive int of bytes, or a size: a number and a unit, KB/MB/GB/TB = 1000^n, KiB/MiB/GiB/TiB
+    = 1024^n ("2GB", "512MiB", "1.5 GB"); between MEMORY_LIMIT_RANGE. None: no cap.
+    """
     if memory_limit is None:
-        return engine.per_user(prep, ks, conv, beta)
-    if engine is _spark_backend:
-        raise ParameterError("memory_limit applies to backend='polars' or 'duckdb'.",
-                             hint="Size the Spark session (spark.driver.memory) instead.")
-    if not isinstance(memory_limit, (int, str)) or isinstance(memory_limit, bool):
-        raise ParameterError(f"memory_limit must be a size like '2GB' or a number of bytes, got {memory_limit!r}.",
-                             hint="Pass memory_limit='2GB'.")
-    return engine.per_user(prep, ks, conv, beta, memory_limit=memory_limit)
+        return None
+    if not engine.capabilities.memory_limit:
+        able = [name for name, e in ENGINES.items() if e.capabilities.memory_limit]
+        raise ParameterError(f"memory_limit applies to backend={' or '.join(map(repr, able))}, not {engine.name!r}.",
+                             hint="Size the engine's session instead (Spark: spark.driver.memory).")
+    size = None
+    if isinstance(memory_limit, numbers.Integral) and not isinstance(memory_limit, bool):
+        size = int(memory_limit)
+    elif isinstance(memory_limit, str):
+        match = _SIZE.match(memory_limit)
+        if match and match.group(2).lower() in _UNITS:
+            size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    low, high = MEMORY_LIMIT_RANGE
+    if size is None or not low <= size <= high:
+        raise ParameterError(
+            f"memory_limit must be a size from 16MiB to 1PiB, like '2GB' or a number of bytes, got {memory_limit!r}.",
+            hint="Pass e.g. memory_limit='2GB' (10^9 bytes), '512MiB' (2^29 bytes) or 4_000_000_000.")
+    return size
 
 
 def _from_spark(data):
-    """A Spark DataFrame input is collected to Polars (through Arrow); anything else passes."""
+    """A Spark DataFrame the engine cannot take as it is (another backend, list form, min_score) is
+    collected to Polars through Arrow; anything else passes."""
     return _spark_backend.to_polars(data) if _spark_backend.is_spark_dataframe(data) else data
-
-
-def _wide(long: pl.DataFrame, request: MetricRequest, user_col: str) -> pl.DataFrame:
-    """(user, k) rows -> one row per user, one column per metric@k.
-
-    Every evaluated user has exactly one row per k, so each k's rows sorted by user line up row for
-    row: six 1M-row sorts and a horizontal concat instead of sorting (user, k) pairs (half the time).
-    """
-    needed = list(dict.fromkeys(internal_name(name) for name in request.names))
-    values = long.lazy().select(USER, "k", *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in needed])
-    per_k = pl.collect_all([
-        values.filter(pl.col("k") == k).sort(USER).select(
-            pl.col(USER).alias(user_col), *[pl.col(internal_name(n)).alias(request.column(n, k)) for n in request.names])
-        for k in request.ks
-    ])
-    users = per_k[0].get_column(user_col)
-    if any(not frame.get_column(user_col).equals(users) for frame in per_k[1:]):
-        raise RuntimeError("rankwise: the engine did not return one row per user and k")  # a bug, not bad input
-    columns = [user_col] + [request.column(n, k) for n in request.names for k in request.ks]
-    return pl.concat([per_k[0]] + [frame.drop(user_col) for frame in per_k[1:]], how="horizontal").select(columns)
-
-
-def _tidy_summary(summary: pl.DataFrame, request: MetricRequest) -> pl.DataFrame:
-    order = {internal_name(n): i for i, n in enumerate(request.names)}
-    public = {internal_name(n): n for n in request.names}
-    return (
-        summary.filter(pl.col("metric").is_in(list(order)))
-        .with_columns(
-            pl.col("metric").replace_strict(order, return_dtype=pl.Int64).alias("_order"),
-            pl.col("metric").replace_strict(public, return_dtype=pl.String),
-            pl.col("k").cast(pl.Int64),
-            pl.col("value").cast(pl.Float64).fill_null(float("nan")),
-            pl.col("n_users").cast(pl.Int64),
-        )
-        .sort("_order", "k")
-        .select("metric", "k", "value", "n_users")
-    )
-
-
-def _raise_on_error_values(long: pl.DataFrame, conv: Convention, user_col: str) -> None:
-    checks = [
-        ("empty_labels", pl.col("n_rel") == 0, "have no relevant label"),
-        ("empty_predictions", (pl.col("n_rel") > 0) & (pl.col("n_recs") == 0), "have no recommendation"),
-    ]
-    for knob, condition, what in checks:
-        if getattr(conv, knob) != "error":
-            continue
-        bad = long.filter(condition).select(USER, "n_recs", "n_rel").unique(maintain_order=True)
-        if bad.height:
-            raise UndefinedValueError(
-                f"{bad.height} users {what}, and the convention says {knob}='error'.",
-                rows=bad.head(5).rename({USER: user_col}),
-                hint=f"Filter those users out, or choose a value: convention.replace({knob}='nan').",
-            )
-
-
-def _excluded(prep: Prepared, long: pl.DataFrame, conv: Convention) -> pl.DataFrame:
-    """Count every user some mean leaves out: outside the universe, or undefined by an empty rule."""
-    everyone = prep.n_users_either()
-    # every evaluated user has one row per k: the rows of one k list each user once
-    users = long.filter(pl.col("k") == pl.col("k").first()).select(USER, "n_recs", "n_rel")
-    rows = [(f"in one input only, outside users={conv.users!r}", everyone - users.height)]
-    if conv.empty_labels == "nan":
-        rows.append(("no relevant label (empty_labels='nan')", users.filter(pl.col("n_rel") == 0).height))
-    if conv.empty_predictions == "nan":
-        rows.append((
-            "labels but no recommendation (empty_predictions='nan')",
-            users.filter((pl.col("n_rel") > 0) & (pl.col("n_recs") == 0)).height,
-        ))
-    if conv.zero_ideal == "nan":
-        zero = long.filter(pl.col("n_rel") > 0, pl.col("n_recs") > 0, pl.col("ndcg").is_null())
-        rows.append(("ndcg only: ideal DCG is 0 (zero_ideal='nan'), any k", zero.select(USER).n_unique()))
-    return pl.DataFrame(rows, schema={"reason": pl.String, "n_users": pl.Int64}, orient="row")

@@ -1,8 +1,13 @@
-"""``rankwise`` on the command line: ``rankwise evaluate RECS TRUTH --k 5,10``."""
+"""``rankwise`` on the command line: ``rankwise evaluate RECS TRUTH --k 5,10``.
+
+A failure prints ``rankwise: <ErrorClass>: <problem>`` (the offending rows, if any, indented below)
+and ``Hint: ...``, never a traceback (``--debug`` shows it), and exits with one of EXIT_CODES.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -12,14 +17,77 @@ import polars as pl
 from . import __version__
 from .api import BACKENDS, Result, evaluate
 from .conventions import PRESETS
-from .errors import RankwiseError
+from .errors import MissingDependencyError, ParameterError, RankwiseError, WriteError
+
+EXIT_CODES = {
+    0: "success",
+    1: "internal error (a bug: run again with --debug for the traceback and please report it)",
+    2: "bad usage, parameter or input (a missing or unreadable file, a missing column, an invalid value)",
+    3: "write error (--output, --per-user or --summary could not be written)",
+    4: "a missing optional dependency (e.g. pyspark for --backend spark)",
+    130: "interrupted (Ctrl-C)",
+}
+EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
+
+
+def _exit_code(error: RankwiseError) -> int:
+    if isinstance(error, WriteError):
+        return 3
+    if isinstance(error, MissingDependencyError):
+        return 4
+    return 2
+
+
+# The library's messages name Python arguments; the command line names flags. ``user_col='x'`` ->
+# ``--user-col x``, ``k=[1, 5]`` -> ``--k 1,5``, a bare ``score_col`` -> ``--score-col``. Values of
+# None are Python-only (e.g. a Convention's ``metrics=None``) and stay as they are.
+_FLAG_ARGS = ("user_col", "item_col", "rank_col", "score_col", "relevance_col", "k", "metrics", "convention",
+              "backend", "presets", "dialect")
+_PY_ARG = re.compile(r"\b(?P<name>" + "|".join(_FLAG_ARGS) + r")\b"
+                     r"(?P<eq>=(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\.\.\.|[\w.+-]*\w)?)?")
+
+
+def as_flags(text: str) -> str:
+    """Rewrite the Python argument names in a library message as the CLI's flags."""
+    def flag(match: re.Match) -> str:
+        name, value = match["name"], match["value"]
+        if (match["eq"] is None and not name.endswith("_col")) or value == "None":
+            return match[0]
+        out = "--" + name.replace("_", "-")
+        if value:
+            if value.startswith("["):
+                value = ",".join(part.strip(" '\"") for part in value[1:-1].split(","))
+            out += " " + value.strip("'\"")
+        return out
+    return _PY_ARG.sub(flag, text)
+
+
+def format_error(error: RankwiseError) -> str:
+    """``rankwise: Class: problem``, the offending rows indented (one ``col=value`` line each), the hint."""
+    lines = [f"rankwise: {type(error).__name__}: {as_flags(error.problem)}"]
+    rows = error.rows
+    if isinstance(rows, pl.DataFrame):
+        lines += ["  " + "  ".join(f"{col}={value!r}" for col, value in row.items())
+                  for row in rows.head(5).iter_rows(named=True)]
+    elif rows is not None:
+        lines += ["  " + line for line in str(rows).splitlines()]
+    if error.hint:
+        lines.append(f"Hint: {as_flags(error.hint)}")
+    return "\n".join(lines)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are ParameterErrors (one line, exit code 2), like every other failure."""
+
+    def error(self, message: str):
+        raise ParameterError(f"{message}.", hint=f"See `{self.prog} --help`.")
 
 
 def _ks(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--k takes comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def _names(text: str) -> list[str]:
@@ -27,23 +95,23 @@ def _names(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rankwise", description="Ranking and recommendation metrics.")
+    common = {"epilog": EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    parser = _Parser(prog="rankwise", description="Ranking and recommendation metrics.", **common)
     parser.add_argument("--version", action="version", version=f"rankwise {__version__}")
+    parser.add_argument("--debug", action="store_true", help="on failure, show the Python traceback")
     commands = parser.add_subparsers(dest="command", required=True)
-    ev = commands.add_parser("evaluate", help="evaluate recommendations against ground truth")
-    ev.add_argument("recommendations", help="Parquet or CSV file: user, item, rank (or score)")
-    ev.add_argument("ground_truth", help="Parquet or CSV file: user, item, optional relevance")
-    ev.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
-    ev.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg (default: all)")
-    ev.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
-    ev.add_argument("--convention", choices=sorted(PRESETS), default="default")
+    ev = commands.add_parser("evaluate", help="evaluate recommendations against ground truth", **common)
+    _evaluation_arguments(ev)
     ev.add_argument("--per-user", type=Path, help="write the per-user frame (.parquet, .csv, .jsonl)")
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
                     "file or .parquet/.csv/.jsonl files (see rankwise._write)")
-    for name in ("user", "item", "rank", "score", "relevance"):
-        ev.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
-    sq = commands.add_parser("sql", help="print the metrics as one SQL script for an engine")
+    rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
+    _evaluation_arguments(rp)
+    rp.add_argument("--output", "-o", type=Path, default=Path("report.html"),
+                    help="the HTML file (default report.html)")
+    rp.add_argument("--title", default=None, help="the report's title")
+    sq = commands.add_parser("sql", help="print the metrics as one SQL script for an engine", **common)
     sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, spark, databricks, bigquery, "
                     "snowflake, trino, clickhouse, redshift (default duckdb)")
     sq.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
@@ -56,8 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
         sq.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
     sq.add_argument("--score-col", default=None, help="rank by this score column instead of --rank-col")
     sq.add_argument("--no-relevance", action="store_true", help="no relevance column: every label counts 1")
-    cmp_ = commands.add_parser("compare", help="the same data under several conventions, side by side")
-    ex = commands.add_parser("explain", help="which knobs make two conventions disagree, and by how much")
+    cmp_ = commands.add_parser("compare", help="the same data under several conventions, side by side", **common)
+    ex = commands.add_parser("explain", help="which knobs make two conventions disagree, and by how much",
+                             **common)
     for sub in (cmp_, ex):
         sub.add_argument("recommendations", help="Parquet or CSV file: user, item, rank (or score)")
         sub.add_argument("ground_truth", help="Parquet or CSV file: user, item, optional relevance")
@@ -71,7 +140,30 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--b", default="ranx", choices=sorted(PRESETS), help="second convention (default: ranx)")
     ex.add_argument("--metric", default="map", help="one metric (default map)")
     ex.add_argument("--k", type=int, default=10, help="one cutoff (default 10)")
+    for sub in (ev, sq, cmp_, ex):  # --debug after the command too (SUPPRESS: keeps the global value)
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help="on failure, show the Python traceback")
     return parser
+
+
+def _evaluation_arguments(sub) -> None:
+    """The inputs and options ``evaluate`` and ``report`` share."""
+    sub.add_argument("recommendations", nargs="?", help="Parquet or CSV file: user, item, rank (or score)")
+    sub.add_argument("ground_truth", help="Parquet or CSV file: user, item, optional relevance")
+    sub.add_argument("--run", action="append", type=_run, metavar="NAME=PATH", default=[],
+                     help="a named run (repeat for several: --run pop=pop.parquet --run als=als.parquet); "
+                     "then give only the ground truth")
+    sub.add_argument("--confidence", type=float, default=0.95, help="level of the summary's t intervals")
+    sub.add_argument("--test", choices=["t", "wilcoxon", "randomization", "bootstrap"], default="t",
+                     help="with several --run: the paired test behind the table's letters (default t)")
+    sub.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
+                     help="with several --run: multiple-comparison correction within a metric and k")
+    sub.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
+    sub.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg (default: all)")
+    sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
+    sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
+    for name in ("user", "item", "rank", "score", "relevance"):
+        sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
 
 
 def _columns(args) -> dict:
@@ -82,11 +174,16 @@ def _compare_command(args) -> int:
     from .compare import compare_conventions, explain
 
     if args.command == "compare":
-        table = compare_conventions(args.recommendations, args.ground_truth, k=args.k, presets=args.presets,
-                                    metrics=args.metrics, backend=args.backend, **_columns(args))
+        table, skipped = compare_conventions(args.recommendations, args.ground_truth, k=args.k, presets=args.presets,
+                                             metrics=args.metrics, backend=args.backend, return_skipped=True,
+                                             **_columns(args))
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
                        tbl_hide_column_data_types=True, float_precision=4):
             print(table)
+        if skipped:
+            print("\nskipped (cannot apply to these inputs; name one in --presets to see the error):")
+            for name, reason in skipped.items():
+                print(f"  {name}: {as_flags(reason)}")
     else:
         print(explain(args.recommendations, args.ground_truth, a=args.a, b=args.b, metric=args.metric,
                       k=args.k, backend=args.backend, **_columns(args)))
@@ -96,69 +193,146 @@ def _compare_command(args) -> int:
 def _sql_command(args) -> int:
     from .render import sql
 
-    try:
-        print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
-                  tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth},
-                  user_col=args.user_col, item_col=args.item_col,
-                  rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
-                  relevance_col=None if args.no_relevance else args.relevance_col, schema=args.schema), end="")
-    except RankwiseError as error:
-        print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
+    print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
+              tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth},
+              user_col=args.user_col, item_col=args.item_col,
+              rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
+              relevance_col=None if args.no_relevance else args.relevance_col, schema=args.schema), end="")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "sql":
-        return _sql_command(args)
-    if args.command in ("compare", "explain"):
-        try:
-            return _compare_command(args)
-        except RankwiseError as error:
-            print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
-            return 2
+def _run(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
+    return name, path
+
+
+def _evaluate(args):
+    """The Result (and seconds taken) of the inputs ``evaluate`` and ``report`` share."""
+    if args.run and args.recommendations:  # argparse gave the one positional to recommendations
+        raise ParameterError("give either RECOMMENDATIONS GROUND_TRUTH or --run NAME=PATH ... GROUND_TRUTH, not both.",
+                             hint="With --run, the only positional argument is the ground truth.")
+    if not args.run and not args.recommendations:
+        raise ParameterError("missing the recommendations.", hint="rankwise evaluate RECS TRUTH, or --run NAME=PATH TRUTH.")
+    names = [name for name, _ in args.run]
+    if len(set(names)) != len(names):
+        raise ParameterError(f"run names repeat: {names}.", hint="Give each --run a different NAME.")
+    recommendations = dict(args.run) if args.run else args.recommendations
     start = time.perf_counter()
-    try:
-        result = evaluate(
-            args.recommendations, args.ground_truth, k=args.k, metrics=args.metrics,
-            backend=args.backend, convention=args.convention, user_col=args.user_col,
-            item_col=args.item_col, rank_col=args.rank_col, score_col=args.score_col,
-            relevance_col=args.relevance_col,
-        )
-    except RankwiseError as error:
-        print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
-    elapsed = time.perf_counter() - start
+    result = evaluate(
+        recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
+        backend=args.backend, convention=args.convention, user_col=args.user_col,
+        item_col=args.item_col, rank_col=args.rank_col, score_col=args.score_col,
+        relevance_col=args.relevance_col,
+    )
+    return result, time.perf_counter() - start
+
+
+def _evaluate_command(args) -> int:
+    for path in (args.per_user, args.summary):
+        if path:
+            _format(path)  # a wrong suffix fails before the evaluation, not after
+    result, elapsed = _evaluate(args)
+    if len(result.runs) > 1:
+        text = render_runs(result, args, elapsed)
+    else:
+        text = render(result, args.convention, args.backend, elapsed)
+    print(text)  # first: a failed write keeps the numbers
+    sys.stdout.flush()
     for path, frame in ((args.per_user, result.per_user), (args.summary, result.summary)):
         if path:
             write_frame(frame, path)
     if args.output:
-        try:
-            result.write(args.output)
-        except RankwiseError as error:
-            print(f"rankwise: {type(error).__name__}: {error}", file=sys.stderr)
-            return 2
-    print(render(result, args.convention, args.backend, elapsed))
+        result.write(args.output)
     return 0
 
 
+def _report_command(args) -> int:
+    result, elapsed = _evaluate(args)
+    path = result.report(args.output, title=args.title, compare={
+        "test": args.test, "correction": None if args.correction == "none" else args.correction})
+    print(f"rankwise {__version__}: report of {len(result.runs) or 1} run(s) written to {path} ({elapsed:.2f}s to evaluate)")
+    return 0
+
+
+_COMMANDS = {"evaluate": _evaluate_command, "report": _report_command, "sql": _sql_command, "compare": _compare_command,
+             "explain": _compare_command}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; return its exit code (EXIT_CODES). Failures print one error and a hint."""
+    args = None  # stays None on a usage error: nothing worth a traceback
+    try:
+        args = build_parser().parse_args(argv)
+        return _COMMANDS[args.command](args)
+    except SystemExit as exit_:  # --help, --version
+        return exit_.code if isinstance(exit_.code, int) else 0
+    except KeyboardInterrupt:
+        if getattr(args, "debug", False):
+            raise
+        print("rankwise: interrupted", file=sys.stderr)
+        return 130
+    except RankwiseError as error:
+        if getattr(args, "debug", False):
+            raise
+        print(format_error(error), file=sys.stderr)
+        return _exit_code(error)
+    except Exception as error:  # a bug: say so in one line, keep the traceback for --debug
+        if getattr(args, "debug", False):
+            raise
+        first = (str(error).strip().splitlines() or [""])[0]
+        print(f"rankwise: internal error: {type(error).__name__}: {first}\n"
+              "Hint: run again with --debug for the traceback; please report it.", file=sys.stderr)
+        return 1
+
+
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson",
+            ".json": "ndjson"}
+
+
+def _format(path: Path) -> str:
+    fmt = _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ParameterError(f"cannot tell the format of {str(path)!r} from its suffix.",
+                             hint="Name the file .parquet, .csv or .jsonl.")
+    return fmt
+
+
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    """Write by extension: .parquet, .csv, .jsonl / .ndjson."""
-    suffix = path.suffix.lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix in (".parquet", ".pq"):
-        frame.write_parquet(path)
-    elif suffix == ".csv":
-        frame.write_csv(path)
-    elif suffix in (".jsonl", ".ndjson", ".json"):
-        frame.write_ndjson(path)
-    else:
-        raise SystemExit(f"rankwise: cannot tell the format of {path} (use .parquet, .csv or .jsonl)")
+    """Write by extension: .parquet, .csv, .jsonl / .ndjson; an OS error becomes a WriteError."""
+    fmt = _format(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        getattr(frame, f"write_{fmt}")(path)
+    except OSError as error:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{str(blocker)!r} is a file, not a directory" if blocker else (error.strerror or str(error))
+        raise WriteError(f"cannot write {str(path)!r}: {why}.",
+                         hint="Check that the directory exists and is writable and that the path is not a "
+                         "directory.") from error
+
+
+def render_runs(result: Result, args, elapsed: float) -> str:
+    """Several runs: the comparison table (runs x metric@k, t intervals, significance letters)."""
+    table = result.table(test=args.test, correction=None if args.correction == "none" else args.correction)
+    left_out = [f"  {run:<12} {n:>8}  {reason}"
+                for run, reason, n in result.excluded.select("run", "reason", "n_users").iter_rows() if n]
+    head = (f"rankwise {__version__}  convention={args.convention}  backend={args.backend}  "
+            f"runs={len(result.runs)}  {elapsed:.2f}s")
+    return "\n".join([head, "", table.text(), *(["", "left out of the means:", *left_out] if left_out else [])])
 
 
 def render(result: Result, convention: str, backend: str, elapsed: float) -> str:
-    """The summary as a metric x k table, then who was left out of the means."""
+    """The summary as a metric x k table, then who was left out of the means (per run)."""
+    if result.runs:
+        parts = []
+        for run in result.runs:
+            one = Result(*(f.filter(pl.col("run") == run).drop("run") for f in (result.long, result.summary,
+                                                                                  result.excluded)),
+                         result.convention, result.request, result.user_col)
+            parts.append(f"run {run}\n" + render(one, convention, backend, elapsed))
+        return "\n\n".join(parts)
     summary = result.summary
     ks = sorted(set(summary["k"].to_list()))
     header = ["metric", *[f"@{k}" for k in ks], "users"]
@@ -173,7 +347,7 @@ def render(result: Result, convention: str, backend: str, elapsed: float) -> str
     out = [f"rankwise {__version__}  convention={convention}  backend={backend}  "
            f"users={result.per_user.height}  {elapsed:.2f}s", "", line(header),
            line(["-" * w for w in widths]), *map(line, rows)]
-    left_out = [(reason, n) for reason, n in result.excluded.iter_rows() if n]
+    left_out = [(reason, n) for reason, n in result.excluded.select("reason", "n_users").iter_rows() if n]
     if left_out:
         out += ["", "left out of the means:", *(f"  {n:>8}  {reason}" for reason, n in left_out)]
     return "\n".join(out)

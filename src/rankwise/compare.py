@@ -4,35 +4,60 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import polars as pl
 
-from .api import evaluate
+from .api import Evaluator
 from .conventions import Convention, resolve
-from .errors import ParameterError
+from .errors import InputFileError, MissingDependencyError, ParameterError, RankwiseError
 from .metrics import KNOBS_BY_METRIC, METRICS, internal_name, parse_request
 
 
-def compare_conventions(recommendations, ground_truth, k=10, presets=None, metrics=None, **options) -> pl.DataFrame:
+def compare_conventions(recommendations, ground_truth, k=10, presets=None, metrics=None, *,
+                        return_skipped=False, **options):
     """One row per (metric, k), one value column per convention (null where its library lacks the metric).
 
     ``presets`` are preset names or Conventions (default: every preset); ``options`` go to evaluate().
+    With the default presets, a preset that cannot apply to these inputs (it raises a rankwise error,
+    e.g. ``surprise`` needs scores for its min_score and the input has ranks) is left out of the table
+    and reported: ``return_skipped=True`` returns ``(table, skipped)``, skipped = {preset: reason};
+    otherwise a warning names them. A preset named in ``presets`` that cannot apply raises, and so
+    does an input that no preset can read.
     """
     from .conventions import PRESETS
 
+    explicit = bool(presets)
     conventions = [resolve(p) for p in (presets or list(PRESETS))]
     request = parse_request(metrics, k)
-    rows = None
+    rows, skipped, first_error = None, {}, None
+    evaluate = Evaluator(recommendations, ground_truth, **options)
     for conv in conventions:
         wanted = [m for m in request.names if conv.metrics is None or internal_name(m) in conv.metrics]
         column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
         if wanted:
-            res = evaluate(recommendations, ground_truth, k=list(request.ks), metrics=wanted, convention=conv, **options)
+            try:
+                res = evaluate(conv, list(request.ks), wanted)
+            except (InputFileError, MissingDependencyError):
+                raise  # the file or the engine, not the preset
+            except RankwiseError as error:
+                if explicit:
+                    raise
+                skipped[conv.name], first_error = error.problem, first_error or error
+                continue
             column = res.summary.select("metric", "k", pl.col("value").alias(conv.name))
         rows = column if rows is None else rows.join(column, on=["metric", "k"], how="full", coalesce=True)
+    if rows is None:  # no preset applies: the inputs or options are wrong, not a preset
+        raise first_error
     order = {m: i for i, m in enumerate(request.names)}
-    return rows.sort(pl.col("metric").replace_strict(order, return_dtype=pl.Int64), "k")
+    table = rows.sort(pl.col("metric").replace_strict(order, return_dtype=pl.Int64), "k")
+    if return_skipped:
+        return table, skipped
+    if skipped:
+        warnings.warn("compare_conventions skipped presets that cannot apply to these inputs: "
+                      + "; ".join(f"{name}: {reason}" for name, reason in skipped.items()), stacklevel=2)
+    return table
 
 
 @dataclass(frozen=True)
@@ -80,11 +105,12 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
         raise ParameterError(f"{len(movers)} differing knobs is too many to attribute exactly.")
 
     cache: dict[frozenset, float] = {}
+    evaluate = Evaluator(recommendations, ground_truth, **options)
 
     def value(switched: frozenset) -> float:
         if switched not in cache:
             conv = Convention(**{**conv_a.knobs(), **{kn: conv_b.knobs()[kn] for kn in switched}})
-            res = evaluate(recommendations, ground_truth, k=k, metrics=[name], convention=conv, **options)
+            res = evaluate(conv, k, [name])
             cache[switched] = res.summary["value"].item()
         return cache[switched]
 

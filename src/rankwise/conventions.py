@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 
 from .errors import ParameterError
@@ -114,6 +115,125 @@ class Convention:
         "by their order in the input",
     )
 
+    # -- beyond-accuracy metrics (rankwise._beyond, sql/beyond_*.sql; docs/beyond_accuracy.md) --
+    popularity: str = _knob(
+        "users",
+        ("users", "rows"),
+        "pop(i) for novelty, long_tail_share and per_item: distinct train users of i (Evidently, RecTools "
+        "MeanInvUserFreq, RePlay, Elliot), or train rows of i (MS Recommenders novelty, RecBole)",
+    )
+    arp_popularity: str = _knob(
+        "users",
+        ("users", "rows"),
+        "pop(i) for arp: distinct train users (Evidently, Elliot) or train rows (RecTools "
+        "AvgRecPopularity, RecBole AveragePopularity)",
+    )
+    serendipity_popularity: str = _knob(
+        "users",
+        ("users", "rows"),
+        "pop(i) whose dense rank serendipity compares with the list rank: distinct train users, or "
+        "train rows (RecTools Serendipity)",
+    )
+    cold_items: str = _knob(
+        "as_one",
+        ("as_one", "drop", "zero_novelty"),
+        "a recommended item with no train row: novelty counts it as one user (max novelty) and arp as "
+        "popularity 0 (RecTools, RePlay); drop it from L_u for novelty and arp, a user left with none is "
+        "undefined (Evidently); or it adds 0 novelty and 0 popularity but stays in the denominator (MS)",
+    )
+    list_denominator: str = _knob(
+        "n_u",
+        ("n_u", "k"),
+        "novelty, arp, long_tail_share and serendipity average over the n_u items in the top k (n_u = 0: "
+        "undefined), or sum and divide by k (RePlay Surprisal, RecBole; an empty list scores 0)",
+    )
+    novelty_normalize: str = _knob(
+        "none",
+        ("none", "log_users"),
+        "novelty's self-information -log(pop/U_T) as is, or divided by log U_T so it lies in [0, 1] "
+        "(RePlay Surprisal; U_T = 1 is undefined)",
+    )
+    info_log_base: float = _knob(
+        2.0,
+        "a number > 1",
+        "logarithm base of novelty and exposure_entropy (2: bits, everyone but RecBole's ShannonEntropy; "
+        "math.e: nats). score_entropy is always in nats (Evidently)",
+    )
+    catalog: str = _knob(
+        "items",
+        ("items", "train", "recommended"),
+        "catalog C of item_coverage, gini and serendipity's N: the items input if given, else the "
+        "train items; always the train items (Evidently, RePlay, MS); or the recommended items",
+    )
+    catalog_outside: str = _knob(
+        "ignore",
+        ("ignore", "count"),
+        "item_coverage: recommended items outside C are not counted (|union ∩ C|), or counted "
+        "(|union|: RecTools, MS, RecBole; the share can exceed 1)",
+    )
+    catalog_padding: int = _knob(
+        0,
+        (0, 1),
+        "items added to |C| in item_coverage and gini (1 = RecBole's [PAD] token, a zero-exposure item)",
+    )
+    coverage_scale: str = _knob(
+        "ratio",
+        ("ratio", "count", "percent"),
+        "item_coverage as a share, as the count of covered items (RecTools default, Elliot), or a "
+        "percent (recmetrics, unrounded)",
+    )
+    gini: str = _knob(
+        "catalog",
+        ("catalog", "catalog_n1", "recommended_n1", "catalog_n1_complement"),
+        "gini = sum_j (2j - N - 1) c_(j) / (D sum c), c ascending over N items: C ∪ recommended with "
+        "D = N (RecBole), D = N - 1, the recommended items only with D = N - 1 (Evidently), or "
+        "1 - the N - 1 form (Elliot: higher = more equal)",
+    )
+    entropy_normalize: str = _knob(
+        "none",
+        ("none", "distinct"),
+        "exposure_entropy as is, or divided by the number of distinct recommended items (RecBole "
+        "ShannonEntropy, not in its docstring)",
+    )
+    ild_denominator: str = _knob(
+        "pairs",
+        ("pairs", "n_u"),
+        "ild = sum over unordered pairs of (1 - cos) divided by the m(m-1)/2 pairs, or by m "
+        "(Evidently Diversity: values can exceed 1); m = items of L_u that have features",
+    )
+    ild_short: str = _knob(
+        "nan",
+        ("nan", "zero"),
+        "ild of a list with fewer than 2 items that have features: undefined, left out of the mean "
+        "(MS), or 0 (RecTools, Evidently)",
+    )
+    long_tail: str = _knob(
+        "head_share",
+        ("head_share", "tail_items"),
+        "long_tail_share's tail: items outside the short head, the most popular train items (pop desc, "
+        "ties by id) until they hold long_tail_ratio of sum pop, a cold item is tail (Elliot APLT); or "
+        "the max(floor(ratio * #train items), 1) least popular train items (ties by id), or every "
+        "item with pop <= ratio when ratio > 1, a cold item is never tail (RecBole TailPercentage)",
+    )
+    long_tail_ratio: float = _knob(
+        0.8,
+        "a number > 0",
+        "head_share: the share of interactions the short head holds (Elliot 0.8); tail_items: the "
+        "tail share of train items (RecBole tail_ratio 0.1), or a popularity bound if > 1",
+    )
+    personalization_lists: str = _knob(
+        "actual",
+        ("actual", "full"),
+        "personalization = 1 - (sum_i c(i)^2 - S) / (k U_R (U_R - 1)): S = sum of n_u (exact mean "
+        "overlap/k), or S = U_R k (Evidently: exact only when every list has k items)",
+    )
+    serendipity: str = _knob(
+        "popularity_rank",
+        ("popularity_rank",),
+        "serendipity per recommended item: max(p_rank - p_pop, 0) * rel, p_rank = (N + 1 - rank) / N, "
+        "p_pop = (N + 1 - dense popularity rank) / N (0 for a cold item), N = |C| (RecTools)",
+    )
+
     # -- not knobs: what a preset is called, which metrics its library has, how it was checked --
     name: str = field(default="default", compare=False, metadata={"meta": True})
     metrics: tuple[str, ...] | None = field(default=None, compare=False, metadata={"meta": True})
@@ -127,14 +247,18 @@ class Convention:
                     f"Convention field {f.name!r} got {value!r}.",
                     hint=f"Allowed values: {', '.join(map(repr, allowed))}.",
                 )
-        if not (isinstance(self.log_base, (int, float)) and self.log_base > 1):
-            raise ParameterError(f"log_base must be a number > 1, got {self.log_base!r}.")
-        if self.min_score is not None and not isinstance(self.min_score, (int, float)):
-            raise ParameterError(f"min_score must be None or a number, got {self.min_score!r}.")
-        if not (isinstance(self.relevance_threshold, (int, float)) and self.relevance_threshold >= 0):
-            raise ParameterError(
-                f"relevance_threshold must be a number >= 0, got {self.relevance_threshold!r}."
-            )
+        # the numeric knobs are finite real numbers: the one rule every engine and the SQL renderer rely on
+        _number("log_base", self.log_base, "> 1", lambda v: v > 1,
+                "e.g. 2 (log2: trec_eval, sklearn) or math.e (the default).")
+        if self.min_score is not None:
+            _number("min_score", self.min_score, "", lambda v: True,
+                    "None keeps every item (a NaN or infinite min_score would drop every item).")
+        _number("relevance_threshold", self.relevance_threshold, ">= 0", lambda v: v >= 0,
+                "0 counts every relevance > 0 as relevant; 1 counts relevance >= 1.")
+        _number("info_log_base", self.info_log_base, "> 1", lambda v: v > 1,
+                "2 (bits, the default) or math.e (nats).")
+        _number("long_tail_ratio", self.long_tail_ratio, "> 0", lambda v: v > 0,
+                "0.8 with long_tail='head_share' (Elliot), 0.1 with long_tail='tail_items' (RecBole).")
 
     def replace(self, **changes) -> Convention:
         """A copy with some knobs changed: ``PRESETS['default'].replace(gain='linear')``."""
@@ -167,7 +291,7 @@ class Convention:
                 continue  # applied while normalising the inputs, before either engine
             if isinstance(value, bool):
                 value = int(value)
-            elif isinstance(value, (int, float)):
+            elif isinstance(value, numbers.Real):
                 value = float(value)
             out[name] = value
         return out
@@ -181,6 +305,17 @@ class Convention:
 
 
 _INPUT_KNOBS = ("duplicates", "ties", "min_score")
+
+
+def _finite(value) -> bool:
+    """A real number (Python or NumPy, not a boolean) that is neither NaN nor infinite."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(name: str, value, rule: str, holds, hint: str) -> None:
+    if not (_finite(value) and holds(value)):
+        raise ParameterError(f"Convention field {name!r} must be a finite number{' ' + rule if rule else ''}, "
+                             f"got {value!r}.", hint=hint)
 
 
 def _knob_fields():
@@ -205,3 +340,52 @@ def resolve(convention: str | Convention) -> Convention:
         f"Unknown convention {convention!r}.",
         hint=f"Use a Convention object or one of the presets: {', '.join(sorted(PRESETS))}.",
     )
+
+
+# Beyond-accuracy knob values of each library preset (the shared note, docs/beyond_accuracy.md), the
+# metrics each reproduces and how. Kept here until the presets in _presets.py take them as keywords.
+BEYOND_PRESETS: dict[str, dict] = {
+    "evidently": dict(cold_items="drop", catalog="train", gini="recommended_n1", ild_denominator="n_u",
+                      ild_short="zero", personalization_lists="full"),
+    "rectools": dict(arp_popularity="rows", serendipity_popularity="rows", catalog_outside="count",
+                     coverage_scale="count", ild_short="zero"),
+    "replay": dict(novelty_normalize="log_users", list_denominator="k", catalog="train"),
+    "recommenders": dict(catalog="train", catalog_outside="count", popularity="rows", cold_items="zero_novelty"),
+    "recbole": dict(catalog_padding=1, catalog_outside="count", popularity="rows", arp_popularity="rows",
+                    list_denominator="k", info_log_base=math.e, entropy_normalize="distinct",
+                    long_tail="tail_items", long_tail_ratio=0.1),
+}
+BEYOND_METRICS: dict[str, tuple[str, ...]] = {
+    "evidently": ("item_coverage", "novelty", "arp", "gini", "personalization", "ild", "score_entropy"),
+    "rectools": ("item_coverage", "novelty", "arp", "serendipity"),
+    "replay": ("item_coverage", "novelty"),
+    "recommenders": ("item_coverage", "exposure_entropy", "ild"),
+    "recbole": ("item_coverage", "arp", "gini", "exposure_entropy", "long_tail_share"),
+}
+BEYOND_NOTES: dict[str, str] = {
+    "evidently": "Beyond accuracy (0.7.21 source): novelty and arp drop items missing from train (a user "
+                 "with only such items is left out); coverage over train items; gini over recommended "
+                 "items / (n - 1); diversity = ild with 1 - cosine summed over pairs and divided by n_u "
+                 "(Evidently's missing normalisation, reproduced: values can exceed 1); personalization "
+                 "subtracts #U k (exact only for full lists, reproduced); score_entropy in nats. Not "
+                 "reproduced: serendipity (another family), float average ranks of tied scores.",
+    "rectools": "Beyond accuracy (41a5a639 source): MeanInvUserFreq (novelty, cold item = 1 user); "
+                "AvgRecPopularity (arp, train rows, cold 0); CatalogCoverage (count, outside items "
+                "counted); Serendipity (dense rank of train rows, N = |items|). Not reproduced: "
+                "IntraListDiversity's Hamming count (rankwise's ild is cosine).",
+    "replay": "Beyond accuracy (b4e051e8 source): Surprisal = novelty / log2 U_T summed over the top k "
+              "and divided by k (an empty list scores 0); Coverage over train items. Not reproduced: "
+              "RePlay Novelty (share unseen by the user), Unexpectedness, CategoricalDiversity.",
+    "recommenders": "Beyond accuracy (b02c95e2 source): catalog_coverage (train items, no intersection), "
+                    "distributional_coverage (log2 exposure entropy), diversity with "
+                    "item_sim_measure='item_feature_vector' (ild, single-item users left out). MS has no k: "
+                    "cut the table to the top k first, or pass k >= the longest list. Not reproduced: "
+                    "novelty (pooled over rows, not a per-user mean), serendipity, co-occurrence diversity.",
+    "recbole": "Beyond accuracy (7b02be5e source): ItemCoverage and GiniIndex count the [PAD] token in "
+               "num_items (reproduced, catalog_padding=1; give the dataset's items as items=); "
+               "AveragePopularity / k over train rows; ShannonEntropy in nats divided by the distinct "
+               "recommended items (reproduced); TailPercentage with tail_ratio 0.1, cold items never tail. "
+               "Not reproduced: rounding to 4 decimals.",
+}
+for _name, _knobs in BEYOND_PRESETS.items():
+    PRESETS[_name] = dataclasses.replace(PRESETS[_name], **_knobs)

@@ -1,9 +1,25 @@
-"""Typed errors. Every message names the problem, shows a few offending rows and ends with a hint."""
+"""Typed errors. Every message names the problem, shows a few offending rows and ends with a hint.
+
+    RankwiseError
+    ├── InputError (also ValueError)         the recommendations, ground truth or side inputs
+    │   ├── MissingColumnError, NullValueError, DuplicateItemError, DuplicateUserError,
+    │   ├── DuplicateRankError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
+    │   ├── DtypeMismatchError, UnsupportedInputError, InputFileError
+    ├── ParameterError (also ValueError)     an argument: k, metrics, backend, convention, names
+    │   └── InvalidIdentifierError           a table/column/prefix name that is not a plain identifier
+    ├── UndefinedValueError (also ValueError)  a value the convention says is an error
+    ├── NumericOverflowError (also ValueError) a metric value is not finite (e.g. 2^relevance overflows)
+    ├── UnsupportedSQLError                  a declared gap of a SQL dialect (rankwise.render.GAPS)
+    ├── WriteError                           Result.write could not write
+    │   ├── WriteSchemaError                 the target holds other columns
+    │   └── WriteLockedError                 another writer holds the target
+    └── MissingDependencyError (also ImportError)  an optional extra is not installed
+"""
 
 from __future__ import annotations
 
 
-class RankwiseError(ValueError):
+class RankwiseError(Exception):
     """Base class of every error rankwise raises on purpose."""
 
     def __init__(self, problem: str, *, rows: object = None, hint: str | None = None):
@@ -16,7 +32,7 @@ class RankwiseError(ValueError):
         super().__init__("\n".join(parts))
 
 
-class InputError(RankwiseError):
+class InputError(RankwiseError, ValueError):
     """The recommendations or the ground truth are malformed."""
 
 
@@ -29,7 +45,11 @@ class NullValueError(InputError):
 
 
 class DuplicateItemError(InputError):
-    """The same item appears twice in one user's list."""
+    """The same item appears twice in one user's list (or one label twice)."""
+
+
+class DuplicateUserError(InputError):
+    """In list form, a user has more than one row."""
 
 
 class DuplicateRankError(InputError):
@@ -37,27 +57,59 @@ class DuplicateRankError(InputError):
 
 
 class InvalidRankError(InputError):
-    """A rank is below 1."""
+    """A rank is below 1 or not an integer."""
 
 
 class InvalidRelevanceError(InputError):
     """A relevance is NaN, infinite or negative."""
 
 
+class InvalidScoreError(InputError):
+    """A score column is not numeric (text, boolean, date), so ranking by it would be wrong."""
+
+
 class DtypeMismatchError(InputError):
-    """User or item ids have different types in the two inputs."""
+    """User or item ids have different or unusable types."""
 
 
 class UnsupportedInputError(InputError):
     """The input container is not one rankwise reads."""
 
 
-class ParameterError(RankwiseError):
+class InputFileError(InputError):
+    """An input path is missing, a directory of the wrong kind, empty, truncated or unreadable."""
+
+
+class ParameterError(RankwiseError, ValueError):
     """An argument of evaluate() is invalid: k, metric names, backend, convention."""
 
 
-class UndefinedValueError(RankwiseError):
+class InvalidIdentifierError(ParameterError):
+    """A name that reaches SQL (table, schema, prefix, column) is not a plain identifier."""
+
+
+class UndefinedValueError(RankwiseError, ValueError):
     """A user's metric is undefined and the convention says 'error'."""
+
+
+class NumericOverflowError(RankwiseError, ValueError):
+    """A metric value is infinite or NaN where the convention defines it (an overflow)."""
+
+
+class UnsupportedSQLError(RankwiseError):
+    """A convention or option has no faithful SQL in the requested dialect (see ``render.GAPS``)."""
+
+
+class WriteError(RankwiseError):
+    """Result.write could not write to the target (unwritable, corrupt, unreachable)."""
+
+
+class WriteSchemaError(WriteError):
+    """The existing table or file has other columns or types than rankwise writes."""
+
+
+class WriteLockedError(WriteError):
+    """Another process holds the target (a DuckDB file lock) and did not release it in time."""
 
 
 class MissingDependencyError(RankwiseError, ImportError):

@@ -22,31 +22,82 @@ Users with no relevant label or no recommendation get the values ``empty_labels`
 
 from __future__ import annotations
 
+import numbers
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from . import _expressions as E
 from .errors import ParameterError
 
-METRICS = (
-    "precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision",
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once. The public metric list, the presets' metric sets, which knobs move
+    which metric, the docs page, the Polars engine's expressions and the oracle's list all derive from
+    these declarations; tests check the shipped SQL (``per_user.sql`` columns, ``summary.sql``
+    branches) against them.
+
+    name: the per-user column and the summary's metric (F-beta is requested as f1, f2, f0.5, ...).
+    level: "user" (a per-user value, summarised by its mean over users with a defined value) or
+        "catalog" (one value per k for the whole run, e.g. coverage).
+    needs: the inputs it reads.
+    knobs: the convention knobs that move it, beyond those that move every metric (EVERY_METRIC).
+    build: the Polars expression of its per-user value over the per-(user, k) statistics
+        (``rankwise._expressions``), given the convention and F-beta's beta.
+    """
+
+    name: str
+    title: str
+    formula: str
+    build: Callable
+    knobs: tuple[str, ...] = ()
+    level: str = "user"
+    needs: tuple[str, ...] = ("recommendations", "ground_truth")
+    aggregate: str = "mean over users with a defined value"
+
+    @property
+    def public_name(self) -> str:
+        return "f1" if self.name == "fbeta" else self.name
+
+
+def _ignore_beta(builder):
+    return lambda conv, beta: builder(conv)
+
+
+REGISTRY: tuple[Metric, ...] = (
+    Metric("precision", "Precision@k", "hits@k / den, den by `precision_denominator`",
+           _ignore_beta(E.precision), ("precision_denominator",)),
+    Metric("recall", "Recall@k", "hits@k / n_rel", _ignore_beta(E.recall)),
+    Metric("fbeta", "F-beta@k (`f1`, `f2`, `f0.5`, ...)",
+           "(1 + b^2) P R / (b^2 P + R), 0 when P = R = 0; the mean is per user or F of the means",
+           E.f_beta, ("precision_denominator", "f_aggregation"),
+           aggregate="mean over users, or F of mean precision and mean recall (f_aggregation)"),
+    Metric("map", "MAP@k (per user: AP@k)",
+           "sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`",
+           _ignore_beta(E.average_precision), ("ap_denominator",)),
+    Metric("mar", "MAR@k (per user: AR@k, document 001)",
+           "sum over hit positions i <= k of hits@i / n_rel, divided by `ap_denominator`",
+           _ignore_beta(E.average_recall), ("ap_denominator",)),
+    Metric("mrr", "MRR@k (per user: RR@k)",
+           "1 / position of the first relevant item (within k if `rr_cutoff`), else 0",
+           _ignore_beta(E.reciprocal_rank), ("rr_cutoff",)),
+    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", _ignore_beta(E.dcg), ("gain", "log_base")),
+    Metric("ndcg", "NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`",
+           _ignore_beta(E.ndcg), ("gain", "log_base", "ideal", "zero_ideal")),
+    Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0", _ignore_beta(E.hit_rate)),
+    Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
+           _ignore_beta(E.r_precision)),
 )
+BY_NAME = {m.name: m for m in REGISTRY}
+USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
+METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
 _F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
 
-# Which convention knobs can change each metric (per-user column name). One place: the docs page
-# and explain() both read it.
-_EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates", "ties", "min_score")
-KNOBS_BY_METRIC = {
-    "precision": _EVERY_METRIC + ("precision_denominator",),
-    "recall": _EVERY_METRIC,
-    "fbeta": _EVERY_METRIC + ("precision_denominator", "f_aggregation"),
-    "map": _EVERY_METRIC + ("ap_denominator",),
-    "mar": _EVERY_METRIC + ("ap_denominator",),
-    "mrr": _EVERY_METRIC + ("rr_cutoff",),
-    "dcg": _EVERY_METRIC + ("gain", "log_base"),
-    "ndcg": _EVERY_METRIC + ("gain", "log_base", "ideal", "zero_ideal"),
-    "hit_rate": _EVERY_METRIC,
-    "r_precision": _EVERY_METRIC,
-}
+# Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
+# explain() read KNOBS_BY_METRIC.
+EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates",
+                "ties", "min_score")
+KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY}
 
 
 @dataclass(frozen=True)
@@ -59,6 +110,17 @@ class MetricRequest:
 
     def column(self, name: str, k: int) -> str:
         return f"{name}@{k}"
+
+
+K_ONES_MAX = 10_000  # the shipped SQL enumerates ideal slots 1..10000 (sql/per_user.sql, "slots")
+
+
+def check_cutoffs(conv, ks) -> None:
+    """Rules that tie the cutoffs to a convention, the same for every engine and the rendered SQL."""
+    if conv.ideal == "k_ones" and max(ks) > K_ONES_MAX:
+        raise ParameterError(
+            f"ideal='k_ones' supports k <= {K_ONES_MAX}, got k={max(ks)}.",
+            hint="Use a smaller k, or ideal='labels' (the ideal ranking from the user's own labels).")
 
 
 def internal_name(name: str) -> str:
@@ -107,19 +169,31 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
     return MetricRequest(tuple(seen), ks, betas[0] if betas else 1.0)
 
 
+K_MAX = 2**31 - 1  # the largest cutoff: an INTEGER in every SQL dialect (larger k was a raw error)
+
+
+def _is_integer(value) -> bool:
+    """Any integer (Python or NumPy: numbers.Integral) but a boolean (NumPy's bool_ is not Integral)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _parse_k(k) -> tuple[int, ...]:
-    values = [k] if isinstance(k, (int, float)) else _as_list(k, "k")
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
-    if bad or not values or isinstance(k, str):
+    """k: a positive integer (Python or NumPy) or a list/array of them, each 1 <= k <= K_MAX."""
+    try:
+        values = list(k) if isinstance(k, Iterable) and not isinstance(k, (str, bytes)) else [k]
+    except TypeError:  # a 0-d NumPy array
+        values = [k]
+    bad = [v for v in values if not _is_integer(v) or not 1 <= v <= K_MAX]
+    if bad or not values:
         raise ParameterError(
-            f"k must be a positive integer or a list of them, got {k!r}.",
+            f"k must be a positive integer up to {K_MAX} or a list of them, got {k!r}.",
             hint="For example k=10 or k=[1, 5, 10].",
         )
-    return tuple(sorted(set(values)))
+    return tuple(sorted({int(v) for v in values}))
 
 
 def _as_list(value, what) -> list:
-    if isinstance(value, (str, int)):
+    if isinstance(value, (str, bytes)) or _is_integer(value):
         return [value]
     try:
         return list(value)

@@ -25,18 +25,15 @@ from functools import lru_cache
 
 from . import _sql_files
 from .conventions import Convention, resolve
-from .errors import MissingDependencyError, ParameterError, RankwiseError
-from .metrics import internal_name, parse_request
+from .errors import InvalidIdentifierError, MissingDependencyError, ParameterError, RankwiseError, \
+    UnsupportedSQLError
+from .metrics import check_cutoffs, internal_name, parse_request
 
 DIALECTS = ("duckdb", "postgres", "spark", "databricks", "bigquery", "snowflake", "trino", "clickhouse", "redshift")
 INPUTS = ("recommendations", "ground_truth")
 OUTPUT_COLUMNS = ("user_id", "k", "n_recs", "n_rel")
 # dialects whose views can be session-scoped (no leftover objects in the warehouse)
 _TEMP_VIEWS = {"duckdb", "postgres", "spark", "databricks", "snowflake"}
-
-
-class UnsupportedSQLError(RankwiseError):
-    """A convention or option has no faithful SQL in the requested dialect (see ``render.GAPS``)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +120,7 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     dialect = _check_dialect(dialect)
     request = parse_request(metrics, k)
     conv = resolve(convention)
+    check_cutoffs(conv, request.ks)
     for knob in ("empty_labels", "empty_predictions"):
         if getattr(conv, knob) == "error":
             raise UnsupportedSQLError(
@@ -132,9 +130,12 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     unknown = set(tables) - set(INPUTS)
     if unknown:
         raise ParameterError(f"tables has unknown keys {sorted(unknown)}.", hint="Keys: recommendations, ground_truth.")
+    for key, table in tables.items():  # checked here to name the key in the error
+        table_source(table, dialect, f"tables[{key!r}]")
     names = relation_names(prefix, schema, dialect)
     wanted = [internal_name(n) for n in request.names]
-    per_user_sql, summary_sql, per_user_cols = queries(request.ks, conv, request.beta, dialect, names, wanted)
+    f_name = next((n for n in request.names if internal_name(n) == "fbeta"), f"f{request.beta:g}")
+    per_user_sql, summary_sql, per_user_cols = queries(request.ks, conv, request.beta, dialect, names, wanted, f_name)
     setup = [
         *_view(names["recommendations"], _recommendations_view(
             tables["recommendations"], dialect, user_col, item_col, rank_col, score_col, conv), dialect),
@@ -157,32 +158,43 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
 def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
     """Rendered names of the relations the script reads and writes, as dialect-ready text."""
     _, exp = _sqlglot()
+    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+        raise InvalidIdentifierError(
+            f"prefix {prefix!r} is not a plain name start: letters, digits and _, not starting with a digit, "
+            "at most 40 characters.", hint="E.g. prefix='rankwise_' or 'eval_'; put a schema in schema=.")
+    where = identifier(schema, dialect, "schema", max_parts=2) if schema is not None else None
     out = {}
     for name in ("recommendations", "ground_truth", "cutoffs", "per_user"):
         session_scoped = dialect in _TEMP_VIEWS and name != "per_user"  # a temporary view has no schema
-        table = exp.Table(this=exp.to_identifier(prefix + name),
-                          db=exp.to_identifier(schema) if schema and not session_scoped else None)
+        table = exp.Table(this=exp.to_identifier(prefix + name))
+        if where is not None and not session_scoped:
+            table.set("db", where.this.copy())
+            table.set("catalog", where.args["db"].copy() if where.args.get("db") else None)
         out[name] = table.sql(dialect)
     return out
 
 
-def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None):
+_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
+
+
+def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None, f_name: str = "fbeta"):
     """The per-user and summary SELECTs for ``dialect`` over relations ``names`` (logical -> rendered).
 
+    ``f_name`` names the F-beta summary row (the engines' internal "fbeta"; the script's "f1", "f2").
     ``metrics`` (internal column names, None = all) prunes the summary to those metrics; returns
     (per_user_sql, summary_sql, the per-user columns a table must keep for that summary). The files
     are read on every call; the rendering is cached on their text and the arguments.
     """
     texts = tuple((_sql_files.sql_dir() / f"{name}.sql").read_text() for name in ("per_user", "summary"))
     return _queries(texts, resolve(convention), float(beta), dialect, tuple(names.items()),
-                    None if metrics is None else tuple(metrics))
+                    None if metrics is None else tuple(metrics), f_name)
 
 
 @lru_cache(maxsize=256)
-def _queries(texts, conv, beta, dialect, names, metrics):
+def _queries(texts, conv, beta, dialect, names, metrics, f_name):
     names = dict(names)
-    per_user = _shipped(texts[0], "per_user", conv, beta, dialect, names)
-    summary = _shipped(texts[1], "summary", conv, beta, dialect, names)
+    per_user = _shipped(texts[0], "per_user", conv, beta, dialect, names, f_name)
+    summary = _shipped(texts[1], "summary", conv, beta, dialect, names, f_name)
     output = [s.alias_or_name for s in per_user.selects]
     if metrics is not None:
         summary = _prune_summary(summary, set(metrics))
@@ -200,10 +212,10 @@ def cutoffs_query(ks, dialect: str) -> str:
 # -- the shipped files, transformed ------------------------------------------------------------------
 
 
-def _shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, names: dict):
+def _shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, names: dict, f_name: str):
     """Parse the text of ``sql/<name>.sql``, bind literals, rename relations, adapt to ``dialect``."""
     sqlglot, exp = _sqlglot()
-    values = _sql_files.bind(text, conv, beta)
+    values = _sql_files.bind(text, conv, beta, f_name=f_name)
     tree = sqlglot.parse_one(text, read="duckdb")
     for node in tree.walk():
         node.comments = None
@@ -313,7 +325,7 @@ def _prune_summary(tree, metrics: set):
             stack += [node.right, node.left]
         else:
             branches.append(node)
-    kept = [b for b in branches if _branch_metric(b) in metrics or _branch_metric(b) is None]
+    kept = [b for b in branches if _branch_metric(b) is None or internal_name(_branch_metric(b)) in metrics]
     if not kept:
         raise ParameterError("No summary rows for the requested metrics.")
     out = kept[0].copy()
@@ -341,13 +353,10 @@ def _branch_metric(select):
 
 
 def _ordered_summary(summary_sql: str, request, dialect: str) -> str:
-    """The summary with the API's metric names (f1, f2, ...) and order (request order, then k)."""
+    """The summary (already under the API's names: f1, f2, ...) in request order, then k."""
     sqlglot, exp = _sqlglot()
-    names = [(internal_name(n), n) for n in request.names]
-    rename = " ".join(f"WHEN s.metric = '{i}' THEN '{n}'" for i, n in names if i != n)
-    metric = f"CASE {rename} ELSE s.metric END" if rename else "s.metric"
-    order = " ".join(f"WHEN s.metric = '{i}' THEN {j}" for j, (i, _) in enumerate(names))
-    text = (f"SELECT {metric} AS metric, s.k, s.value, s.n_users FROM {_BODY} AS s "
+    order = " ".join(f"WHEN s.metric = '{n}' THEN {j}" for j, n in enumerate(request.names))
+    text = (f"SELECT s.metric AS metric, s.k, s.value, s.n_users FROM {_BODY} AS s "
             f"ORDER BY CASE {order} END, s.k")
     return _fill(_generate(sqlglot.parse_one(text, read="duckdb"), dialect), summary_sql)
 
@@ -367,14 +376,137 @@ def _fill(wrapper: str, body: str) -> str:
 # -- input views ------------------------------------------------------------------------------------
 
 
-def _source(table, dialect: str):
-    """A table name or a SELECT as the FROM item ``src``."""
+def _source(table, dialect: str, what: str = "tables value"):
+    """A table name or one SELECT/WITH query (see :func:`table_source`) as the FROM item ``src``."""
+    source = table_source(table, dialect, what)
+    return source.subquery("src") if isinstance(source, _sqlglot()[1].Query) else source.as_("src")
+
+
+_TABLE_HINT = ('Pass a table name (name, schema.name or catalog.schema.name; quote a part as the dialect '
+               'quotes, e.g. "My Table" or `my-project`) or one SELECT/WITH query over tables; for anything '
+               'else (a file, a table function, a UDF) create a view first and pass its name.')
+_BARE = re.compile(r"^[^\W\d]\w*$")  # an unquoted part: letters, digits, _ (not starting with a digit)
+# Spark reads `csv.<path>` (and parquet., json., ...) as files: such a schema is not a table's
+_SPARK_FILE_SOURCES = {"csv", "parquet", "json", "text", "orc", "avro", "binaryfile", "delta", "xml", "jdbc"}
+_FILE_FUNCTIONS = ("ReadCSV", "ReadParquet", "ToFile", "NextValueFor")  # sqlglot-known side effects
+
+
+def table_source(table, dialect: str, what: str = "tables value"):
+    """``table`` as a sqlglot Table (an identifier) or Query (one SELECT/WITH), checked; else an error.
+
+    Rule: a name has 1-3 dot-separated parts, each a plain word or quoted as the dialect quotes (the
+    quotes are re-escaped on output, so ``"x""y"`` is the table x"y); no part may contain ``.``, ``/``,
+    ``\\`` or control characters (DuckDB and Spark read such names as files). A query is exactly one
+    SELECT/WITH statement whose FROM items are such names or subqueries: no table functions
+    (``read_csv(...)``, ``query(...)``), no functions sqlglot does not know (UDFs, ``pg_read_file``,
+    ``nextval``), no DDL/DML (also not in a CTE), no ``SELECT ... INTO``. Comments are dropped.
+    """
     sqlglot, exp = _sqlglot()
     if not isinstance(table, str) or not table.strip():
-        raise ParameterError(f"tables values are table names or SELECT queries, got {table!r}.")
-    if re.match(r"\s*(select|with)\b", table, re.IGNORECASE):
-        return sqlglot.parse_one(table, read=dialect).subquery("src")
-    return exp.to_table(table, dialect=dialect).as_("src")
+        raise ParameterError(f"{what}: expected a table name or a SELECT query as a string, got {table!r}.",
+                             hint=_TABLE_HINT)
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(table)
+    except sqlglot.errors.TokenError as error:
+        raise InvalidIdentifierError(f"{what} {table!r} is neither a table name nor a query: it does not "
+                                     f"tokenize in {dialect} ({error}).", hint=_TABLE_HINT) from error
+    if tokens and tokens[0].token_type.name in ("SELECT", "WITH", "L_PAREN"):
+        return _checked_query(table, dialect, what)
+    return _identifier(tokens, table, dialect, what, max_parts=3)
+
+
+def identifier(text, dialect: str, what: str, max_parts: int = 3):
+    """A (dotted, optionally quoted) name as a sqlglot Table; the rule of :func:`table_source`."""
+    sqlglot, _ = _sqlglot()
+    if not isinstance(text, str) or not text.strip():
+        raise ParameterError(f"{what}: expected a name as a string, got {text!r}.", hint=_TABLE_HINT)
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(text)
+    except sqlglot.errors.TokenError as error:
+        raise InvalidIdentifierError(f"{what} {text!r} is not a name: it does not tokenize in {dialect}.",
+                                     hint=_TABLE_HINT) from error
+    return _identifier(tokens, text, dialect, what, max_parts)
+
+
+def _identifier(tokens, text: str, dialect: str, what: str, max_parts: int):
+    _, exp = _sqlglot()
+    parts, problem = [], None
+    for i, token in enumerate(tokens):
+        kind = token.token_type.name
+        if token.comments:
+            problem = "it contains a comment"
+        elif i % 2 == 1:
+            problem = None if kind == "DOT" else f"{token.text!r} where a '.' or the end was expected"
+        elif kind == "IDENTIFIER":
+            parts.append(exp.Identifier(this=token.text, quoted=True))
+        elif kind == "VAR" and _BARE.match(token.text):
+            parts.append(exp.Identifier(this=token.text, quoted=False))
+        elif _BARE.match(token.text):
+            problem = f"{token.text!r} is an SQL keyword (quote it as {dialect} quotes names)"
+        else:
+            problem = f"{token.text!r} is not a name part"
+        if problem:
+            break
+    if not problem and (len(tokens) % 2 == 0 or not 1 <= len(parts) <= max_parts):
+        problem = f"a name has 1 to {max_parts} dot-separated parts"
+    if not problem:
+        problem = _bad_parts(parts, dialect)
+    if problem:
+        raise InvalidIdentifierError(f"{what} {text!r} is not a {'table ' if max_parts == 3 else ''}name: {problem}.",
+                                     hint=_TABLE_HINT)
+    parts = [None] * (3 - len(parts)) + parts
+    return exp.Table(this=parts[2], db=parts[1], catalog=parts[0])
+
+
+def _bad_parts(parts, dialect: str) -> str | None:
+    """Why these name parts are refused (None: fine)."""
+    for part in parts:
+        name = part.name
+        if not name or re.search(r"[./\\\x00-\x1f\x7f]", name):
+            return (f"part {name!r} is empty or contains '.', '/', '\\' or a control character "
+                    "(DuckDB and Spark read such names as files)")
+    if dialect in ("spark", "databricks") and len(parts) == 2 and parts[0].name.lower() in _SPARK_FILE_SOURCES:
+        return f"Spark reads {parts[0].name}.<path> as a file"
+    return None
+
+
+def _checked_query(text: str, dialect: str, what: str):
+    sqlglot, exp = _sqlglot()
+
+    def refuse(problem, error=None):
+        raise ParameterError(f"{what} {_short(text)!r} is refused as a query: {problem}.",
+                             hint="One SELECT or WITH ... SELECT over table names. " + _TABLE_HINT) from error
+
+    try:
+        statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+    except sqlglot.errors.SqlglotError as error:
+        refuse(f"it does not parse in {dialect} ({str(error).splitlines()[0]})", error)
+    if len(statements) != 1:
+        refuse(f"it holds {len(statements)} statements, not one")
+    tree = statements[0]
+    while isinstance(tree, exp.Subquery) and not tree.alias:  # (SELECT ...)
+        tree = tree.this
+    if not isinstance(tree, exp.Query) or not tree.selects:
+        refuse(f"it is a {tree.key.upper()} statement, not a SELECT of columns")
+    for node in tree.walk():
+        node.comments = None
+        if isinstance(node, (exp.DDL, exp.DML, exp.Command, exp.Into, exp.Copy, exp.Set, exp.Pragma)):
+            refuse(f"it contains {node.key.upper()} ({_short(node.sql(dialect))})")
+        if isinstance(node, exp.Anonymous) or type(node).__name__ in _FILE_FUNCTIONS:
+            refuse(f"it calls {node.sql_name() if not isinstance(node, exp.Anonymous) else node.name}(...), "
+                   "a function rankwise does not know to be free of side effects (files, sequences, UDFs)")
+        if isinstance(node, exp.Table):
+            if not isinstance(node.this, exp.Identifier):
+                refuse(f"it reads {_short(node.this.sql(dialect))}, which is not a table name (a table function "
+                       "or a file)")
+            problem = _bad_parts([p for p in (node.args.get("catalog"), node.args.get("db"), node.this) if p], dialect)
+            if problem:
+                refuse(f"table {_short(node.sql(dialect))}: {problem}")
+    return tree
+
+
+def _short(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[:n - 3] + "..."
 
 
 def _col(name: str):

@@ -1,0 +1,132 @@
+-- rankwise: beyond-accuracy catalog metrics (issue 10), one row per (metric, k).
+--
+-- Inputs: recommendations(user_id, rank, item_id, score), train(user_id, item_id), items(item_id)
+-- (may be empty: then C = the train items), cutoffs(k). See sql/beyond_user.sql.
+-- Parameters: $catalog 'items' | 'train' | 'recommended'; $catalog_outside 'ignore' | 'count';
+--   $catalog_padding 0 | 1; $coverage_scale 'ratio' | 'count' | 'percent';
+--   $gini 'catalog' | 'catalog_n1' | 'recommended_n1' | 'catalog_n1_complement';
+--   $info_log_base > 1; $entropy_normalize 'none' | 'distinct'; $personalization_lists 'actual' | 'full'
+-- Output: metric, k, value, n_users (users with at least one item at rank <= k); NULL = undefined.
+--   item_coverage     covered / (|C| + padding), covered = |union L_u ∩ C| (or |union L_u|)
+--   gini              sum_j (2j - N - 1) c_(j) / (D sum c), c ascending, over C ∪ recommended
+--   exposure_entropy  -sum p log_b p, p = c / sum c, computed as (ln C - sum c ln c / C) / ln b
+--   personalization   1 - (sum c^2 - sum n_u) / (k U (U - 1))      (linear time: exposure counts)
+--   score_entropy     Shannon entropy (nats) of the softmax of the pooled top-k scores
+WITH
+top AS (
+    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, r.item_id, CAST(r.score AS DOUBLE) AS score
+    FROM recommendations AS r
+    JOIN cutoffs AS c ON r.rank <= c.k
+    WHERE r.item_id IS NOT NULL
+),
+exposure AS (
+    SELECT tp.k, tp.item_id, CAST(COUNT(*) AS BIGINT) AS exposure
+    FROM top AS tp
+    GROUP BY tp.k, tp.item_id
+),
+n_items_given AS (
+    SELECT COUNT(*) AS n FROM items
+),
+catalog AS (
+    SELECT CAST(c.k AS BIGINT) AS k, i.item_id
+    FROM items AS i CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
+    WHERE $catalog = 'items' AND g.n > 0
+    UNION ALL
+    SELECT CAST(c.k AS BIGINT) AS k, t.item_id
+    FROM (SELECT DISTINCT tr.item_id FROM train AS tr) AS t CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
+    WHERE $catalog = 'train' OR ($catalog = 'items' AND g.n = 0)
+    UNION ALL
+    SELECT e.k, e.item_id
+    FROM exposure AS e
+    WHERE $catalog = 'recommended'
+),
+all_items AS (
+    SELECT COALESCE(e.k, ct.k) AS k, COALESCE(e.exposure, 0) AS exposure,
+           CASE WHEN ct.item_id IS NULL THEN 0 ELSE 1 END AS in_c
+    FROM exposure AS e
+    FULL OUTER JOIN catalog AS ct ON ct.k = e.k AND ct.item_id = e.item_id
+),
+item_stats AS (
+    SELECT a.k,
+           CAST(SUM(a.in_c) AS DOUBLE) AS n_c,
+           CAST(SUM(CASE WHEN a.exposure > 0 AND a.in_c = 1 THEN 1 ELSE 0 END) AS DOUBLE) AS covered_in,
+           CAST(SUM(CASE WHEN a.exposure > 0 THEN 1 ELSE 0 END) AS DOUBLE) AS n_exposed,
+           CAST(COUNT(*) AS DOUBLE) AS n_all,
+           CAST(SUM(a.exposure) AS DOUBLE) AS c_sum,
+           SUM(CAST(a.exposure AS DOUBLE) * CAST(a.exposure AS DOUBLE)) AS c2_sum,
+           SUM(CASE WHEN a.exposure > 0 THEN CAST(a.exposure AS DOUBLE) * LN(CAST(a.exposure AS DOUBLE))
+                    ELSE 0.0 END) AS clogc
+    FROM all_items AS a
+    GROUP BY a.k
+),
+-- Gini's sum over the exposed items in ascending order: sum_r r c_(r) (equal c: any order, same sum)
+ranked AS (
+    SELECT e.k, CAST(e.exposure AS DOUBLE) AS c,
+           CAST(ROW_NUMBER() OVER (PARTITION BY e.k ORDER BY e.exposure) AS DOUBLE) AS r
+    FROM exposure AS e
+),
+gini_sums AS (
+    SELECT rk.k, SUM(rk.r * rk.c) AS rc_sum FROM ranked AS rk GROUP BY rk.k
+),
+lists AS (
+    SELECT tp.k, tp.user_id, CAST(COUNT(*) AS DOUBLE) AS n FROM top AS tp GROUP BY tp.k, tp.user_id
+),
+list_stats AS (
+    SELECT l.k, CAST(COUNT(*) AS DOUBLE) AS n_users, SUM(l.n) AS n_sum FROM lists AS l GROUP BY l.k
+),
+scored AS (
+    SELECT tp.k, tp.score - MAX(tp.score) OVER (PARTITION BY tp.k) AS d
+    FROM top AS tp
+    WHERE tp.score IS NOT NULL
+),
+score_stats AS (
+    SELECT s.k, LN(SUM(EXP(s.d))) - SUM(EXP(s.d) * s.d) / SUM(EXP(s.d)) AS score_entropy
+    FROM scored AS s
+    GROUP BY s.k
+),
+per_k AS (
+    SELECT CAST(c.k AS BIGINT) AS k,
+           COALESCE(i.n_c, 0.0) + $catalog_padding AS n_c,
+           CASE WHEN $catalog_outside = 'ignore' THEN COALESCE(i.covered_in, 0.0)
+                ELSE COALESCE(i.n_exposed, 0.0) END AS covered,
+           COALESCE(i.n_exposed, 0.0) AS n_exposed,
+           CASE WHEN $gini = 'recommended_n1' THEN COALESCE(i.n_exposed, 0.0)
+                ELSE COALESCE(i.n_all, 0.0) + $catalog_padding END AS n_gini,
+           COALESCE(i.c_sum, 0.0) AS c_sum, COALESCE(i.c2_sum, 0.0) AS c2_sum, COALESCE(i.clogc, 0.0) AS clogc,
+           COALESCE(g.rc_sum, 0.0) AS rc_sum,
+           COALESCE(l.n_users, 0.0) AS n_users, COALESCE(l.n_sum, 0.0) AS n_sum,
+           s.score_entropy
+    FROM cutoffs AS c
+    LEFT JOIN item_stats AS i ON i.k = c.k
+    LEFT JOIN gini_sums AS g ON g.k = c.k
+    LEFT JOIN list_stats AS l ON l.k = c.k
+    LEFT JOIN score_stats AS s ON s.k = c.k
+),
+values_k AS (
+    SELECT p.*,
+           CASE WHEN $gini = 'catalog' THEN p.n_gini ELSE p.n_gini - 1.0 END AS gini_den,
+           2.0 * ((p.n_gini - p.n_exposed) * p.c_sum + p.rc_sum) - (p.n_gini + 1.0) * p.c_sum AS gini_num
+    FROM per_k AS p
+),
+results AS (
+    SELECT v.k, v.n_users,
+           CASE WHEN $coverage_scale = 'count' THEN v.covered
+                WHEN $coverage_scale = 'ratio' THEN v.covered / NULLIF(v.n_c, 0.0)
+                ELSE 100.0 * v.covered / NULLIF(v.n_c, 0.0) END AS item_coverage,
+           CASE WHEN v.gini_den > 0 AND v.c_sum > 0
+                THEN (CASE WHEN $gini = 'catalog_n1_complement' THEN 1.0 - v.gini_num / (v.gini_den * v.c_sum)
+                           ELSE v.gini_num / (v.gini_den * v.c_sum) END) END AS gini,
+           CASE WHEN v.c_sum > 0
+                THEN (LN(v.c_sum) - v.clogc / v.c_sum) / LN($info_log_base)
+                     / (CASE WHEN $entropy_normalize = 'distinct' THEN v.n_exposed ELSE 1.0 END) END AS exposure_entropy,
+           CASE WHEN v.n_users >= 2
+                THEN 1.0 - (v.c2_sum - (CASE WHEN $personalization_lists = 'full' THEN v.n_users * v.k ELSE v.n_sum END))
+                           / (v.k * v.n_users * (v.n_users - 1.0)) END AS personalization,
+           v.score_entropy
+    FROM values_k AS v
+)
+SELECT 'item_coverage' AS metric, x.k, x.item_coverage AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x
+UNION ALL SELECT 'gini' AS metric, x.k, x.gini AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x
+UNION ALL SELECT 'exposure_entropy' AS metric, x.k, x.exposure_entropy AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x
+UNION ALL SELECT 'personalization' AS metric, x.k, x.personalization AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x
+UNION ALL SELECT 'score_entropy' AS metric, x.k, x.score_entropy AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x

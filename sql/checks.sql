@@ -1,0 +1,78 @@
+-- rankwise: the exact input checks, one row per failed check (no rows: the inputs are valid).
+--
+-- Input: recommendations_input (user_id, item_id, position, score): the caller's rows as they are,
+--        position = the rank column (NULL when ranking by score), score = the score column (NULL
+--        when ranking by rank); ground_truth_input (user_id, item_id, relevance).
+-- Parameters: $by_score 1 when ranks come from scores, else 0; $duplicates 'error' | 'first_shift'.
+-- Output: code, problem, n_rows (offending rows), example_user, example_item (the smallest, as text).
+-- The same rules as evaluate() (rankwise._inputs), which raises the same codes as typed errors.
+-- A value outside [-max double, max double] is NaN or infinite on every engine: NaN compares
+-- greater than every number in DuckDB, PostgreSQL and Spark, and false with everything elsewhere.
+WITH
+repeated_items AS (
+    SELECT r.user_id, r.item_id, COUNT(*) AS n
+    FROM recommendations_input AS r
+    WHERE r.user_id IS NOT NULL AND r.item_id IS NOT NULL
+    GROUP BY r.user_id, r.item_id
+    HAVING COUNT(*) > 1
+),
+repeated_ranks AS (
+    SELECT r.user_id, r.position, COUNT(*) AS n, MIN(r.item_id) AS item_id
+    FROM recommendations_input AS r
+    WHERE $by_score = 0 AND r.user_id IS NOT NULL AND r.position IS NOT NULL
+    GROUP BY r.user_id, r.position
+    HAVING COUNT(*) > 1
+),
+repeated_labels AS (
+    SELECT g.user_id, g.item_id, COUNT(*) AS n
+    FROM ground_truth_input AS g
+    WHERE g.user_id IS NOT NULL AND g.item_id IS NOT NULL
+    GROUP BY g.user_id, g.item_id
+    HAVING COUNT(*) > 1
+),
+checks AS (
+    SELECT 'null_value' AS code, 'recommendations: NULL user, item, rank or score' AS problem,
+           COUNT(*) AS n_rows, MIN(CAST(r.user_id AS VARCHAR)) AS example_user,
+           MIN(CAST(r.item_id AS VARCHAR)) AS example_item
+    FROM recommendations_input AS r
+    WHERE r.user_id IS NULL OR r.item_id IS NULL
+       OR ($by_score = 0 AND r.position IS NULL) OR ($by_score = 1 AND r.score IS NULL)
+    UNION ALL
+    SELECT 'invalid_rank', 'recommendations: rank below 1', COUNT(*),
+           MIN(CAST(r.user_id AS VARCHAR)), MIN(CAST(r.item_id AS VARCHAR))
+    FROM recommendations_input AS r
+    WHERE $by_score = 0 AND r.position < 1
+    UNION ALL
+    SELECT 'duplicate_rank', 'recommendations: a rank repeated in one user''s list', SUM(d.n),
+           MIN(CAST(d.user_id AS VARCHAR)), MIN(CAST(d.item_id AS VARCHAR))
+    FROM repeated_ranks AS d
+    UNION ALL
+    SELECT 'invalid_score', 'recommendations: NaN or infinite score', COUNT(*),
+           MIN(CAST(r.user_id AS VARCHAR)), MIN(CAST(r.item_id AS VARCHAR))
+    FROM recommendations_input AS r
+    WHERE $by_score = 1 AND r.score IS NOT NULL
+      AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+    UNION ALL
+    SELECT 'duplicate_item', 'recommendations: an item repeated in one user''s list', SUM(d.n),
+           MIN(CAST(d.user_id AS VARCHAR)), MIN(CAST(d.item_id AS VARCHAR))
+    FROM repeated_items AS d
+    WHERE $duplicates = 'error'
+    UNION ALL
+    SELECT 'null_value', 'ground truth: NULL user', COUNT(*), NULL, MIN(CAST(g.item_id AS VARCHAR))
+    FROM ground_truth_input AS g
+    WHERE g.user_id IS NULL
+    UNION ALL
+    SELECT 'duplicate_item', 'ground truth: an item labelled twice for one user', SUM(d.n),
+           MIN(CAST(d.user_id AS VARCHAR)), MIN(CAST(d.item_id AS VARCHAR))
+    FROM repeated_labels AS d
+    UNION ALL
+    SELECT 'invalid_relevance', 'ground truth: NULL, NaN, infinite or negative relevance', COUNT(*),
+           MIN(CAST(g.user_id AS VARCHAR)), MIN(CAST(g.item_id AS VARCHAR))
+    FROM ground_truth_input AS g
+    WHERE g.item_id IS NOT NULL
+      AND (g.relevance IS NULL OR g.relevance < 0
+           OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
+)
+SELECT c.code, c.problem, CAST(c.n_rows AS BIGINT) AS n_rows, c.example_user, c.example_item
+FROM checks AS c
+WHERE c.n_rows > 0

@@ -1,0 +1,205 @@
+-- rankwise: per-user metrics as DuckDB macros over list columns (one row per user).
+--
+--   SELECT user_id, rankwise_ndcg(items, relevant, 10) FROM t
+--
+-- recs: the recommended items in rank order; truth: the relevant items (binary relevance: every
+-- label has relevance 1). rankwise_dcg_graded / rankwise_ndcg_graded take a relevance list parallel
+-- to truth. Load with rankwise.expr.install_duckdb(con), or run this file.
+-- Knobs are named parameters with the default convention's values (rankwise.conventions), e.g.
+--   rankwise_map(items, relevant, 10, ap_denominator := 'n_rel', empty_labels := 'zero').
+-- Row rules, as rankwise.expr: a NULL list = empty; both NULL = NaN (no such user); NaN = undefined;
+-- a row evaluate() would reject (a repeated item under duplicates := 'error', a repeated or NULL
+-- label, a NULL item) is NaN; duplicates := 'first_shift' keeps each item's first occurrence.
+-- Positions are 1-based; a hit position p earns 1 / log_b(p + 1).
+
+-- the recommendations after the duplicates rule
+CREATE OR REPLACE MACRO rankwise__recs(recs, duplicates) AS
+    CASE WHEN duplicates = 'first_shift'
+         THEN list_filter(coalesce(recs, []), lambda x, i: list_position(coalesce(recs, []), x) = i)
+         ELSE coalesce(recs, []) END;
+
+-- positions 1..min(k, n) whose item is relevant, ascending
+CREATE OR REPLACE MACRO rankwise__hits(r, truth, k) AS
+    list_filter(range(1, least(k, len(r)) + 1), lambda p: list_contains(coalesce(truth, []), r[p]));
+
+-- sum_{i <= n} 1 / log_b(i + 1): the DCG of n slots of gain 1
+CREATE OR REPLACE MACRO rankwise__ones(n, log_base) AS
+    coalesce(list_sum(list_transform(range(1, n + 1), lambda i: 1.0 / (ln(i + 1.0) / ln(log_base)))), 0.0);
+
+-- the empty / invalid rules around a metric's value (n_rel = number of relevant labels)
+CREATE OR REPLACE MACRO rankwise__finish(recs, truth, n_rel, value, empty_labels, empty_predictions, duplicates) AS
+    CASE WHEN recs IS NULL AND truth IS NULL THEN 'NaN'::DOUBLE
+         WHEN len(list_distinct(coalesce(truth, []))) <> len(coalesce(truth, []))
+           OR len(list_filter(coalesce(recs, []), lambda x: x IS NULL)) > 0
+           OR (duplicates = 'error' AND len(list_distinct(coalesce(recs, []))) <> len(coalesce(recs, [])))
+         THEN 'NaN'::DOUBLE
+         WHEN n_rel = 0 THEN (CASE empty_labels WHEN 'zero' THEN 0.0 WHEN 'one' THEN 1.0 ELSE 'NaN'::DOUBLE END)
+         WHEN len(coalesce(recs, [])) = 0
+         THEN (CASE empty_predictions WHEN 'zero' THEN 0.0 WHEN 'one' THEN 1.0 ELSE 'NaN'::DOUBLE END)
+         ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
+
+-- Precision@k = hits@k / den   (precision_denominator: k | min_k_len | min_k_nrel | min_k_candidates)
+CREATE OR REPLACE MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
+                                           empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) / nullif(CAST(
+            CASE precision_denominator WHEN 'k' THEN k
+                 WHEN 'min_k_len' THEN least(k, len(rankwise__recs(recs, duplicates)))
+                 WHEN 'min_k_nrel' THEN least(k, len(coalesce(truth, [])))
+                 ELSE least(k, len(rankwise__recs(recs, duplicates)) + len(coalesce(truth, []))
+                          - len(rankwise__hits(rankwise__recs(recs, duplicates), truth, 2147483647))) END
+            AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates);
+
+-- Recall@k = hits@k / n_rel
+CREATE OR REPLACE MACRO rankwise_recall(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+                                        duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) / nullif(len(coalesce(truth, [])), 0),
+        empty_labels, empty_predictions, duplicates);
+
+-- F-beta@k = (1 + b^2) P R / (b^2 P + R), 0 when P = R = 0
+CREATE OR REPLACE MACRO rankwise__f(p, r, beta) AS
+    CASE WHEN p + r > 0 THEN (1.0 + beta * beta) * p * r / (beta * beta * p + r) ELSE 0.0 END;
+
+CREATE OR REPLACE MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := 'k',
+                                       empty_labels := 'nan', empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__f(rankwise_precision(recs, truth, k, precision_denominator := precision_denominator,
+                                       duplicates := duplicates),
+                    rankwise_recall(recs, truth, k, duplicates := duplicates), beta),
+        empty_labels, empty_predictions, duplicates);
+
+CREATE OR REPLACE MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
+                                    empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := precision_denominator,
+                   empty_labels := empty_labels, empty_predictions := empty_predictions, duplicates := duplicates);
+
+-- the AP/AR denominator (ap_denominator: n_hits | n_rel | min_k_nrel | k | min_k_len)
+CREATE OR REPLACE MACRO rankwise__ap_den(r, truth, k, ap_denominator) AS
+    CAST(CASE ap_denominator WHEN 'n_hits' THEN len(rankwise__hits(r, truth, k))
+              WHEN 'n_rel' THEN len(coalesce(truth, []))
+              WHEN 'min_k_nrel' THEN least(k, len(coalesce(truth, [])))
+              WHEN 'k' THEN k
+              ELSE least(k, len(r)) END AS DOUBLE);
+
+-- AP@k = sum over hit positions p of hits@p / p, / den: the j-th hit at position p adds j / p
+CREATE OR REPLACE MACRO rankwise_map(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
+                                     empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        CASE WHEN rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator) > 0
+             THEN coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                                                   lambda p, j: CAST(j AS DOUBLE) / p)), 0.0)
+                  / rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates);
+
+-- AR@k = sum over hit positions p of hits@p / n_rel, / den (sum of j over the hits = h(h + 1) / 2)
+CREATE OR REPLACE MACRO rankwise_mar(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
+                                     empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        CASE WHEN rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator) > 0
+             THEN CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
+                       * (len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) + 1) / 2 AS DOUBLE)
+                  / nullif(len(coalesce(truth, [])), 0)
+                  / rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates);
+
+-- RR@k = 1 / the first hit position (within k when rr_cutoff, else anywhere), 0 without one
+CREATE OR REPLACE MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'nan',
+                                     empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        coalesce(1.0 / rankwise__hits(rankwise__recs(recs, duplicates), truth,
+                                      CASE WHEN rr_cutoff THEN k ELSE 2147483647 END)[1], 0.0),
+        empty_labels, empty_predictions, duplicates);
+
+-- DCG@k = sum over hit positions p of 1 / log_b(p + 1) (relevance 1: every gain rule gives 1)
+CREATE OR REPLACE MACRO rankwise_dcg(recs, truth, k, log_base := 2.718281828459045, empty_labels := 'nan',
+                                     empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                                         lambda p: 1.0 / (ln(p + 1.0) / ln(log_base)))), 0.0),
+        empty_labels, empty_predictions, duplicates);
+
+-- dcg / idcg; when idcg = 0: 0 (zero_ideal 'zero') or NaN
+CREATE OR REPLACE MACRO rankwise__ratio(dcg, idcg, zero_ideal) AS
+    CASE WHEN idcg > 0 THEN dcg / idcg WHEN zero_ideal = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END;
+
+-- NDCG@k = DCG@k / IDCG@k; IDCG = ones over hits@k (predictions_topk), min(k, n_rel) (labels) or k (k_ones)
+CREATE OR REPLACE MACRO rankwise_ndcg(recs, truth, k, log_base := 2.718281828459045, ideal := 'predictions_topk',
+                                      zero_ideal := 'zero', empty_labels := 'nan', empty_predictions := 'zero',
+                                      duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__ratio(rankwise_dcg(recs, truth, k, log_base := log_base, duplicates := duplicates),
+            rankwise__ones(CASE ideal
+                WHEN 'predictions_topk' THEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
+                WHEN 'labels' THEN least(k, len(coalesce(truth, [])))
+                ELSE k END, log_base), zero_ideal),
+        empty_labels, empty_predictions, duplicates);
+
+-- Hit rate@k = 1 if any of the top k is relevant
+CREATE OR REPLACE MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+                                          duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        CASE WHEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) > 0 THEN 1.0 ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates);
+
+-- R-precision@k = hits within the top m / m, m = min(k, n_rel)
+CREATE OR REPLACE MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+                                             duplicates := 'error') AS
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        len(rankwise__hits(rankwise__recs(recs, duplicates), truth, least(k, len(coalesce(truth, [])))))
+            / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates);
+
+-- graded relevance: rel is a list parallel to truth; a label is relevant when rel > 0 and rel >= threshold;
+-- gain(r) = 1 if relevant else 0 (binary) | r (linear) | 2^r - 1 (exp2); labels with r = 0 earn nothing
+CREATE OR REPLACE MACRO rankwise__gain(r, gain, relevance_threshold) AS
+    CASE WHEN r IS NULL OR r <= 0 THEN 0.0
+         WHEN gain = 'binary' THEN (CASE WHEN r >= relevance_threshold THEN 1.0 ELSE 0.0 END)
+         WHEN gain = 'linear' THEN CAST(r AS DOUBLE)
+         ELSE pow(2.0, CAST(r AS DOUBLE)) - 1.0 END;
+
+CREATE OR REPLACE MACRO rankwise__n_rel_graded(rel, relevance_threshold) AS
+    len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold));
+
+-- a graded row is invalid (NaN) when rel is not one finite number >= 0 per label
+CREATE OR REPLACE MACRO rankwise__bad_rel(truth, rel) AS
+    len(coalesce(rel, [])) <> len(coalesce(truth, []))
+    OR len(list_filter(coalesce(rel, []), lambda r: r IS NULL OR isnan(r) OR isinf(r) OR r < 0)) > 0;
+
+CREATE OR REPLACE MACRO rankwise__dcg_graded(r, truth, rel, k, gain, log_base, relevance_threshold) AS
+    coalesce(list_sum(list_transform(range(1, least(k, len(r)) + 1),
+        lambda p: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), r[p])], gain, relevance_threshold)
+             / (ln(p + 1.0) / ln(log_base)))), 0.0);
+
+-- DCG@k with graded relevance
+CREATE OR REPLACE MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
+                                            relevance_threshold := 0.0, empty_labels := 'nan',
+                                            empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
+        rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- NDCG@k with graded relevance; the ideal: the top-k recommended gains sorted (predictions_topk), all the
+-- labels' gains sorted and cut at k (labels), or k gains of 1 (k_ones)
+CREATE OR REPLACE MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
+                                             ideal := 'predictions_topk', zero_ideal := 'zero',
+                                             relevance_threshold := 0.0, empty_labels := 'nan',
+                                             empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
+        rankwise__ratio(
+            rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
+            CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
+                 ELSE coalesce(list_sum(list_transform(
+                     list_slice(list_reverse_sort(
+                         CASE WHEN ideal = 'labels'
+                              THEN list_transform(coalesce(rel, []), lambda x: rankwise__gain(x, gain, relevance_threshold))
+                              ELSE list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
+                                       lambda x: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), x)],
+                                                           gain, relevance_threshold)) END), 1, k),
+                     lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, zero_ideal),
+        empty_labels, empty_predictions, duplicates) END;

@@ -1,0 +1,495 @@
+"""Beyond-accuracy metrics (issue 10): the engine-level computation core, in Polars and in shipped SQL.
+
+Notation (per cutoff k): L_u = u's items with rank <= k, n_u = |L_u|; pop(i) = distinct train users
+of i (knob ``popularity``: or train rows); U_T = distinct train users (rows: #train rows); c(i) =
+exposure = users whose L_u holds i; C = the catalog (knob ``catalog``). Every knob is documented on
+:class:`rankwise.Convention` and in docs/beyond_accuracy.md.
+
+Per user (``polars_user`` / ``duckdb_user`` -> user_id, k, n_items, novelty, arp, long_tail_share,
+ild, serendipity):
+    novelty          mean over L_u of -log_b(max(pop(i), 1) / U_T)      [cold_items, list_denominator,
+                                                                        novelty_normalize, info_log_base]
+    arp              mean over L_u of pop(i), cold items 0              [arp_popularity, cold_items]
+    long_tail_share  share of L_u in the long tail                      [long_tail, long_tail_ratio]
+    ild              sum over pairs of (1 - cos) / pairs, from |sum of unit vectors|^2:
+                     sum_{i<j} cos = (|sum_i f_i/|f_i||^2 - m) / 2      [ild_denominator, ild_short]
+    serendipity      mean over L_u of max(p_rank - p_pop, 0) * rel     [serendipity_popularity, catalog]
+Catalog (``polars_catalog`` / ``duckdb_catalog`` -> metric, k, value, n_users; n_users = users with
+n_u > 0): item_coverage, gini, exposure_entropy, personalization (1 - (sum c^2 - sum n_u) /
+(k U_R (U_R - 1)), linear time), score_entropy (Shannon entropy in nats of the softmax of all
+pooled top-k scores: ln Z - sum e^(s - M) (s - M) / Z, M = max s, Z = sum e^(s - M)).
+``per_item`` -> item_id, k, exposure, popularity over C ∪ recommended items.
+
+Inputs are canonical: ``recs`` (user_id, rank, item_id[, score]) with rank 1..n per user (a row with
+a null item_id is a user with an empty list), ``truth`` (user_id, item_id, relevance) for serendipity,
+and :class:`SideInputs` from :func:`prepare_side_inputs`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from . import _sql_files
+from ._inputs import ITEM, USER, to_lazyframe
+from .conventions import Convention
+from .errors import (
+    DtypeMismatchError,
+    DuplicateItemError,
+    InputError,
+    MissingColumnError,
+    NullValueError,
+)
+
+USER_COLUMNS = ("novelty", "arp", "long_tail_share", "ild", "serendipity")
+CATALOG_METRICS = ("item_coverage", "gini", "exposure_entropy", "personalization", "score_entropy")
+FEATURE, VALUE = "feature", "value"
+_SHOW = 5
+
+
+# --------------------------------------------------------------------------------------------------
+# side inputs
+
+
+@dataclass(frozen=True)
+class SideInputs:
+    """Validated side inputs. ``train`` (user_id, item_id), one row per interaction; ``items``
+    (item_id), distinct; ``features`` long (item_id, feature: String, value: Float64), one row per
+    (item, feature), embeddings exploded to features "0".."d-1". Any of them may be None."""
+
+    train: pl.DataFrame | None = None
+    items: pl.DataFrame | None = None
+    features: pl.DataFrame | None = None
+
+
+def prepare_side_inputs(train=None, items=None, item_features=None, item_col: str = "item",
+                        user_col: str = "user", feature_col: str = FEATURE, value_col: str = VALUE,
+                        embedding_col: str = "embedding") -> SideInputs:
+    """Validate and canonicalise train / items / item_features (any container evaluate accepts; items
+    may also be a sequence of ids). item_features is long (item, feature[, value = 1]) or (item,
+    embedding) with a list/array column. Raises typed errors naming the column, rows and a hint."""
+    return SideInputs(
+        train=None if train is None else _train(train, item_col, user_col),
+        items=None if items is None else _items(items, item_col),
+        features=None if item_features is None else _features(item_features, item_col, feature_col,
+                                                               value_col, embedding_col),
+    )
+
+
+def _frame(data, what: str) -> pl.DataFrame:
+    return to_lazyframe(data, what).collect()
+
+
+def _require(df: pl.DataFrame, names: list[str], what: str, hint: str) -> None:
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise MissingColumnError(f"{what}: missing column(s) {missing}; found {df.columns}.", hint=hint)
+
+
+def _no_nulls(df: pl.DataFrame, names: list[str], what: str) -> None:
+    for name in names:
+        bad = df.filter(pl.col(name).is_null())
+        if bad.height:
+            raise NullValueError(f"{what}: column {name!r} has {bad.height} null values.",
+                                 rows=bad.head(_SHOW), hint="Drop or fill the nulls before evaluating.")
+
+
+def _id_column(df: pl.DataFrame, name: str, what: str) -> pl.Expr:
+    """Ids are integers (widened to Int64) or text (String), as in the recommendations."""
+    dtype = df.schema[name]
+    if dtype.is_integer():
+        return pl.col(name).cast(pl.Int64)
+    if dtype in (pl.String, pl.Categorical, pl.Null):
+        return pl.col(name).cast(pl.String)
+    raise DtypeMismatchError(f"{what}: column {name!r} is {dtype}; ids are integers or text.",
+                             rows=df.select(name).head(_SHOW),
+                             hint=f"Cast it, e.g. pl.col({name!r}).cast(pl.String) or .cast(pl.Int64), "
+                                  "to the type of the recommendations' ids.")
+
+
+def _train(data, item_col: str, user_col: str) -> pl.DataFrame:
+    df = _frame(data, "train")
+    _require(df, [user_col, item_col], "train", "Pass the names with user_col= and item_col=.")
+    _no_nulls(df, [user_col, item_col], "train")
+    return df.select(_id_column(df, user_col, "train").alias(USER), _id_column(df, item_col, "train").alias(ITEM))
+
+
+def _items(data, item_col: str) -> pl.DataFrame:
+    if isinstance(data, (list, tuple, set, frozenset, range, np.ndarray, pl.Series)) or \
+            type(data).__name__ == "Series":
+        df = pl.DataFrame({item_col: pl.Series(list(data) if isinstance(data, (set, frozenset)) else data)})
+    else:
+        df = _frame(data, "items")
+    _require(df, [item_col], "items", "Pass a table with the item column (item_col=) or a sequence of ids.")
+    _no_nulls(df, [item_col], "items")
+    return df.select(_id_column(df, item_col, "items").alias(ITEM)).unique(maintain_order=True)
+
+
+def _features(data, item_col: str, feature_col: str, value_col: str, embedding_col: str) -> pl.DataFrame:
+    what = "item_features"
+    df = _frame(data, what)
+    hint = (f"Give long rows ({item_col}, {feature_col}[, {value_col}]) or ({item_col}, {embedding_col}) "
+            "with a list column (feature_col=, value_col=, embedding_col= name them).")
+    if embedding_col in df.columns and feature_col not in df.columns:
+        return _embeddings(df, item_col, embedding_col)
+    _require(df, [item_col, feature_col], what, hint)
+    if value_col not in df.columns:
+        df = df.with_columns(pl.lit(1.0).alias(value_col))  # categorical features
+    _no_nulls(df, [item_col, feature_col, value_col], what)
+    dtype = df.schema[value_col]
+    if not dtype.is_numeric() or dtype == pl.Boolean:
+        raise DtypeMismatchError(f"{what}: column {value_col!r} is {dtype}; feature values are numbers.",
+                                 rows=df.head(_SHOW), hint=f"Cast {value_col!r} to a float.")
+    out = df.select(_id_column(df, item_col, what).alias(ITEM), pl.col(feature_col).cast(pl.String).alias(FEATURE),
+                    pl.col(value_col).cast(pl.Float64).alias(VALUE))
+    bad = out.filter(~pl.col(VALUE).is_finite())
+    if bad.height:
+        raise InputError(f"{what}: column {value_col!r} has {bad.height} NaN or infinite values.",
+                         rows=bad.head(_SHOW), hint="Replace them with finite numbers, or drop those rows.")
+    dup = out.filter(pl.struct(ITEM, FEATURE).is_duplicated())
+    if dup.height:
+        raise DuplicateItemError(f"{what}: {dup.height} rows repeat an ({item_col}, {feature_col}) pair.",
+                                 rows=dup.sort(ITEM, FEATURE).head(_SHOW),
+                                 hint="Keep one value per item and feature (aggregate or drop the repeats).")
+    return out
+
+
+def _embeddings(df: pl.DataFrame, item_col: str, col: str) -> pl.DataFrame:
+    what = "item_features"
+    dtype = df.schema[col]
+    if isinstance(dtype, pl.Array):
+        df = df.with_columns(pl.col(col).arr.to_list())
+    elif not isinstance(dtype, pl.List):
+        raise DtypeMismatchError(f"{what}: column {col!r} is {dtype}; an embedding is a list or array of numbers.",
+                                 rows=df.head(_SHOW), hint="Give one list of floats per item.")
+    inner = df.schema[col].inner
+    if not inner.is_numeric() or inner == pl.Boolean:
+        raise DtypeMismatchError(f"{what}: column {col!r} holds {inner}; embeddings are numbers.",
+                                 rows=df.head(_SHOW), hint="Cast the lists to floats.")
+    _no_nulls(df, [item_col, col], what)
+    lengths = df.select(pl.col(col).list.len()).to_series()
+    if lengths.n_unique() > 1:
+        common = lengths.mode().sort()[0]
+        raise InputError(f"{what}: embeddings in {col!r} have different lengths ({sorted(lengths.unique())[:5]}).",
+                         rows=df.filter(lengths != common).head(_SHOW),
+                         hint=f"Give every item an embedding of the same dimension (most have {common}).")
+    bad = df.filter(pl.col(col).list.eval(pl.element().is_null() | ~pl.element().cast(pl.Float64).is_finite())
+                    .list.any())
+    if bad.height:
+        raise InputError(f"{what}: {bad.height} embeddings in {col!r} hold null, NaN or infinite values.",
+                         rows=bad.head(_SHOW), hint="Replace them with finite numbers, or drop those items.")
+    ids = df.select(_id_column(df, item_col, what).alias(ITEM), pl.col(col))
+    dup = ids.filter(pl.col(ITEM).is_duplicated())
+    if dup.height:
+        raise DuplicateItemError(f"{what}: {dup.height} rows repeat an item in {item_col!r}.",
+                                 rows=dup.sort(ITEM).head(_SHOW), hint="Keep one embedding per item.")
+    return (ids.with_columns(pl.col(col).cast(pl.List(pl.Float64)))
+            .explode(col).with_columns(pl.int_range(pl.len()).over(ITEM).cast(pl.String).alias(FEATURE))
+            .select(ITEM, FEATURE, pl.col(col).alias(VALUE)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Polars engine
+
+
+def _top(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """(user_id, k, item_id, rank[, score]): the items with rank <= k, one block per k."""
+    rows = recs.filter(pl.col(ITEM).is_not_null())
+    return pl.concat([rows.filter(pl.col("rank") <= k).with_columns(pl.lit(k, pl.Int64).alias("k")) for k in ks])
+
+
+def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    users = recs.select(USER).unique()
+    return users.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
+
+
+def _ids(recs: pl.LazyFrame) -> tuple:
+    """(user dtype, item dtype) of the recommendations, for the empty stand-ins of missing inputs."""
+    schema = recs.collect_schema()
+    return schema[USER], (pl.Int64 if schema[ITEM] == pl.Null else schema[ITEM])
+
+
+def _popularity(side: SideInputs, item_dtype=pl.Int64) -> tuple[pl.LazyFrame, dict]:
+    """Per train item: pop_users, pop_rows; totals: users (U_T), rows (#train)."""
+    if side.train is None:
+        empty = pl.LazyFrame(schema={ITEM: item_dtype, "pop_users": pl.Int64, "pop_rows": pl.Int64})
+        return empty, {"users": 0, "rows": 0}
+    t = side.train.lazy()
+    pop = t.group_by(ITEM).agg(pl.col(USER).n_unique().cast(pl.Int64).alias("pop_users"),
+                               pl.len().cast(pl.Int64).alias("pop_rows"))
+    return pop, {"users": side.train[USER].n_unique(), "rows": side.train.height}
+
+
+def _tail_items(pop: pl.LazyFrame, conv: Convention) -> pl.LazyFrame:
+    """(item_id, is_tail) for the train items, by the long_tail rule."""
+    p = pl.col("pop_users" if conv.popularity == "users" else "pop_rows").cast(pl.Float64)
+    if conv.long_tail == "head_share":
+        ordered = pop.with_columns(p.alias("p")).sort(["p", ITEM], descending=[True, False])
+        before = pl.col("p").cum_sum() - pl.col("p")
+        return ordered.select(ITEM, (before >= conv.long_tail_ratio * pl.col("p").sum()).alias("is_tail"))
+    if conv.long_tail_ratio > 1:
+        return pop.select(ITEM, (p <= conv.long_tail_ratio).alias("is_tail"))
+    ordered = pop.with_columns(p.alias("p")).sort(["p", ITEM])
+    n_tail = pl.max_horizontal((conv.long_tail_ratio * pl.len().cast(pl.Float64)).floor(), pl.lit(1.0))
+    return ordered.select(ITEM, ((pl.int_range(pl.len()) + 1).cast(pl.Float64) <= n_tail).alias("is_tail"))
+
+
+def _catalog(recs_top: pl.LazyFrame, side: SideInputs, conv: Convention, ks) -> pl.LazyFrame:
+    """(k, item_id) of C at each k."""
+    if conv.catalog == "recommended":
+        return recs_top.select("k", ITEM).unique()
+    if conv.catalog == "items" and side.items is not None:
+        base = side.items.lazy()
+    elif side.train is not None:
+        base = side.train.lazy().select(ITEM).unique()
+    else:
+        base = pl.LazyFrame(schema={ITEM: recs_top.collect_schema()[ITEM]})
+    return base.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
+
+
+def _relevant(truth, conv: Convention, ids: tuple) -> pl.LazyFrame:
+    if truth is None:
+        return pl.LazyFrame(schema={USER: ids[0], ITEM: ids[1], "rel": pl.Float64})
+    t = truth.lazy() if isinstance(truth, pl.DataFrame) else truth
+    ok = (pl.col("relevance") > 0) & (pl.col("relevance") >= conv.relevance_threshold)
+    return t.filter(pl.col(ITEM).is_not_null() & ok).select(USER, ITEM, pl.lit(1.0).alias("rel")).unique()
+
+
+def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth=None) -> pl.LazyFrame:
+    """(user_id, k, n_items, novelty, arp, long_tail_share, ild, serendipity): one row per user of
+    ``recs`` and k; NaN = undefined. ild is NaN without features, serendipity 0 without truth."""
+    recs = recs.lazy()
+    ids = _ids(recs)
+    pop, totals = _popularity(side, ids[1])
+    top = _top(recs, ks)
+    pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
+    acol = "pop_users" if conv.arp_popularity == "users" else "pop_rows"
+    total = float(totals[conv.popularity])
+    log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
+    if conv.novelty_normalize == "log_users" and total <= 1:
+        log_den = float("nan")  # log U_T = 0: undefined
+    cold = pl.col(pcol).is_null()
+    info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / total).log()) / log_den
+    if conv.cold_items == "zero_novelty":
+        info = pl.when(cold).then(0.0).otherwise(info)
+    counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
+    tail = _tail_items(pop, conv)
+    cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
+    catalog_n = _catalog(top, side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
+    spop = pl.col("pop_users" if conv.serendipity_popularity == "users" else "pop_rows")
+    poprank = pop.select(ITEM, spop.rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
+    rows = (top.join(pop, on=ITEM, how="left").join(tail, on=ITEM, how="left")
+            .join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
+            .join(_relevant(truth, conv, ids), on=[USER, ITEM], how="left")
+            .with_columns(
+                pl.when(counted).then(info).alias("info"),
+                pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).alias("apop"),
+                pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).alias("tail"),
+                (pl.max_horizontal((pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
+                                   - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0),
+                                   pl.lit(0.0)) * pl.col("rel").fill_null(0.0)).alias("seren"),
+                counted.cast(pl.Int64).alias("counted"),
+            ))
+    per = rows.group_by(USER, "k").agg(
+        pl.len().cast(pl.Int64).alias("n_items"), pl.col("counted").sum().alias("n_counted"),
+        pl.col("info").sum().alias("info_sum"), pl.col("apop").sum().alias("apop_sum"),
+        pl.col("tail").sum().alias("tail_sum"), pl.col("seren").sum().alias("seren_sum"))
+    out = _users(recs, ks).join(per, on=[USER, "k"], how="left").with_columns(
+        pl.col("n_items", "n_counted").fill_null(0), pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").fill_null(0.0))
+    kf = pl.col("k").cast(pl.Float64)
+    if conv.list_denominator == "k":
+        den_all = den_counted = kf
+    else:
+        den_all = pl.when(pl.col("n_items") > 0).then(pl.col("n_items").cast(pl.Float64))
+        den_counted = pl.when(pl.col("n_counted") > 0).then(pl.col("n_counted").cast(pl.Float64))
+    out = out.with_columns(
+        (pl.col("info_sum") / den_counted).alias("novelty"),
+        (pl.col("apop_sum") / den_counted).alias("arp"),
+        (pl.col("tail_sum") / den_all).alias("long_tail_share"),
+        (pl.col("seren_sum") / den_all).alias("serendipity"),
+    ).join(_ild_polars(top, side, conv), on=[USER, "k"], how="left")
+    m, q = pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0)
+    pairs = m * (m - 1) / 2
+    dist = pairs - (q - m) / 2  # sum over pairs of 1 - cos
+    ild = dist / (pairs if conv.ild_denominator == "pairs" else m)
+    short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(None, pl.Float64)
+    no_features = side.features is None
+    out = out.with_columns((pl.lit(None, pl.Float64) if no_features else pl.when(m < 2).then(short).otherwise(ild))
+                           .alias("ild"))
+    return out.select(USER, "k", "n_items", *[pl.col(c).cast(pl.Float64).fill_nan(None) for c in USER_COLUMNS]) \
+        .sort("k", USER)
+
+
+def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.LazyFrame:
+    """(user_id, k, m, q): m = items of L_u with a nonzero feature vector, q = |sum of their unit
+    vectors|^2 (a sparse product: lists x unit item vectors; no pairs)."""
+    from scipy import sparse
+
+    schema = {USER: top.collect_schema()[USER], "k": pl.Int64, "m": pl.Int64, "q": pl.Float64}
+    if side.features is None:
+        return pl.LazyFrame(schema=schema)
+    f = side.features.lazy()
+    f = (f.with_columns((pl.col(VALUE) ** 2).sum().over(ITEM).alias("sq")).filter(pl.col("sq") > 0)
+         .with_columns((pl.col(VALUE) / pl.col("sq").sqrt()).alias("u")))
+    # collected once: a lazy unique() may number the ids differently each time it runs
+    item_ix = f.select(ITEM).unique().with_row_index("ii").collect()
+    feat_ix = f.select(FEATURE).unique().with_row_index("fi").collect()
+    f = f.join(item_ix.lazy(), on=ITEM).join(feat_ix.lazy(), on=FEATURE).select("ii", "fi", "u").collect()
+    n_items, n_feats = item_ix.height, feat_ix.height
+    lists = top.select(USER, "k", ITEM).join(item_ix.lazy(), on=ITEM, how="inner")
+    groups = lists.group_by(USER, "k").agg(pl.len().cast(pl.Int64).alias("m")).with_row_index("gi").collect()
+    if groups.height == 0:
+        return pl.LazyFrame(schema=schema)
+    a = lists.join(groups.lazy().select(USER, "k", "gi"), on=[USER, "k"]).select("gi", "ii").collect()
+    A = sparse.csr_matrix((np.ones(a.height), (a["gi"].to_numpy(), a["ii"].to_numpy())),
+                          shape=(groups.height, n_items))
+    U = sparse.csr_matrix((f["u"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
+    if n_items * n_feats <= 50_000_000:  # dense item vectors (embeddings): a fast sparse x dense product
+        S = A @ U.toarray()
+        q = np.einsum("ij,ij->i", S, S)
+    else:
+        S = A @ U
+        q = np.asarray(S.multiply(S).sum(axis=1)).ravel()
+    return groups.with_columns(pl.Series("q", q, pl.Float64)).select(USER, "k", "m", "q").lazy()
+
+
+def exposure(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """(k, item_id, exposure): c(i), the users whose top k holds i."""
+    return _top(recs.lazy(), ks).group_by("k", ITEM).agg(pl.len().cast(pl.Int64).alias("exposure"))
+
+
+def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.DataFrame:
+    """(metric, k, value, n_users) for item_coverage, gini, exposure_entropy, personalization,
+    score_entropy (NaN without a score column); n_users = users with n_u > 0."""
+    recs = recs.lazy()
+    top = _top(recs, ks)
+    expo = exposure(recs, ks)
+    cat = _catalog(top, side, conv, ks).with_columns(pl.lit(True).alias("in_c"))
+    both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True).with_columns(
+        pl.col("exposure").fill_null(0), pl.col("in_c").fill_null(False))
+    lists = top.group_by("k", USER).agg(pl.len().cast(pl.Float64).alias("n"))
+    per_k = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
+    users = lists.group_by("k").agg(pl.len().cast(pl.Float64).alias("U"), pl.col("n").sum().alias("sum_n"))
+    pad = float(conv.catalog_padding)
+    c = pl.col("exposure").cast(pl.Float64)
+    stats = both.group_by("k").agg(
+        pl.col("in_c").sum().cast(pl.Float64).alias("n_c"),
+        ((c > 0) & pl.col("in_c")).sum().cast(pl.Float64).alias("covered_in"),
+        (c > 0).sum().cast(pl.Float64).alias("E"),
+        pl.len().cast(pl.Float64).alias("N_all"),
+        c.sum().alias("C"),
+        (c * c).sum().alias("sum_c2"),
+        pl.when(c > 0).then(c * c.log()).otherwise(0.0).sum().alias("clogc"),
+    )
+    # gini numerator sum_r (2 (Z + r) - N - 1) c_(r) over the exposed items ascending (ties: equal c,
+    # any order gives the same sum); r and c_(r) come from a sort of the exposed items per k
+    ranked = expo.sort("k", "exposure").with_columns(
+        (pl.int_range(pl.len()).over("k") + 1).cast(pl.Float64).alias("r"))
+    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64).alias("sum_rc"))
+    sc = _score_entropy_polars(top)
+    s = (per_k.join(stats, on="k", how="left").join(users, on="k", how="left").join(gsum, on="k", how="left")
+         .join(sc, on="k", how="left").with_columns(pl.col("U", "sum_n", "C", "sum_rc", "E").fill_null(0.0))
+         .collect())
+    rows = []
+    for r in s.iter_rows(named=True):
+        rows += _catalog_values(r, conv, pad)
+    return pl.DataFrame(rows, schema={"metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64},
+                        orient="row").with_columns(pl.col("value").fill_nan(None)).sort("metric", "k")
+
+
+def _catalog_values(r: dict, conv: Convention, pad: float) -> list[tuple]:
+    """The catalog formulas, from per-k aggregates (shared by no SQL: sql/beyond_catalog.sql has its own)."""
+    nan = float("nan")
+    k, U, C, E = r["k"], r["U"], r["C"], r["E"]
+    n_c = (r["n_c"] or 0.0) + pad
+    covered = (r["covered_in"] or 0.0) if conv.catalog_outside == "ignore" else E
+    coverage = {"count": covered, "ratio": covered / n_c if n_c else nan,
+                "percent": 100.0 * covered / n_c if n_c else nan}[conv.coverage_scale]
+    if conv.gini == "recommended_n1":
+        N, den = E, E - 1
+    else:
+        N = (r["N_all"] or 0.0) + pad
+        den = N if conv.gini == "catalog" else N - 1
+    Z = N - E
+    num = 2 * (Z * C + r["sum_rc"]) - (N + 1) * C  # sum_r (2 (Z + r) - N - 1) c_(r)
+    gini = num / (den * C) if den > 0 and C > 0 else nan
+    if conv.gini == "catalog_n1_complement":
+        gini = 1 - gini
+    entropy = (math.log(C) - r["clogc"] / C) / math.log(conv.info_log_base) if C > 0 else nan
+    if conv.entropy_normalize == "distinct":
+        entropy = entropy / E if E > 0 else nan
+    sub = U * k if conv.personalization_lists == "full" else r["sum_n"]
+    pers = 1 - (r["sum_c2"] - sub) / (k * U * (U - 1)) if U >= 2 else nan
+    score = r.get("score_entropy")
+    n = int(U)
+    return [("item_coverage", k, coverage, n), ("gini", k, gini, n), ("exposure_entropy", k, entropy, n),
+            ("personalization", k, pers, n), ("score_entropy", k, nan if score is None else score, n)]
+
+
+def _score_entropy_polars(top: pl.LazyFrame) -> pl.LazyFrame:
+    if "score" not in top.collect_schema():
+        return pl.LazyFrame(schema={"k": pl.Int64, "score_entropy": pl.Float64})
+    s = pl.col("score").cast(pl.Float64)
+    d = top.filter(pl.col("score").is_not_null()).with_columns((s - s.max().over("k")).alias("d"))
+    z = pl.col("d").exp().sum()
+    return d.group_by("k").agg((z.log() - (pl.col("d").exp() * pl.col("d")).sum() / z).alias("score_entropy"))
+
+
+def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.DataFrame:
+    """(item_id, k, exposure, popularity) over C ∪ the recommended items; popularity by the
+    ``popularity`` knob (0 for an item with no train row)."""
+    recs = recs.lazy()
+    pop, _ = _popularity(side, _ids(recs)[1])
+    top = _top(recs, ks)
+    cat = _catalog(top, side, conv, ks).select("k", ITEM)
+    both = exposure(recs, ks).join(cat, on=["k", ITEM], how="full", coalesce=True)
+    pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
+    return (both.join(pop.select(ITEM, pl.col(pcol).alias("popularity")), on=ITEM, how="left")
+            .select(ITEM, "k", pl.col("exposure").fill_null(0), pl.col("popularity").fill_null(0))
+            .sort("k", ITEM).collect())
+
+
+# --------------------------------------------------------------------------------------------------
+# DuckDB (the shipped SQL)
+
+
+def register(con, recs, side: SideInputs, ks, truth=None) -> None:
+    """Register the relations sql/beyond_*.sql read: recommendations(user_id, rank, item_id, score),
+    train, items, item_features, ground_truth, cutoffs. Missing side inputs become empty tables."""
+    recs = recs.lazy().collect() if isinstance(recs, pl.LazyFrame) else recs
+    if "score" not in recs.columns:
+        recs = recs.with_columns(pl.lit(None, pl.Float64).alias("score"))
+    uid, iid = recs.schema[USER], recs.schema[ITEM]
+    iid = pl.Int64 if iid == pl.Null else iid
+    con.register("recommendations", recs.select(USER, "rank", ITEM, pl.col("score").cast(pl.Float64)))
+    con.register("train", side.train if side.train is not None else pl.DataFrame(schema={USER: uid, ITEM: iid}))
+    con.register("items", side.items if side.items is not None else pl.DataFrame(schema={ITEM: iid}))
+    con.register("item_features", side.features if side.features is not None else
+                 pl.DataFrame(schema={ITEM: iid, FEATURE: pl.String, VALUE: pl.Float64}))
+    truth = truth.lazy().collect() if isinstance(truth, pl.LazyFrame) else truth
+    con.register("ground_truth", truth.select(USER, ITEM, "relevance") if truth is not None else
+                 pl.DataFrame(schema={USER: uid, ITEM: iid, "relevance": pl.Float64}))
+    con.register("cutoffs", pl.DataFrame({"k": list(ks)}, schema={"k": pl.Int64}))
+
+
+def _run(con, name: str, conv: Convention) -> pl.DataFrame:
+    sql = _sql_files.read(name)
+    return con.sql(sql, params=_sql_files.bind(sql, conv)).pl()
+
+
+def duckdb_user(con, conv: Convention) -> pl.DataFrame:
+    """sql/beyond_user.sql over the registered relations (see :func:`register`)."""
+    return _run(con, "beyond_user", conv).sort("k", USER)
+
+
+def duckdb_catalog(con, conv: Convention) -> pl.DataFrame:
+    """sql/beyond_catalog.sql over the registered relations."""
+    return _run(con, "beyond_catalog", conv).sort("metric", "k")
+
+
+def duckdb_per_item(con, conv: Convention) -> pl.DataFrame:
+    """sql/beyond_items.sql over the registered relations."""
+    return _run(con, "beyond_items", conv).sort("k", ITEM)

@@ -1,0 +1,88 @@
+"""The exact input checks as shipped SQL (``sql/checks.sql``), rendered for any dialect, and the
+canonical input views an engine builds over the caller's own tables once they pass.
+
+Used where the inputs never reach Python (Spark DataFrames evaluated in Spark); the rules are those
+of :mod:`rankwise._inputs`, which raises the same codes as typed errors.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import _sql_files, render
+from .conventions import Convention
+from .errors import (DuplicateItemError, DuplicateRankError, InvalidRankError, InvalidRelevanceError,
+                     InvalidScoreError, NullValueError)
+
+
+def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict) -> str:
+    """sql/checks.sql for ``dialect`` over ``names`` (recommendations_input, ground_truth_input)."""
+    text = _sql_files.read("checks")
+    values = {"by_score": int(by_score), "duplicates": conv.duplicates}
+    sqlglot, exp = render._sqlglot()
+    tree = sqlglot.parse_one(text, read="duckdb")
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+
+    def rewrite(node):
+        if isinstance(node, exp.Placeholder):
+            return render._literal(values[node.name])
+        if isinstance(node, exp.Table) and not node.db and node.name not in ctes:
+            new = exp.to_table(names[node.name], dialect=dialect)
+            new.set("alias", node.args.get("alias"))
+            return new
+        return node
+
+    for node in tree.walk():
+        node.comments = None
+    return render._generate(tree.transform(rewrite, copy=False), dialect)
+
+
+def input_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col: str | None,
+                score_col: str | None, relevance_col: str | None, conv: Convention) -> dict:
+    """{"recommendations": SELECT, "ground_truth": SELECT}: the canonical views over ``source`` tables
+    (ranks renumbered 1..n per user, from ranks or scores by the ``ties`` rule; ``duplicates``)."""
+    recs = render._recommendations_view(source["recommendations"], dialect, user_col, item_col, rank_col,
+                                        score_col, conv)
+    truth = render._ground_truth_view(source["ground_truth"], dialect, user_col, item_col, relevance_col)
+    return {"recommendations": render._generate(recs, dialect), "ground_truth": render._generate(truth, dialect)}
+
+
+def raw_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col: str | None,
+              score_col: str | None, relevance_col: str | None) -> dict:
+    """{"recommendations_input": SELECT, "ground_truth_input": SELECT}: the caller's rows under the
+    names sql/checks.sql reads (``source`` values: a table name or a SELECT, as ``rankwise.sql`` takes)."""
+    _, exp = render._sqlglot()
+
+    def col(name, to=None):
+        if name is None:
+            return exp.cast(exp.Null(), to)
+        column = exp.column(exp.to_identifier(name, quoted=True), table="src")
+        return exp.cast(column, to) if to else column
+
+    recs = exp.select(
+        exp.alias_(col(user_col), "user_id"), exp.alias_(col(item_col), "item_id"),
+        exp.alias_(col(rank_col, "BIGINT"), "position"), exp.alias_(col(score_col, "DOUBLE"), "score"),
+    ).from_(render._source(source["recommendations"], dialect))
+    relevance = col(relevance_col, "DOUBLE") if relevance_col else exp.cast(exp.Literal.number(1), "DOUBLE")
+    truth = exp.select(
+        exp.alias_(col(user_col), "user_id"), exp.alias_(col(item_col), "item_id"), exp.alias_(relevance, "relevance"),
+    ).from_(render._source(source["ground_truth"], dialect))
+    return {"recommendations_input": render._generate(recs, dialect),
+            "ground_truth_input": render._generate(truth, dialect)}
+
+
+_CHECK_ERRORS = {"null_value": NullValueError, "invalid_rank": InvalidRankError, "duplicate_rank": DuplicateRankError,
+                 "invalid_score": InvalidScoreError, "duplicate_item": DuplicateItemError,
+                 "invalid_relevance": InvalidRelevanceError}
+
+
+def raise_on_failed_checks(problems: pl.DataFrame) -> None:
+    """The rows of sql/checks.sql as the typed error of the first failed check (all of them shown)."""
+    if problems.height:
+        first = problems.row(0, named=True)
+        raise _CHECK_ERRORS[first["code"]](
+            f"{first['problem']} ({first['n_rows']} rows; e.g. user {first['example_user']}, "
+            f"item {first['example_item']}).",
+            rows=problems.select("problem", "n_rows", "example_user", "example_item"),
+            hint="The same rule as evaluate() on any other input: fix the table (see the README's input "
+                 "rules), or choose a convention that allows it (duplicates='first_shift').")

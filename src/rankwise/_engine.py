@@ -1,0 +1,120 @@
+"""The engine protocol: what the Polars, DuckDB and Spark engines each do, written down once.
+
+An engine gets the canonical inputs (:class:`rankwise._inputs.Prepared`), one request and one
+convention, and in ONE session (one lazy plan, one DuckDB connection, one Spark session) computes
+
+- the per-user rows: one per (user, k) with ``user_id, k, n_recs, n_rel`` and one column per
+  user-level metric of the registry (NULL = undefined under the convention), sorted by (k, user_id),
+  as a Polars frame, or left in the engine when the caller does not collect and the engine
+  ``keeps_results``;
+- the summary over them (``sql/summary.sql`` or its Polars twin): ``metric, k, value, n_users, sd``
+  (registry names; the mean over users with a defined value, their number and the sample standard
+  deviation; F-beta by ``f_aggregation``, sd NULL for an F of means). Bit-identical run after run:
+  the rows are summed in (k, user_id) order;
+- the user counts that ``Result.excluded`` reports (:data:`COUNTS`), and, when the convention makes
+  an empty input an error, the first few offending users.
+
+Everything after that (the wide frame, the summary's order and names, ``excluded``, the error for
+``empty_*="error"``, non-finite values) is done once for every engine by :mod:`rankwise._shape`.
+Engines never import :mod:`rankwise.api`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import polars as pl
+
+from ._inputs import Prepared
+from .conventions import Convention
+from .metrics import MetricRequest
+
+# Counts every engine returns, over the evaluated users (one row of the per-user table per user):
+COUNTS = {
+    "users": "users evaluated",
+    "no_labels": "users with no relevant label (n_rel = 0)",
+    "no_predictions": "users with relevant labels and no recommendation (n_rel > 0, n_recs = 0)",
+    "zero_ideal": "users with labels and recommendations whose NDCG is undefined at some k",
+}
+# An empty-input rule that can be 'error', and the users it applies to (SQL and Polars, one place)
+EMPTY_RULES = (
+    ("empty_labels", "n_rel = 0", pl.col("n_rel") == 0, "have no relevant label"),
+    ("empty_predictions", "n_rel > 0 AND n_recs = 0", (pl.col("n_rel") > 0) & (pl.col("n_recs") == 0),
+     "have no recommendation"),
+)
+EXAMPLES = 5  # offending users shown in an error
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do beyond the protocol; the API asks these, never which engine it is."""
+
+    memory_limit: bool = False  # honours evaluate(memory_limit=...)
+    keeps_results: bool = False  # evaluate(collect=False) leaves per_user in the engine
+    native_frames: bool = False  # checks and normalises its own DataFrames (no trip through the driver)
+    native_tables: bool = False  # takes table names / SELECT queries and evaluates them where they live
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one engine run returns (see the module docstring)."""
+
+    per_user: Any  # pl.DataFrame, or the engine's own frame when not collected
+    summary: pl.DataFrame
+    counts: dict[str, int]
+    empty_examples: dict[str, pl.DataFrame]  # knob -> first offending users, for rules set to 'error'
+
+
+class Engine(Protocol):
+    name: str
+    capabilities: Capabilities
+
+    def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        """Per-user rows, summary, counts and empty-rule examples in one session."""
+        ...
+
+
+def error_rules(conv: Convention):
+    """The EMPTY_RULES the convention sets to 'error'."""
+    return [rule for rule in EMPTY_RULES if getattr(conv, rule[0]) == "error"]
+
+
+COUNTS_SQL = """
+SELECT CAST(COUNT(DISTINCT p.user_id) AS BIGINT) AS users,
+       CAST(COUNT(DISTINCT CASE WHEN p.n_rel = 0 THEN p.user_id END) AS BIGINT) AS no_labels,
+       CAST(COUNT(DISTINCT CASE WHEN p.n_rel > 0 AND p.n_recs = 0 THEN p.user_id END) AS BIGINT) AS no_predictions,
+       CAST(COUNT(DISTINCT CASE WHEN p.n_rel > 0 AND p.n_recs > 0 AND p.ndcg IS NULL THEN p.user_id END)
+            AS BIGINT) AS zero_ideal
+FROM {per_user} AS p
+"""
+
+
+def examples_sql(per_user: str, condition: str) -> str:
+    return f"SELECT user_id, n_recs, n_rel FROM {per_user} WHERE k = (SELECT MIN(k) FROM {per_user}) " \
+           f"AND {condition} ORDER BY user_id LIMIT {EXAMPLES}"
+
+
+def polars_output(per_user: pl.DataFrame, summary: pl.DataFrame, conv: Convention) -> Output:
+    """The Output of an engine that holds the per-user rows as a Polars frame."""
+    return Output(per_user, summary, polars_counts(per_user), polars_examples(per_user, conv))
+
+
+def polars_counts(long: pl.DataFrame) -> dict[str, int]:
+    """COUNTS_SQL in Polars, for engines that hold the per-user rows as a Polars frame."""
+    user = pl.col("user_id")
+    row = long.select(
+        user.n_unique().alias("users"),
+        user.filter(pl.col("n_rel") == 0).n_unique().alias("no_labels"),
+        user.filter((pl.col("n_rel") > 0) & (pl.col("n_recs") == 0)).n_unique().alias("no_predictions"),
+        user.filter((pl.col("n_rel") > 0) & (pl.col("n_recs") > 0) & pl.col("ndcg").is_null())
+        .n_unique().alias("zero_ideal"),
+    ).row(0, named=True)
+    return {name: int(row[name]) for name in COUNTS}
+
+
+def polars_examples(long: pl.DataFrame, conv: Convention) -> dict[str, pl.DataFrame]:
+    first_k = long.filter(pl.col("k") == pl.col("k").min())
+    return {knob: first_k.filter(condition).select("user_id", "n_recs", "n_rel").sort("user_id").head(EXAMPLES)
+            for knob, _, condition, _ in error_rules(conv)}

@@ -1,0 +1,263 @@
+"""PostgreSQL engine: the shipped SQL rendered for PostgreSQL, run inside the database.
+
+``evaluate(..., backend="postgres")`` (connection from ``RANKWISE_POSTGRES`` or the libpq
+environment: PGHOST, PGUSER, ...), ``backend="postgresql://..."``, or ``backend=`` an open psycopg
+connection. Inputs:
+
+- table names or SELECT queries (strings, validated as ``rankwise.sql`` validates them): checked by
+  ``sql/checks.sql`` and normalised by the canonical views in the database; nothing leaves it but the
+  results (:class:`PostgresInputs`);
+- anything else ``evaluate`` takes (DataFrames, files): checked and normalised in Python, then
+  copied into temporary tables with COPY.
+
+Everything runs in one transaction that is rolled back at the end (temporary objects only), with
+parallel workers off so that the sums are bit-identical run after run. Results come back through
+``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with shortest round-trip float digits and
+Polars parses exactly. psycopg (the ``engines`` extra) is the one driver: Result.write uses it too.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import uuid
+from pathlib import Path
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from . import _checks, render
+from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
+from ._inputs import ITEM, RANK, REL, USER, Columns
+from .conventions import Convention
+from ._shape import overflow_hint
+from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
+                     MissingColumnError, MissingDependencyError, NumericOverflowError, ParameterError, RankwiseError)
+from .metrics import USER_LEVEL, MetricRequest
+
+_INSTALL = 'pip install "rankwise[engines]"  (psycopg 3)'
+_PG_TYPES = {pl.Int8: "SMALLINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.Int64: "BIGINT",
+             pl.UInt8: "SMALLINT", pl.UInt16: "INTEGER", pl.UInt32: "BIGINT", pl.UInt64: "NUMERIC(20)",
+             pl.Int128: "NUMERIC(39)", pl.Float32: "DOUBLE PRECISION",
+             pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT"}
+_INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {25, 1043, 1042}, {20, 21, 23, 700, 701, 1700}  # type OIDs
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError as error:
+        raise MissingDependencyError("backend='postgres' needs psycopg, which is not installed.",
+                                     hint=_INSTALL) from error
+    return psycopg
+
+
+def is_postgres_backend(backend) -> bool:
+    return (isinstance(backend, str) and backend.startswith(("postgresql://", "postgres://"))) or \
+        type(backend).__module__.startswith("psycopg")
+
+
+@dataclass
+class PostgresInputs:
+    """Tables (or SELECT queries) that stay in the database; ``user_counts`` as Prepared's, once counted."""
+
+    recommendations: str
+    ground_truth: str
+    columns: Columns
+    counts: dict = field(default_factory=dict)
+
+    def user_counts(self, users: str) -> tuple[int, int]:
+        recs, truth, both = self.counts["recs"], self.counts["truth"], self.counts["both"]
+        either = recs + truth - both
+        return either, {"union": either, "labels": truth, "predictions": recs, "intersection": both}[users]
+
+
+class PostgresEngine:
+    capabilities = Capabilities(native_tables=True)
+
+    def __init__(self, target=None):
+        self.target = target  # None: RANKWISE_POSTGRES or the libpq environment; a URI; a connection
+        self.name = "postgres"
+
+    def connect(self):
+        psycopg = _psycopg()
+        if self.target is not None and not isinstance(self.target, str):
+            return _Borrowed(self.target)
+        conninfo = self.target or os.environ.get("RANKWISE_POSTGRES", "")
+        try:
+            return psycopg.connect(conninfo)
+        except psycopg.Error as error:
+            raise RankwiseError(f"cannot connect to PostgreSQL: {str(error).strip().splitlines()[0]}",
+                                hint="Check the URI (postgresql://user@host:port/db), or set RANKWISE_POSTGRES / "
+                                     "PGHOST, PGPORT, PGUSER, PGDATABASE.") from error
+
+    def run(self, prep, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        psycopg = _psycopg()
+        prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+        names = render.relation_names(prefix, None, "postgres")
+        stage = "inputs"
+        with self.connect() as conn:
+            try:
+                # one transaction, always rolled back: temporary objects only, nothing stays behind
+                with conn.transaction(force_rollback=True), conn.cursor() as cur:
+                    cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
+                    if isinstance(prep, PostgresInputs):
+                        _native_views(cur, prep, conv, names, prefix)
+                        user_dtype = None
+                    else:
+                        _upload(cur, names["recommendations"], prep.recommendations.select(USER, RANK, ITEM))
+                        _upload(cur, names["ground_truth"], prep.ground_truth.select(USER, ITEM, REL))
+                        user_dtype = prep.user_dtype
+                    cur.execute(f"CREATE TEMP VIEW {names['cutoffs']} AS {render.cutoffs_query(request.ks, 'postgres')}")
+                    per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "postgres", names)
+                    table = names["per_user"]
+                    stage = "per_user"
+                    cur.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM ({per_user_sql}) AS r "
+                                "ORDER BY k, user_id")
+                    stage = "summary"
+                    summary = _fetch(cur, summary_sql)
+                    cur.execute(COUNTS_SQL.format(per_user=table))
+                    counts = dict(zip(COUNTS, cur.fetchone(), strict=True))
+                    examples = {knob: _fetch(cur, examples_sql(table, condition), user_dtype)
+                                for knob, condition, _, _ in error_rules(conv)}
+                    per_user = _fetch(cur, f"SELECT * FROM {table} ORDER BY k, user_id", user_dtype)
+            except psycopg.errors.NumericValueOutOfRange as error:
+                # PostgreSQL raises where the other engines give inf: in any metric of the query, requested or not
+                problem = (f"A summary mean is not finite: the per-user {', '.join(request.names)} are too large "
+                           "to add up as doubles." if stage == "summary" else
+                           f"PostgreSQL overflowed computing the per-user {', '.join(request.names)} (a number too "
+                           "large for a double, in this or another metric of the query).")
+                raise NumericOverflowError(problem, hint=overflow_hint(conv, per_user=stage != "summary")) from error
+            except psycopg.errors.InsufficientPrivilege as error:
+                raise RankwiseError(f"PostgreSQL refused: {str(error).strip().splitlines()[0]}",
+                                    hint="The role needs TEMP privilege on the database and SELECT on the "
+                                         "input tables.") from error
+            except psycopg.Error as error:  # e.g. a table that does not exist, a query that does not parse
+                raise RankwiseError(f"PostgreSQL: {str(error).strip().splitlines()[0]}",
+                                    hint="Inputs are table names (optionally schema.table, quoted as needed) or "
+                                         "one SELECT/WITH query; check that they exist and read.") from error
+        return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
+
+
+class _Borrowed:
+    """A caller's connection used as a context manager that does not close it."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        return self.conn
+
+    def __exit__(self, *exc):
+        return False
+
+
+_FILE_LIKE = (".parquet", ".pq", ".csv")
+
+
+def _is_file(data) -> bool:
+    """A Path, or a string that names an existing file or directory, has a path separator or a data
+    file suffix: read by rankwise, not a table name."""
+    if isinstance(data, str) and re.match(r"\s*(select|with)\b", data, re.IGNORECASE):
+        return False
+    return isinstance(data, Path) or (isinstance(data, str) and (
+        os.path.exists(data) or os.sep in data or data.lower().endswith(_FILE_LIKE)))
+
+
+def postgres_inputs(recs, truth, columns: Columns, conv: Convention, engine: PostgresEngine) -> PostgresInputs | None:
+    """PostgresInputs when both inputs are strings naming tables or SELECT queries (a string that names
+    an existing file is a file), else None (the inputs are read and checked in Python, then copied)."""
+    is_table = [isinstance(x, str) and not _is_file(x) for x in (recs, truth)]
+    if not all(is_table):
+        if any(is_table):
+            raise ParameterError("backend='postgres' takes both inputs as table names / queries, or both as data.",
+                                 hint="Pass two table names (or SELECT queries), or two DataFrames/files.")
+        return None
+    if conv.min_score is not None:
+        raise ParameterError("min_score is applied in Python, not in the database.",
+                             hint="Pass the tables as DataFrames, or a convention with min_score=None.")
+    return PostgresInputs(recs, truth, columns)
+
+
+def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict, prefix: str) -> None:
+    """Check the caller's tables with sql/checks.sql, then create the canonical views over them."""
+    c = inputs.columns
+    source = {"recommendations": inputs.recommendations, "ground_truth": inputs.ground_truth}
+    r, t = (_columns(cur, render._source(source[name], "postgres").sql("postgres")) for name in source)
+    for what, cols in (("recommendations", r), ("ground truth", t)):
+        for needed in (c.user, c.item):
+            if needed not in cols:
+                raise MissingColumnError(f"{what}: no column {needed!r} (columns: {', '.join(cols)}).",
+                                         hint="Name the columns with user_col= / item_col=.")
+    for column in (c.user, c.item):
+        kinds = ["integer" if r[column] in _INTEGER else "text" if r[column] in _TEXT else "other",
+                 "integer" if t[column] in _INTEGER else "text" if t[column] in _TEXT else "other"]
+        if kinds[0] != kinds[1] or "other" in kinds:
+            raise DtypeMismatchError(f"{column!r} has different or unsupported types in the two tables (PostgreSQL "
+                                     f"type OIDs {r[column]} and {t[column]}); ids must be both integers or both text.",
+                                     hint=f"Cast one side in a query, e.g. SELECT {column}::text AS {column}, ...")
+    by_score = c.rank not in r
+    if by_score and c.score not in r:
+        raise MissingColumnError(f"recommendations: neither a rank column {c.rank!r} nor a score column {c.score!r}.",
+                                 hint="Name the column with rank_col= or score_col=.")
+    if not by_score and r[c.rank] not in _INTEGER:
+        raise InvalidRankError(f"recommendations: {c.rank!r} must be integer.", hint="Cast it, or pass score_col=.")
+    if by_score and r[c.score] not in _NUMBER:
+        raise InvalidScoreError(f"recommendations: {c.score!r} must be numeric to rank by it.",
+                                hint="Cast the score to double precision.")
+    has_relevance = c.relevance in t
+    if has_relevance and t[c.relevance] not in _NUMBER:
+        raise InvalidRelevanceError(f"ground truth: {c.relevance!r} must be numeric.",
+                                    hint="Cast the relevance to double precision.")
+    check_names = {"recommendations_input": f"{prefix}recommendations_input",
+                   "ground_truth_input": f"{prefix}ground_truth_input"}
+    rank_col, score_col = (None, c.score) if by_score else (c.rank, None)
+    relevance_col = c.relevance if has_relevance else None
+    for name, query in _checks.raw_views(source, "postgres", c.user, c.item, rank_col, score_col,
+                                         relevance_col).items():
+        cur.execute(f"CREATE TEMP VIEW {check_names[name]} AS {query}")
+    _checks.raise_on_failed_checks(_fetch(cur, _checks.checks_query(conv, by_score, "postgres", check_names)))
+    for name, query in _checks.input_views(source, "postgres", c.user, c.item, rank_col, score_col, relevance_col,
+                                           conv).items():
+        cur.execute(f"CREATE TEMP VIEW {names[name]} AS {query}")
+    cur.execute(
+        f"SELECT (SELECT COUNT(DISTINCT user_id) FROM {names['recommendations']}), "
+        f"(SELECT COUNT(DISTINCT user_id) FROM {names['ground_truth']}), "
+        f"(SELECT COUNT(*) FROM (SELECT user_id FROM {names['recommendations']} INTERSECT "
+        f"SELECT user_id FROM {names['ground_truth']}) AS b)")
+    inputs.counts.update(zip(("recs", "truth", "both"), map(int, cur.fetchone())))
+
+
+def _columns(cur, source_sql: str) -> dict:
+    """{column: type OID} of a table or query, from a zero-row SELECT."""
+    cur.execute(f"SELECT * FROM {source_sql} LIMIT 0")
+    return {d.name: d.type_code for d in cur.description}
+
+
+def _upload(cur, table: str, frame: pl.DataFrame) -> None:
+    """A canonical frame into a temporary table through COPY (CSV: NULL unquoted-empty, '' quoted)."""
+    columns = ", ".join(f"{name} {_PG_TYPES[frame.schema[name].base_type()]}" for name in frame.columns)
+    cur.execute(f"CREATE TEMP TABLE {table} ({columns})")
+    with cur.copy(f"COPY {table} FROM STDIN (FORMAT csv)") as copy:
+        copy.write(frame.write_csv(include_header=False, float_scientific=True, float_precision=17))
+
+
+def _fetch(cur, query: str, user_dtype=None) -> pl.DataFrame:
+    """A query's rows as a Polars frame through COPY ... TO STDOUT (CSV)."""
+    cur.execute(f"SELECT * FROM ({query}) AS q LIMIT 0")
+    types = {d.name: d.type_code for d in cur.description}
+    buffer = io.BytesIO()
+    with cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv, HEADER)") as copy:
+        for block in copy:
+            buffer.write(block)
+    schema = {name: pl.Int64 if oid in _INTEGER else pl.Float64 if oid in _NUMBER else pl.String
+              for name, oid in types.items()}
+    if USER in schema and user_dtype is not None:
+        schema[USER] = user_dtype
+    buffer.seek(0)
+    frame = pl.read_csv(buffer, schema=schema) if buffer.getbuffer().nbytes \
+        else pl.DataFrame(schema=schema)
+    metrics = [c for c in frame.columns if c in USER_LEVEL]
+    return frame.with_columns(pl.col(metrics).cast(pl.Float64)) if metrics else frame

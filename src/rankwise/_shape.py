@@ -1,0 +1,152 @@
+"""Result shaping, once for every engine: what an engine's :class:`~rankwise._engine.Output` becomes.
+
+- ``long``: the per-(user, k) rows under the caller's user column, the requested metrics under
+  their public names (``f2`` for F-beta with beta 2), NaN where undefined;
+- ``wide``: one row per user, one column per ``metric@k``;
+- ``summary``: metric, k, value, n_users, ci_low, ci_high in request order;
+- ``excluded``: every user a mean leaves out, with a stable ``code`` and a readable ``reason``;
+- the errors: ``empty_*="error"`` (UndefinedValueError) and non-finite values (NumericOverflowError).
+
+With several runs every frame gets a leading ``run`` column (:func:`stack`).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ._engine import Output, error_rules
+from ._inputs import USER, Prepared
+from .conventions import Convention
+from .errors import NumericOverflowError, UndefinedValueError
+from .metrics import MetricRequest, internal_name
+
+KEYS = ("k", "n_recs", "n_rel")
+RUN = "run"
+EXCLUDED_SCHEMA = {"code": pl.String, "reason": pl.String, "n_users": pl.Int64}
+
+
+def check(output: Output, conv: Convention, user_col: str) -> None:
+    """Raise UndefinedValueError for users an 'error' empty rule applies to."""
+    for knob, _, _, what in error_rules(conv):
+        count = output.counts["no_labels" if knob == "empty_labels" else "no_predictions"]
+        if count:
+            raise UndefinedValueError(
+                f"{count} users {what}, and the convention says {knob}='error'.",
+                rows=output.empty_examples[knob].rename({USER: user_col}),
+                hint=f"Filter those users out, or choose a value: convention.replace({knob}='nan').",
+            )
+
+
+def long(per_user: pl.DataFrame, request: MetricRequest, user_col: str) -> pl.DataFrame:
+    """The engine's per-user rows (sorted by k, user) with public names: user, k, n_recs, n_rel, metrics."""
+    return per_user.select(
+        pl.col(USER).alias(user_col), pl.col(*KEYS).cast(pl.Int64),
+        *[pl.col(internal_name(n)).cast(pl.Float64).fill_null(float("nan")).alias(n) for n in request.names],
+    )
+
+
+def metric_columns(frame: pl.DataFrame, user_col: str) -> list[str]:
+    return [c for c in frame.columns if c not in (RUN, user_col, *KEYS)]
+
+
+def wide(long_frame: pl.DataFrame, user_col: str) -> pl.DataFrame:
+    """(user, k) rows -> one row per user, one column per metric@k (per run when there is a run column).
+
+    Every evaluated user has exactly one row per k and ``long`` is sorted by (k, user), so each k's
+    slice lines up row for row: a horizontal concat instead of a pivot.
+    """
+    if RUN in long_frame.columns:
+        parts = long_frame.partition_by(RUN, maintain_order=True, include_key=False, as_dict=True)
+        return pl.concat([wide(part, user_col).select(pl.lit(run).alias(RUN), pl.all()) for (run,), part in parts.items()])
+    metrics = metric_columns(long_frame, user_col)
+    parts = long_frame.partition_by("k", maintain_order=True, as_dict=True)
+    if not parts:
+        return long_frame.select(user_col).clear()
+    frames = [part.select(user_col, *[pl.col(m).alias(f"{m}@{k}") for m in metrics]) for (k,), part in parts.items()]
+    users = frames[0].get_column(user_col)
+    if any(not f.get_column(user_col).equals(users) for f in frames[1:]):
+        raise RuntimeError("rankwise: the engine did not return one row per user and k")  # a bug, not bad input
+    columns = [user_col] + [f"{m}@{k}" for m in metrics for (k,) in parts]
+    return pl.concat([frames[0]] + [f.drop(user_col) for f in frames[1:]], how="horizontal").select(columns)
+
+
+def summary(raw: pl.DataFrame, request: MetricRequest, confidence: float) -> pl.DataFrame:
+    """The engine's summary rows for the requested metrics, public names, request order then k, with
+    the t interval of each mean: value ± t(1 - (1 - confidence)/2, n - 1) · sd / √n (NaN when n < 2
+    or the value is not a mean over users)."""
+    from scipy.stats import t
+
+    order = {internal_name(n): i for i, n in enumerate(request.names)}
+    public = {internal_name(n): n for n in request.names}
+    out = (
+        raw.filter(pl.col("metric").is_in(list(order)))
+        .with_columns(
+            pl.col("metric").replace_strict(order, return_dtype=pl.Int64).alias("_order"),
+            pl.col("metric").replace_strict(public, return_dtype=pl.String),
+            pl.col("k").cast(pl.Int64),
+            pl.col("value").cast(pl.Float64).fill_null(float("nan")),
+            pl.col("n_users").cast(pl.Int64),
+            pl.col("sd").cast(pl.Float64).fill_null(float("nan")),
+        )
+        .sort("_order", "k")
+    )
+    n = out.get_column("n_users").to_numpy()
+    quantile = t.ppf(0.5 + confidence / 2, n - 1) if len(n) else []
+    half = pl.Series("half", quantile, dtype=pl.Float64).fill_null(float("nan")) * out["sd"] / out["n_users"].cast(
+        pl.Float64).sqrt()
+    half = pl.when(out["n_users"] >= 2).then(half).otherwise(float("nan"))
+    return out.with_columns(ci_low=pl.col("value") - half, ci_high=pl.col("value") + half).select(
+        "metric", "k", "value", "n_users", "ci_low", "ci_high")
+
+
+def raise_on_non_finite(rows: pl.DataFrame, raw_summary: pl.DataFrame, request: MetricRequest, conv: Convention,
+                        user_col: str) -> None:
+    """A requested metric that is NaN or infinite (not null: undefined) is an overflow, never a result.
+
+    E.g. gain='exp2' with relevance 2000: 2^2000 is inf as a double, DCG = inf, NDCG = inf/inf = NaN.
+    Run on the engine's rows (NULL = undefined, so a NaN there is an overflow) and its summary.
+    """
+    names = list(dict.fromkeys(internal_name(n) for n in request.names))
+    rows = rows.filter(pl.any_horizontal([pl.col(n).is_nan() | pl.col(n).is_infinite() for n in names]))
+    means = raw_summary.filter(pl.col("metric").is_in(names) & (pl.col("value").is_nan() | pl.col("value").is_infinite()))
+    if not rows.height and not means.height:
+        return
+    if rows.height:
+        which = [n for n in names if rows.select((pl.col(n).is_nan() | pl.col(n).is_infinite()).any()).item()]
+        problem = (f"{rows.select(USER).n_unique()} user(s) have a non-finite {', '.join(which)} "
+                   "(a number too large for a double: it became inf or NaN).")
+        shown = rows.sort(USER, "k").select(pl.col(USER).alias(user_col), "k", *which).head(5)
+    else:
+        problem = "A summary mean is not finite: the per-user values are too large to add up as doubles."
+        shown = means.head(5)
+    raise NumericOverflowError(problem, rows=shown, hint=overflow_hint(conv, per_user=bool(rows.height)))
+
+
+def overflow_hint(conv: Convention, per_user: bool) -> str:
+    if conv.gain == "exp2" and per_user:
+        return ("gain='exp2' gives 2^relevance - 1, which overflows above relevance 1023: use "
+                "convention.replace(gain='linear'), or rescale the relevance.")
+    return "Rescale the relevance values to a smaller range."
+
+
+def excluded(prep: Prepared, counts: dict[str, int], conv: Convention) -> pl.DataFrame:
+    """Count every user some mean leaves out, one row per cause: outside the ``users`` rule, no judged
+    item under unjudged='drop', or undefined by an empty rule; ``code`` is stable, ``reason`` readable."""
+    everyone, universe = prep.user_counts(conv.users)
+    rows = [("outside_users", f"in one input only, outside users={conv.users!r}", everyone - universe)]
+    if conv.unjudged == "drop":
+        rows.append(("unjudged", "no judged item (unjudged='drop')", universe - counts["users"]))
+    if conv.empty_labels == "nan":
+        rows.append(("no_labels", "no relevant label (empty_labels='nan')", counts["no_labels"]))
+    if conv.empty_predictions == "nan":
+        rows.append(("no_predictions", "labels but no recommendation (empty_predictions='nan')",
+                     counts["no_predictions"]))
+    if conv.zero_ideal == "nan":
+        rows.append(("zero_ideal", "ndcg only: ideal DCG is 0 (zero_ideal='nan'), any k", counts["zero_ideal"]))
+    return pl.DataFrame(rows, schema=EXCLUDED_SCHEMA, orient="row")
+
+
+def stack(frames: dict, column: str = RUN) -> pl.DataFrame:
+    """{run name: frame} -> one frame with a leading ``run`` column (the names in the given order)."""
+    return pl.concat([frame.select(pl.lit(name, dtype=pl.String).alias(column), pl.all())
+                      for name, frame in frames.items()])

@@ -1,0 +1,80 @@
+"""The comparison table people read: runs as rows, one column per metric@k, each cell the mean, its
+interval and the letters of the runs it is significantly better than (ranx-style), with the footnote
+that explains the letters. Built by :meth:`rankwise.Result.table`."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    """frame: run, letter, metric, k, value, ci_low, ci_high, n_users, better_than (one row per run,
+    metric and k); footnote: what the letters and intervals mean."""
+
+    frame: pl.DataFrame
+    footnote: str
+    digits: int = 4
+
+    def cells(self) -> tuple[list[str], list[list[str]]]:
+        """The header (run, then "metric@k") and one row of strings per run."""
+        columns = list(dict.fromkeys(f"{m}@{k}" for m, k in self.frame.select("metric", "k").iter_rows()))
+        runs = list(dict.fromkeys(self.frame["run"].to_list()))
+        cell = {(r["run"], f"{r['metric']}@{r['k']}"): self._cell(r) for r in self.frame.iter_rows(named=True)}
+        letter = dict(self.frame.select("run", "letter").iter_rows())
+        label = (lambda run: f"{letter[run]}  {run}") if any(letter.values()) else str
+        return ["run", *columns], [[label(run), *(cell.get((run, c), "") for c in columns)] for run in runs]
+
+    def _cell(self, row: dict) -> str:
+        d = self.digits
+        value = "nan" if row["value"] is None or math.isnan(row["value"]) else f"{row['value']:.{d}f}"
+        lo, hi = row["ci_low"], row["ci_high"]
+        interval = "" if lo is None or math.isnan(lo) else f" [{lo:.{d}f}, {hi:.{d}f}]"
+        marks = f" {row['better_than']}" if row["better_than"] else ""
+        return value + interval + marks
+
+    def text(self) -> str:
+        header, rows = self.cells()
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+        def line(r):
+            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+        return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), "", self.footnote])
+
+    __repr__ = __str__ = text
+
+    def _repr_html_(self) -> str:
+        header, rows = self.cells()
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+        return (f"<table class='rankwise-comparison'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+                f"<p style='font-size:smaller'>{html.escape(self.footnote)}</p>")
+
+
+def build(summary: pl.DataFrame, letters: pl.DataFrame | None, footnote: str, confidence: float,
+          digits: int = 4) -> ComparisonTable:
+    """summary: (run,) metric, k, value, n_users, ci_low, ci_high; letters: stats.letters' frame."""
+    if "run" not in summary.columns:
+        summary = summary.with_columns(run=pl.lit("run"))
+    if letters is None:
+        letters = summary.select("run", "metric", "k").with_columns(letter=pl.lit(""), better_than=pl.lit(""))
+    frame = summary.join(letters, on=["run", "metric", "k"], how="left", maintain_order="left").with_columns(
+        pl.col("letter").fill_null(""), pl.col("better_than").fill_null(""))
+    note = f"[low, high]: {confidence:.0%} t interval of the mean over users."
+    return ComparisonTable(
+        frame.select("run", "letter", "metric", "k", "value", "ci_low", "ci_high", "n_users", "better_than"),
+        f"{footnote} {note}".strip(), digits)
+
+
+def from_pairs(summary: pl.DataFrame, pairs: pl.DataFrame, runs, *, test: str, correction, alpha: float,
+               confidence: float, digits: int = 4) -> ComparisonTable:
+    """The table of several runs from their summary and ``Result.compare``'s pairs."""
+    from . import stats
+
+    letters, footnote = stats.letters(pairs, runs=list(runs), test=test, correction=correction, alpha=alpha)
+    return build(summary, letters, footnote, confidence, digits)

@@ -1,0 +1,548 @@
+"""See a Result: one self-contained HTML report, Altair charts (PNG/SVG export), notebook tables.
+
+Needs the ``rankwise[report]`` extra (altair, vl-convert-python). Why Altair: it is declarative
+(a chart is a Vega-Lite JSON spec, so the page holds small specs, not drawing code), takes the
+aggregated Polars frames directly, and vl-convert ships the Vega/Vega-Lite/vega-embed JavaScript as
+one bundle to inline (the page needs no network) and renders the same specs to PNG/SVG without a
+browser. Every plotted frame is an aggregate computed by Polars (binned counts, Lorenz points), so a
+report's size does not grow with the number of users.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from datetime import datetime, timezone
+from functools import cache
+from pathlib import Path
+
+import polars as pl
+
+from .errors import MissingDependencyError, ParameterError, WriteError
+
+BINS = 20  # histogram bins per (metric, k)
+MAX_POINTS = 200  # points per Lorenz curve
+ONE_RUN = "result"  # the run label of a single-run Result in charts
+_KEYS = ("run", "k", "n_recs", "n_rel")
+_INSTALL = "pip install 'rankwise[report]'"
+
+
+def _altair():
+    try:
+        import altair
+    except ImportError as error:
+        raise MissingDependencyError("Reports and plots need altair, which is not installed.", hint=_INSTALL) from error
+    return altair
+
+
+def _vl_convert():
+    try:
+        import vl_convert
+    except ImportError as error:
+        raise MissingDependencyError("Reports and image export need vl-convert-python, which is not installed.",
+                                     hint=_INSTALL) from error
+    return vl_convert
+
+
+# ---------------------------------------------------------------- aggregates (Polars, no plotting)
+
+def _long(result) -> pl.DataFrame:
+    """result.long with a ``run`` column (ONE_RUN for a single run)."""
+    long = result.long
+    if not isinstance(long, pl.DataFrame):
+        raise ParameterError("A report needs the per-user rows in Polars; this Result kept them in Spark.",
+                             hint="Evaluate with collect=True (the default) to report on it.")
+    return long if "run" in long.columns else long.with_columns(run=pl.lit(ONE_RUN)).select("run", pl.exclude("run"))
+
+
+def _with_run(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame if "run" in frame.columns else frame.with_columns(run=pl.lit(ONE_RUN)).select("run", pl.exclude("run"))
+
+
+def metric_columns(result) -> list[str]:
+    """The per-user metric columns of ``result.long`` (everything but run, user, k, n_recs, n_rel)."""
+    return [c for c in result.long.columns if c not in (*_KEYS, result.user_col)]
+
+
+def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symmetric: bool = False) -> pl.DataFrame:
+    """Binned per-user values: run, metric, k, bin_start, bin_end, users, share.
+
+    Per (metric, k), ``bins`` equal bins over [min, max] of the defined values of every run (the
+    same edges for every run; the last bin closed, as numpy.histogram; symmetric: over [-m, m],
+    m = max |value|, so that 0 is an edge when bins is even). NaN (undefined) values are
+    left out; share = users / defined users of that (run, metric, k). All bins, empty ones too."""
+    if bins < 1:
+        raise ParameterError(f"bins must be at least 1, got {bins!r}.", hint="Pass e.g. bins=20.")
+    empty = pl.DataFrame(schema={"run": pl.String, "metric": pl.String, "k": pl.Int64, "bin_start": pl.Float64,
+                                 "bin_end": pl.Float64, "users": pl.UInt32, "share": pl.Float64})
+    if not metrics:
+        return empty
+    def defined(m):  # NaN (undefined) as null, which min/max/drop_nulls skip
+        return pl.col(m).cast(pl.Float64).fill_nan(None)
+
+    ranges = (long.lazy().select("k", *[defined(m) for m in metrics]).group_by("k")
+              .agg(*[pl.col(m).min().alias(f"lo\0{m}") for m in metrics],
+                   *[pl.col(m).max().alias(f"hi\0{m}") for m in metrics]))
+    edges = pl.concat([ranges.select("k", metric=pl.lit(m), lo=pl.col(f"lo\0{m}"), hi=pl.col(f"hi\0{m}"))
+                       for m in metrics]).drop_nulls("lo")
+    if symmetric:
+        edges = edges.with_columns(hi=pl.max_horizontal(pl.col("lo").abs(), pl.col("hi").abs()))
+        edges = edges.with_columns(lo=-pl.col("hi"))
+    edges = edges.with_columns(width=pl.when(pl.col("hi") > pl.col("lo")).then((pl.col("hi") - pl.col("lo")) / bins)
+                               .otherwise(1.0 / bins)).collect()
+    counts = []
+    for m in metrics:  # one scan per metric; lo and width by k as literals (a few k: no join)
+        rows = edges.filter(pl.col("metric") == m)
+        lo = width = None
+        for k, low, w in rows.select("k", "lo", "width").iter_rows():
+            lo = (pl.when(pl.col("k") == k) if lo is None else lo.when(pl.col("k") == k)).then(low)
+            width = (pl.when(pl.col("k") == k) if width is None else width.when(pl.col("k") == k)).then(w)
+        if lo is None:
+            continue
+        counts.append(long.lazy().select("run", "k", defined(m).alias("v")).drop_nulls("v")
+                      .group_by("run", "k", bin=((pl.col("v") - lo) / width).floor().cast(pl.Int64).clip(0, bins - 1))
+                      .agg(users=pl.len()).with_columns(metric=pl.lit(m)))
+    if not counts:  # no defined value at all
+        return empty
+    runs = long.lazy().select(pl.col("run").unique(maintain_order=True))
+    grid = (runs.join(edges.lazy(), how="cross")
+            .join(pl.LazyFrame({"bin": range(bins)}, schema={"bin": pl.Int64}), how="cross")
+            .join(pl.concat(counts), on=["run", "metric", "k", "bin"], how="left")
+            .with_columns(pl.col("users").fill_null(0))
+            .filter(pl.col("users").sum().over("run", "metric", "k") > 0)
+            .with_columns(bin_start=pl.col("lo") + pl.col("bin") * pl.col("width"),
+                          bin_end=pl.col("lo") + (pl.col("bin") + 1) * pl.col("width"),
+                          share=pl.col("users") / pl.col("users").sum().over("run", "metric", "k")))
+    order = {m: i for i, m in enumerate(metrics)}
+    out = grid.select("run", "metric", "k", "bin_start", "bin_end", "users", "share").collect()
+    return out.sort(pl.col("metric").replace_strict(order), "run", "k", "bin_start", maintain_order=True)
+
+
+def differences(long: pl.DataFrame, a: str, b: str, k: int, metrics: list[str], user_col: str, *,
+                bins: int = BINS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-user diff = value in run b - value in run a at k, over users with both values defined.
+
+    Returns (counts: metric, users, better, same, worse, mean_diff) and the histogram of the diffs of
+    the users that changed (metric, bin_start, bin_end, users, direction), an even number of equal
+    bins over [-m, m], m = max |diff|, so no bin mixes better and worse. "same" = |diff| <= 1e-12 (float noise)."""
+    def one(run):
+        return long.lazy().filter((pl.col("run") == run) & (pl.col("k") == k)).select(user_col, *metrics)
+
+    paired = one(a).join(one(b), on=user_col, suffix="__b")
+    rows, hists = [], []
+    for m in metrics:
+        d = (paired.select(d=pl.col(f"{m}__b").cast(pl.Float64) - pl.col(m).cast(pl.Float64))
+             .filter(pl.col("d").is_not_nan() & pl.col("d").is_not_null()))
+        rows.append(d.select(metric=pl.lit(m), users=pl.len(), better=(pl.col("d") > 1e-12).sum(),
+                             same=(pl.col("d").abs() <= 1e-12).sum(), worse=(pl.col("d") < -1e-12).sum(),
+                             mean_diff=pl.col("d").mean()))
+        hists.append(d.filter(pl.col("d").abs() > 1e-12).select(pl.lit(m).alias("metric"), "d"))
+    counts = pl.concat(pl.collect_all(rows))
+    changed = pl.concat(pl.collect_all(hists)).with_columns(run=pl.lit("diff"), k=pl.lit(k, pl.Int64))
+    present = [m for m in metrics if m in set(changed["metric"].to_list())]
+    wide = changed.select("run", "k", *[pl.when(pl.col("metric") == m).then(pl.col("d")).alias(m) for m in present])
+    hist = histogram(wide, present, bins=bins + bins % 2, symmetric=True)
+    hist = hist.select("metric", "bin_start", "bin_end", "users").with_columns(
+        direction=pl.when((pl.col("bin_start") + pl.col("bin_end")) / 2 > 0).then(pl.lit(f"{b} better"))
+        .otherwise(pl.lit(f"{a} better")))
+    return counts, hist
+
+
+def lorenz(per_item: pl.DataFrame, k: int | None = None, *,
+           max_points: int = MAX_POINTS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Lorenz curve of exposure per run (at k when per_item has a k column).
+
+    Items sorted by exposure ascending; point i = (i/n, exposure of the i least exposed / total).
+    Gini = 1 - 2 * (area under the curve, trapezoids over every item) = 0 for equal exposure,
+    (n-1)/n when one item takes all. Returns (points: run, item_share, exposure_share, at most
+    max_points + 1 per run, the first and last kept; gini: run, items, gini)."""
+    frame = _with_run(per_item)
+    if k is not None and "k" in frame.columns:
+        frame = frame.filter(pl.col("k") == k)
+    curve = (frame.lazy().select("run", pl.col("exposure").cast(pl.Float64))
+             .sort("run", "exposure", maintain_order=True)
+             .with_columns(n=pl.len().over("run"), i=pl.int_range(1, pl.len() + 1).over("run"),
+                           exposure_share=pl.col("exposure").cum_sum().over("run")
+                           / pl.col("exposure").sum().over("run"))
+             .with_columns(item_share=pl.col("i") / pl.col("n")))
+    gini = (curve.group_by("run", maintain_order=True)
+            .agg(items=pl.len(), area=((pl.col("exposure_share") + pl.col("exposure_share").shift(1, fill_value=0.0))
+                                       / (2 * pl.col("n"))).sum())
+            .select("run", "items", gini=1 - 2 * pl.col("area")))
+    step = (pl.col("n") + max_points - 1) // max_points  # ceil(n / max_points)
+    points = (curve.filter(((pl.col("i") % step) == 0) | (pl.col("i") == pl.col("n")))
+              .select("run", "item_share", "exposure_share"))
+    origin = frame.lazy().select(pl.col("run").unique(maintain_order=True)).with_columns(
+        item_share=pl.lit(0.0), exposure_share=pl.lit(0.0))
+    points, gini = pl.collect_all([pl.concat([origin, points]), gini])
+    return points, gini
+
+
+def catalog_rows(result) -> pl.DataFrame | None:
+    """Summary rows of catalog-level metrics (a metric with no per-user column: coverage, gini, ...)."""
+    rows = _with_run(result.summary).filter(~pl.col("metric").is_in(metric_columns(result)))
+    return rows if rows.height else None
+
+
+def comparison(result, options: dict | None = None) -> pl.DataFrame | None:
+    """``result.compare(**options)`` when the Result has it and several runs, else None."""
+    compare = getattr(result, "compare", None)
+    if not callable(compare) or len(result.runs) < 2:
+        return None
+    return compare(**(options or {}))
+
+
+# ---------------------------------------------------------------- charts (Altair)
+
+def _data(alt, frame: pl.DataFrame):
+    """Inline values (NaN as null: JSON has no NaN)."""
+    frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
+    return alt.Data(values=frame.to_dicts())
+
+
+def _chosen_k(result, k) -> int:
+    ks = list(result.request.ks)
+    if k is None:
+        return max(ks)
+    if k not in ks:
+        raise ParameterError(f"k={k!r} was not evaluated; this Result has k in {ks}.",
+                             hint=f"Pass one of {ks}, or evaluate with that k.")
+    return k
+
+
+def _pair(result, pair) -> tuple[str, str]:
+    runs = list(result.runs)
+    if pair is None:
+        return runs[0], runs[1]
+    if len(pair) != 2 or any(run not in runs for run in pair) or pair[0] == pair[1]:
+        raise ParameterError(f"pair={pair!r} must be two different runs of this Result, {runs}.",
+                             hint=f"Pass e.g. pair=({runs[0]!r}, {runs[1]!r}).")
+    return tuple(pair)
+
+
+def curves_chart(summary: pl.DataFrame, metrics: list[str]):
+    """Mean vs k per metric (one panel each), a line and its t interval band per run."""
+    alt = _altair()
+    data = _with_run(summary).filter(pl.col("metric").is_in(metrics))
+    base = alt.Chart().encode(
+        x=alt.X("k:Q", title="k"), color=alt.Color("run:N", title="run"))
+    band = base.mark_area(opacity=0.2).encode(y="ci_low:Q", y2="ci_high:Q")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("value:Q", title="mean"),
+        tooltip=["run:N", "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"),
+                 alt.Tooltip("ci_low:Q", format=".4f"), alt.Tooltip("ci_high:Q", format=".4f"), "n_users:Q"])
+    return (alt.layer(band, line, data=_data(alt, data)).properties(width=210, height=150)
+            .facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
+            .resolve_scale(y="independent").properties(title="Metric vs k (band: confidence interval)"))
+
+
+def distribution_chart(hist: pl.DataFrame, metrics: list[str], ks: list[int], k: int):
+    """Share of users per value bin, per metric, one colour per run; a k selector (default k)."""
+    alt = _altair()
+    pick = alt.param(name="k_shown", value=k, bind=alt.binding_select(options=ks, name="k "))
+    chart = alt.Chart(_data(alt, hist)).mark_rect(opacity=0.55).encode(
+        x=alt.X("bin_start:Q", title="per-user value"), x2="bin_end:Q",
+        y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), y2=alt.datum(0),
+        color=alt.Color("run:N", title="run"),
+        tooltip=["run:N", "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
+                 alt.Tooltip("bin_end:Q", format=".4g"), "users:Q", alt.Tooltip("share:Q", format=".1%")],
+    ).properties(width=210, height=150)
+    return (chart.facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
+            .add_params(pick).transform_filter("datum.k == k_shown")
+            .resolve_scale(x="independent", y="independent")
+            .properties(title="Per-user values (users with a defined value)"))
+
+
+def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: int):
+    """Histogram of per-user b - a at k, users that changed; colour = which run is better."""
+    alt = _altair()
+    chart = alt.Chart(_data(alt, hist)).mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("bin_start:Q", title=f"{b} - {a} per user"), x2="bin_end:Q", y=alt.Y("users:Q", title="users"),
+        y2=alt.datum(0),
+        color=alt.Color("direction:N", title=None, scale=alt.Scale(domain=[f"{a} better", f"{b} better"],
+                                                                   range=["#d62728", "#2ca02c"])),
+        tooltip=["metric:N", alt.Tooltip("bin_start:Q", format=".4g"), alt.Tooltip("bin_end:Q", format=".4g"),
+                 "users:Q"],
+    ).properties(width=210, height=150)
+    present = [m for m in metrics if m in hist["metric"].to_list()]
+    return (chart.facet(facet=alt.Facet("metric:N", sort=present, title=None), columns=4)
+            .resolve_scale(x="independent", y="independent")
+            .properties(title=f"Who changed at k={k}: {b} - {a} (users whose value differs)"))
+
+
+def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame):
+    """Lorenz curve of exposure per run, with the equality diagonal; Gini in the legend."""
+    alt = _altair()
+    labels = gini.select("run", label=pl.format("{} (Gini {})", "run", pl.col("gini").round(3)))
+    data = points.join(labels, on="run", maintain_order="left")
+    diagonal = alt.Chart(_data(alt, pl.DataFrame({"x": [0.0, 1.0]}))).mark_line(
+        strokeDash=[4, 4], color="gray").encode(x="x:Q", y="x:Q")
+    curve = alt.Chart(_data(alt, data)).mark_line().encode(
+        x=alt.X("item_share:Q", title="share of items (least exposed first)", axis=alt.Axis(format="%")),
+        y=alt.Y("exposure_share:Q", title="share of exposure", axis=alt.Axis(format="%")),
+        color=alt.Color("label:N", title="run"),
+        tooltip=["run:N", alt.Tooltip("item_share:Q", format=".1%"), alt.Tooltip("exposure_share:Q", format=".1%")])
+    return alt.layer(diagonal, curve).properties(width=320, height=260, title="Exposure Lorenz curve")
+
+
+def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[str] | None = None,
+         pair: tuple[str, str] | None = None, bins: int = BINS, max_points: int = MAX_POINTS):
+    """An Altair chart of a Result: kind = "curves" (mean vs k), "distribution" (per-user histogram
+    at k), "difference" (per-user b - a at k for a pair of runs), "lorenz" (exposure, needs
+    result.per_item). Show it in a notebook, or ``save(chart, "x.png" | "x.svg")``."""
+    kinds = ("curves", "distribution", "difference", "lorenz")
+    if kind not in kinds:
+        raise ParameterError(f"Unknown plot kind {kind!r}.", hint=f"Use one of: {', '.join(kinds)}.")
+    names = metric_columns(result)
+    if metrics is not None:
+        unknown = [m for m in metrics if m not in names]
+        if unknown:
+            raise ParameterError(f"metrics {unknown} are not in this Result.", hint=f"Choose from {names}.")
+        names = list(metrics)
+    k = _chosen_k(result, k)
+    if kind == "curves":
+        return curves_chart(result.summary, names)
+    if kind == "distribution":
+        return distribution_chart(histogram(_long(result), names, bins=bins), names, list(result.request.ks), k)
+    if kind == "difference":
+        if len(result.runs) < 2:
+            raise ParameterError("kind='difference' needs a Result with several runs.",
+                                 hint="Evaluate {'a': recs_a, 'b': recs_b} to compare two runs.")
+        a, b = _pair(result, pair)
+        _, hist = differences(_long(result), a, b, k, names, result.user_col, bins=bins)
+        return difference_chart(hist, names, a, b, k)
+    per_item = getattr(result, "per_item", None)
+    if not isinstance(per_item, pl.DataFrame):
+        raise ParameterError("kind='lorenz' needs result.per_item (item exposure), which this Result lacks.",
+                             hint="Evaluate with the beyond-accuracy metrics (a catalog) to get per_item.")
+    return lorenz_chart(*lorenz(per_item, k, max_points=max_points))
+
+
+def _vl_version(vlc) -> str | None:
+    """The Vega-Lite version of altair's schema, when vl-convert has it (else its default)."""
+    alt = _altair()
+    version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return version if version in vlc.get_vegalite_versions() else None
+
+
+def save(chart, path, *, scale: float = 2.0) -> Path:
+    """Write an Altair chart as PNG or SVG (by suffix), rendered by vl-convert (no browser)."""
+    vlc = _vl_convert()
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".png", ".svg"):
+        raise ParameterError(f"cannot tell the image format of {str(path)!r} from its suffix.",
+                             hint="Name the file .png or .svg.")
+    spec, version = chart.to_dict(), _vl_version(vlc)
+    data = (vlc.vegalite_to_png(spec, vl_version=version, scale=scale) if suffix == ".png"
+            else vlc.vegalite_to_svg(spec, vl_version=version).encode())
+    _write(path, data)
+    return path
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as error:
+        raise WriteError(f"cannot write {str(path)!r}: {error.strerror or error}.",
+                         hint="Check that the directory exists and is writable.") from error
+
+
+# ---------------------------------------------------------------- HTML
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        small_or_large = abs(value) >= 10 ** digits or (value and abs(value) < 1e-3)
+        return f"{value:.{digits}g}" if small_or_large else f"{value:.{digits}f}"
+    return html.escape(str(value))
+
+
+def _table(frame: pl.DataFrame, *, cls: str = "", max_rows: int = 200) -> str:
+    """A plain escaped HTML table of a frame (the first max_rows rows)."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>"
+                   for row in frame.head(max_rows).iter_rows())
+    more = f"<p class='note'>first {max_rows} of {frame.height} rows</p>" if frame.height > max_rows else ""
+    return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def summary_grid(summary: pl.DataFrame) -> str:
+    """The summary as a table: a row per [run,] metric, a column per k; cell = mean and its CI."""
+    frame = _with_run(summary)
+    ks = sorted(frame["k"].unique().to_list(), key=lambda k: (k is None, k))
+    multi = "run" in summary.columns
+    head = ("<th>run</th>" if multi else "") + "<th>metric</th>" + "".join(
+        f"<th>@{html.escape(str(k))}</th>" for k in ks) + "<th>users</th>"
+    rows = []
+    for (run, metric), part in frame.group_by("run", "metric", maintain_order=True):
+        cells = {row["k"]: row for row in part.iter_rows(named=True)}
+        tds = []
+        for k in ks:
+            row = cells.get(k)
+            if row is None:
+                tds.append("<td></td>")
+                continue
+            lo, hi = row.get("ci_low"), row.get("ci_high")
+            ci = "" if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) else \
+                f"<span class='ci'>[{_fmt(lo)}, {_fmt(hi)}]</span>"
+            tds.append(f"<td>{_fmt(row['value'])} {ci}</td>")
+        users = part["n_users"].max() if "n_users" in part.columns else None
+        rows.append("<tr>" + (f"<td>{html.escape(str(run))}</td>" if multi else "")
+                    + f"<td>{html.escape(str(metric))}</td>" + "".join(tds) + f"<td>{_fmt(users)}</td></tr>")
+    return f"<table class='summary'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def html_table(result) -> str:
+    """Compact HTML for notebooks (``Result._repr_html_``): the summary grid, then who was left out."""
+    parts = ["<div class='rankwise'><style>.rankwise table{border-collapse:collapse;font-size:12px}"
+             ".rankwise td,.rankwise th{padding:2px 8px;text-align:right}.rankwise .ci{color:#888;font-size:10px}"
+             "</style>",
+             f"<b>rankwise.Result</b> convention <code>{html.escape(result.convention.name)}</code>",
+             summary_grid(result.summary)]
+    excluded = result.excluded
+    excluded = excluded.filter(pl.col("n_users") > 0) if "n_users" in excluded.columns else excluded
+    if excluded.height:
+        parts += ["<b>excluded from the means</b>", _table(excluded)]
+    return "".join(parts) + "</div>"
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#222}
+h1{font-size:22px}h3{font-size:14px;margin:16px 0 4px}
+h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}
+td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}
+th{background:#f6f6f6}td:first-child,th:first-child{text-align:left}.ci{color:#888;font-size:11px}
+.note{color:#666;font-size:12px}.card{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;font-size:13px}
+.card div:nth-child(odd){color:#666}code{font-size:12px}.chart{margin:8px 0}.sig{color:#2ca02c;font-weight:bold}
+"""
+
+
+def _run_card(result, generated: str) -> str:
+    from . import __version__
+
+    long = _long(result)  # one row per (run, user, k): the users of a run are its rows at one k
+    users = long.filter(pl.col("k") == result.request.ks[0]).group_by("run", maintain_order=True).agg(users=pl.len())
+    try:
+        from ._write import fingerprint
+    except ImportError:  # it may move: the card then shows no fingerprint
+        fingerprint = None
+    prints = {run or ONE_RUN: fingerprint(prep) if fingerprint else None
+              for run, prep in (getattr(result, "prepared", None) or {}).items()}
+    items = [("rankwise", __version__), ("generated", generated), ("convention", result.convention.name),
+             ("metrics", ", ".join(result.request.names)), ("k", ", ".join(map(str, result.request.ks)))]
+    for run, n in users.iter_rows():
+        digest = prints.get(run)
+        items.append((f"users evaluated ({run})" if len(users) > 1 else "users evaluated", f"{n:,}"))
+        items.append((f"inputs SHA-256 ({run})" if len(users) > 1 else "inputs SHA-256",
+                      f"<code>{digest}</code>" if digest else "– (inputs stayed in the engine)"))
+    card = "".join(f"<div>{html.escape(k)}</div><div>{v if k.startswith('inputs') else html.escape(str(v))}</div>"
+                   for k, v in items)
+    knobs = pl.DataFrame({"knob": list(result.convention.knobs()),
+                          "value": [repr(v) for v in result.convention.knobs().values()]})
+    excluded = _table(result.excluded) if result.excluded.height else "<p class='note'>nobody</p>"
+    return (f"<div class='card'>{card}</div><h3>Left out of the means</h3>{excluded}"
+            f"<details><summary>convention knobs ({html.escape(result.convention.name)})</summary>"
+            f"{_table(knobs)}</details>")
+
+
+def _comparison_table(frame: pl.DataFrame) -> str:
+    """The comparison frame with a significance mark (* where ``significant``)."""
+    if "significant" in frame.columns:
+        frame = frame.with_columns(pl.when(pl.col("significant")).then(pl.lit("*")).otherwise(pl.lit(""))
+                                   .alias("significant"))
+    return _table(frame, cls="compare").replace("<td>*</td>", "<td class='sig'>*</td>")
+
+
+def build(result, path, *, k: int | None = None, title: str | None = None, pair: tuple[str, str] | None = None,
+          bins: int = BINS, max_points: int = MAX_POINTS, compare: dict | None = None) -> Path:
+    """Write one self-contained HTML report of ``result`` to ``path`` (every script inline; no network).
+
+    Sections: run card, summary with CIs, metric vs k curves, per-user distributions at k (a
+    selector switches k), with several runs the comparison (``result.compare()`` when present) and
+    the per-user difference for ``pair`` (default the first two runs), with ``result.per_item`` the
+    exposure Lorenz curve, and catalog-level summary rows. k defaults to the largest evaluated;
+    ``compare`` holds the options of ``result.compare`` (test, correction, alpha, ...)."""
+    _altair()  # a missing extra fails before any work
+    vlc = _vl_convert()
+    k = _chosen_k(result, k)
+    long, names = _long(result), metric_columns(result)
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    title = title or "rankwise report"
+    sections = [("Run", _run_card(result, generated)),
+                ("Summary", "<p class='note'>mean over users with a defined value; "
+                 "[confidence interval]</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names))))]
+    charts = {"curves": curves_chart(result.summary, names),
+              "distribution": distribution_chart(histogram(long, names, bins=bins), names, list(result.request.ks), k)}
+    sections += [("Metric vs k", "<div class='chart' id='chart-curves'></div>"),
+                 ("Per-user distributions", "<p class='note'>binned in the engine: bars are shares of users; "
+                  "the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
+    if len(result.runs) >= 2:
+        a, b = _pair(result, pair)
+        counts, hist = differences(long, a, b, k, names, result.user_col, bins=bins)
+        body = ""
+        compared = comparison(result, compare)
+        if compared is not None:
+            from ._table import from_pairs
+
+            options = {name: value for name, value in (compare or {}).items() if name in ("test", "correction", "alpha")}
+            table = from_pairs(result.summary.filter(pl.col("k") == k), compared.filter(pl.col("k") == k),
+                                      result.runs, **{"test": "t", "correction": "holm", "alpha": 0.05, **options},
+                                      confidence=getattr(result, "confidence", 0.95))
+            body += (f"<h3>Comparison at k={k}</h3>{table._repr_html_()}<details><summary>every pair, metric "
+                     f"and k (* = significant)</summary>{_comparison_table(compared)}</details>")
+        body += f"<h3>{html.escape(b)} vs {html.escape(a)} per user at k={k}</h3>{_table(counts)}"
+        if hist.height:
+            charts["difference"] = difference_chart(hist, names, a, b, k)
+            body += "<div class='chart' id='chart-difference'></div>"
+        sections.append(("Runs compared", body))
+    per_item = getattr(result, "per_item", None)
+    catalog = catalog_rows(result)
+    if isinstance(per_item, pl.DataFrame) or catalog is not None:
+        body = ""
+        if catalog is not None:
+            body += "<h3>Catalog metrics</h3>" + _table(catalog)
+        if isinstance(per_item, pl.DataFrame) and per_item.height:
+            points, gini = lorenz(per_item, k, max_points=max_points)
+            charts["lorenz"] = lorenz_chart(points, gini)
+            body += f"<h3>Exposure at k={k}</h3>{_table(gini)}<div class='chart' id='chart-lorenz'></div>"
+        sections.append(("Beyond accuracy", body))
+    specs = "".join(
+        f"<script type='application/json' id='spec-{name}'>{_json(chart.to_dict())}</script>"
+        for name, chart in charts.items())
+    body = "".join(f"<h2>{html.escape(h)}</h2>{content}" for h, content in sections)
+    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style><script>{_bundle(vlc, _vl_version(vlc))}</script></head><body>"
+            f"<h1>{html.escape(title)}</h1>{body}{specs}<script>{_EMBED}</script></body></html>")
+    path = Path(path)
+    _write(path, page.encode())
+    return path
+
+
+# Draw every chart; a failure goes to the console (the browser check fails on it). data-rendered
+# marks a drawn chart for the check.
+_EMBED = """
+for (const el of document.querySelectorAll('.chart')) {
+  const spec = JSON.parse(document.getElementById('spec-' + el.id.slice(6)).textContent);
+  vegaEmbed(el, spec, {renderer: 'svg', actions: false})
+    .then(() => el.setAttribute('data-rendered', '1'))
+    .catch(err => console.error('chart ' + el.id + ': ' + err));
+}
+"""
+
+
+def _json(spec: dict) -> str:
+    """JSON safe inside <script>: no '</' to end the element early."""
+    return json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+@cache
+def _bundle(vlc, version: str | None) -> str:
+    """The Vega, Vega-Lite and vega-embed JavaScript as one inline script (vl-convert's bundle)."""
+    return vlc.javascript_bundle(vl_version=version).replace("</script", "<\\/script")

@@ -1,0 +1,361 @@
+"""Beyond-accuracy metrics (issue 10): Polars == shipped SQL (DuckDB) == the naive oracle on seeded
+random data under every knob value and preset; hand-computed cases (document 003's coverage, document
+001's score entropy); the shared note's worked Gini/entropy fixture for every variant; each library's
+own test or docstring values through its preset; side-input validation."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import duckdb
+import oracle_beyond as oracle
+import polars as pl
+import pytest
+
+import rankwise
+from rankwise import _beyond as B
+from rankwise.conventions import BEYOND_PRESETS, Convention, knob_documentation
+from rankwise.errors import DtypeMismatchError, DuplicateItemError, InputError, MissingColumnError, NullValueError
+
+BEYOND_KNOBS = ("popularity", "arp_popularity", "serendipity_popularity", "cold_items", "list_denominator",
+                "novelty_normalize", "info_log_base", "catalog", "catalog_outside", "catalog_padding",
+                "coverage_scale", "gini", "entropy_normalize", "ild_denominator", "ild_short", "long_tail",
+                "long_tail_ratio", "personalization_lists", "serendipity")
+
+
+def _variants():
+    numeric = {"info_log_base": [math.e, 10.0], "long_tail_ratio": [0.5, 0.1, 2.0]}
+    for knob in BEYOND_KNOBS:
+        values, _ = knob_documentation()[knob]
+        for value in numeric.get(knob, values):
+            if value != getattr(Convention(), knob):
+                yield f"{knob}={value}", Convention().replace(**{knob: value})
+    yield "tail_items 0.1", Convention(long_tail="tail_items", long_tail_ratio=0.1)
+    yield "tail_items 2", Convention(long_tail="tail_items", long_tail_ratio=2.0)
+    for name in BEYOND_PRESETS:
+        yield name, rankwise.PRESETS[name]
+
+
+CONVENTIONS = {"default": Convention(), **dict(_variants())}
+
+
+# -- data --------------------------------------------------------------------------------------------
+
+
+def _dataset(seed: int):
+    rng = random.Random(seed)
+    strings = seed % 3 == 0
+    name = (lambda p, v: f"{p}{v:02d}") if strings else (lambda p, v: v)
+    catalog = list(range(14))
+    recs, scores, truth = {}, {}, {}
+    for u in range(rng.randint(0, 9)):
+        lst = rng.sample(catalog, rng.randint(0, 8))
+        recs[name("u", u)] = [name("i", i) for i in lst]
+        scores[name("u", u)] = sorted((round(rng.uniform(-2, 3), 3) for _ in lst), reverse=True)
+        if rng.random() < 0.7:
+            truth[name("u", u)] = {name("i", i): rng.choice([0.0, 1.0, 2.0]) for i in rng.sample(catalog, 4)}
+    train = [(name("u", rng.randint(0, 12)), name("i", rng.choice(catalog[:11]))) for _ in range(rng.randint(1, 30))]
+    items = None if rng.random() < 0.4 else [name("i", i) for i in rng.sample(catalog, rng.randint(1, 14))]
+    if rng.random() < 0.5:  # long categorical / weighted features, some items without any, some zero vectors
+        features = {}
+        for i in rng.sample(catalog, 11):
+            feats = {f"f{j}": rng.choice([1.0, 0.5, -1.0, 0.0]) for j in rng.sample(range(5), rng.randint(1, 4))}
+            features[name("i", i)] = feats
+    else:  # embeddings
+        features = {name("i", i): {str(d): round(rng.uniform(-1, 1), 3) for d in range(3)} for i in catalog[:12]}
+    ks = sorted(rng.sample(range(1, 10), rng.randint(1, 3)))
+    return recs, scores, truth, train, items, features, ks
+
+
+def _frames(recs, scores, truth, train, items, features, embedding):
+    rows = [(u, r, i, s) for u, lst in recs.items() for r, (i, s) in enumerate(zip(lst, scores[u]), start=1)]
+    rows += [(u, None, None, None) for u, lst in recs.items() if not lst]
+    def kind(values):
+        return pl.String if any(isinstance(v, str) for v in values) else pl.Int64
+
+    uid = kind([*recs, *(u for u, _ in train)])
+    iid = kind([*(i for lst in recs.values() for i in lst), *(i for _, i in train), *(items or [])])
+    recs_df = pl.DataFrame(rows, schema={"user_id": uid, "rank": pl.Int64, "item_id": iid, "score": pl.Float64},
+                           orient="row")
+    truth_df = pl.DataFrame([(u, i, r) for u, lab in truth.items() for i, r in lab.items()],
+                            schema={"user_id": uid, "item_id": iid, "relevance": pl.Float64}, orient="row")
+    train_df = pl.DataFrame(train, schema={"user": uid, "item": iid}, orient="row")
+    if features is None:
+        feats = None
+    elif embedding:
+        feats = pl.DataFrame({"item": list(features), "embedding": [[v[str(d)] for d in range(3)]
+                                                                     for v in features.values()]},
+                             schema={"item": iid, "embedding": pl.List(pl.Float64)})
+    else:
+        feats = pl.DataFrame([(i, f, v) for i, fs in features.items() for f, v in fs.items()],
+                             schema={"item": iid, "feature": pl.String, "value": pl.Float64}, orient="row")
+    side = B.prepare_side_inputs(train=train_df, items=items, item_features=feats)
+    return recs_df, truth_df, side
+
+
+def _close(a, b) -> bool:
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    return b is not None and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def _duckdb(recs_df, side, ks, truth_df):
+    con = duckdb.connect()
+    B.register(con, recs_df, side, ks, truth_df)
+    return con
+
+
+# -- Polars == SQL == oracle -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_engines_equal_the_oracle(seed):
+    """Each seed checks the default and every third variant: every knob value meets three datasets."""
+    recs, scores, truth, train, items, features, ks = _dataset(seed)
+    embedding = all(set(f) == {"0", "1", "2"} for f in features.values())
+    recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, embedding)
+    con = _duckdb(recs_df, side, ks, truth_df)
+    chosen = [(label, conv) for n, (label, conv) in enumerate(CONVENTIONS.items()) if n == 0 or n % 3 == seed % 3]
+    for label, conv in chosen:
+        users_pl = B.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
+        users_sql = B.duckdb_user(con, conv)
+        cat_pl, cat_sql = B.polars_catalog(recs_df.lazy(), side, ks, conv), B.duckdb_catalog(con, conv)
+        items_pl, items_sql = B.per_item(recs_df.lazy(), side, ks, conv), B.duckdb_per_item(con, conv)
+        assert users_pl.height == users_sql.height == len(recs) * len(ks), label
+        assert items_pl.equals(items_sql), label
+        for k in ks:
+            expected = oracle.user_values(recs, train, k, conv, items, features, truth)
+            for engine, frame in (("polars", users_pl), ("duckdb", users_sql)):
+                for row in frame.filter(pl.col("k") == k).iter_rows(named=True):
+                    want = expected[row["user_id"]]
+                    for col in ("n_items", *B.USER_COLUMNS):
+                        assert _close(want[col], row[col]), (label, engine, k, row["user_id"], col, want[col], row[col])
+            want = oracle.catalog_values(recs, train, k, conv, items, scores)
+            for engine, frame in (("polars", cat_pl), ("duckdb", cat_sql)):
+                got = {r["metric"]: r for r in frame.filter(pl.col("k") == k).iter_rows(named=True)}
+                assert set(got) == set(B.CATALOG_METRICS)
+                for metric in B.CATALOG_METRICS:
+                    assert _close(want[metric], got[metric]["value"]), (label, engine, k, metric, want[metric], got[metric])
+                    assert got[metric]["n_users"] == want["n_users"]
+            want_items = oracle.item_values(recs, train, k, conv, items)
+            got_items = {r["item_id"]: (r["exposure"], r["popularity"]) for r in items_pl.filter(pl.col("k") == k).iter_rows(named=True)}
+            assert got_items == want_items, label
+
+
+# -- hand-computed cases -----------------------------------------------------------------------------
+
+
+def _run(recs: dict, train, k, conv, items=None, features=None, truth=None, scores=None):
+    """Both engines on a small case; asserts they agree and returns (per-user polars, catalog dict)."""
+    scores = scores or {u: [0.0] * len(lst) for u, lst in recs.items()}
+    recs_df, truth_df, side = _frames(recs, scores, truth or {}, train, items, features, False)
+    con = _duckdb(recs_df, side, (k,), truth_df)
+    users = B.polars_user(recs_df.lazy(), side, (k,), conv, truth=truth_df).collect()
+    cat = B.polars_catalog(recs_df.lazy(), side, (k,), conv)
+    users_sql, cat_sql = B.duckdb_user(con, conv), B.duckdb_catalog(con, conv)
+    for a, b in zip(users.iter_rows(), users_sql.iter_rows(), strict=True):
+        assert all(_close(x, y) if isinstance(x, float) else x == y for x, y in zip(a, b)), (a, b)
+    for a, b in zip(cat.iter_rows(), cat_sql.iter_rows(), strict=True):
+        assert a[:2] == b[:2] and _close(a[2], b[2]), (a, b)
+    return users, {r["metric"]: r["value"] for r in cat.iter_rows(named=True)}
+
+
+def test_document_003_item_coverage_by_hand():
+    # distinct recommended items / all items: 3 users recommend {1, 2, 3} of the 5 catalog items
+    recs = {"a": [1, 2], "b": [2, 3], "c": [1, 3]}
+    train = [("x", i) for i in range(1, 6)]
+    _, cat = _run(recs, train, 2, Convention(), items=[1, 2, 3, 4, 5])
+    assert cat["item_coverage"] == 3 / 5
+    # at k = 1 only items 1 and 2 are recommended: 2 / 5
+    _, cat1 = _run(recs, train, 1, Convention(), items=[1, 2, 3, 4, 5])
+    assert cat1["item_coverage"] == 2 / 5
+    # an item outside the catalog (9): not counted by default, counted by catalog_outside="count"
+    recs9 = {"a": [1, 9]}
+    assert _run(recs9, train, 2, Convention(), items=[1, 2, 3, 4, 5])[1]["item_coverage"] == 1 / 5
+    assert _run(recs9, train, 2, Convention(catalog_outside="count"), items=[1, 2, 3, 4, 5])[1]["item_coverage"] == 2 / 5
+    assert _run(recs9, train, 2, Convention(coverage_scale="count"), items=[1, 2, 3, 4, 5])[1]["item_coverage"] == 1
+    assert _run(recs9, train, 2, Convention(coverage_scale="percent"), items=[1, 2, 3, 4, 5])[1]["item_coverage"] == 20
+    # without items the catalog is the train items {1..5}; catalog="recommended" gives 1
+    assert _run(recs, train, 2, Convention())[1]["item_coverage"] == 3 / 5
+    assert _run(recs, train, 2, Convention(catalog="recommended"))[1]["item_coverage"] == 1
+
+
+def test_document_001_score_entropy_by_hand():
+    # four equal pooled scores: softmax is uniform, entropy ln 4 (nats)
+    recs = {"a": [1, 2], "b": [3, 4]}
+    _, cat = _run(recs, [("x", 1)], 2, Convention(), scores={"a": [0.5, 0.5], "b": [0.5, 0.5]})
+    assert math.isclose(cat["score_entropy"], math.log(4), rel_tol=1e-14)
+    # scores 0 and ln 3: softmax (1/4, 3/4), entropy -(1/4 ln 1/4 + 3/4 ln 3/4) = ln 4 - 3/4 ln 3
+    recs2 = {"a": [1], "b": [2]}
+    _, cat2 = _run(recs2, [("x", 1)], 1, Convention(), scores={"a": [0.0], "b": [math.log(3)]})
+    assert math.isclose(cat2["score_entropy"], math.log(4) - 0.75 * math.log(3), rel_tol=1e-14)
+    # the top k only: at k = 1 the pooled scores are 9 and 0 of lists [9, 0] and [0, 0]
+    _, cat3 = _run({"a": [1, 2], "b": [3, 4]}, [("x", 1)], 1, Convention(), scores={"a": [9.0, 0.0], "b": [0.0, 0.0]})
+    p = 1 / (1 + math.exp(-9))
+    assert math.isclose(cat3["score_entropy"], -(p * math.log(p) + (1 - p) * math.log(1 - p)), rel_tol=1e-12)
+
+
+# the shared note's worked fixture: 4 users, k = 2, lists [a,b] [a,c] [a,b] [a,d], catalog a..f
+FIXTURE = {1: ["a", "b"], 2: ["a", "c"], 3: ["a", "b"], 4: ["a", "d"]}
+CATALOG = list("abcdef")
+
+
+@pytest.mark.parametrize(("knobs", "metric", "exact"), [
+    (dict(gini="recommended_n1"), "gini", 10 / 24),           # Evidently 0.4167
+    (dict(gini="catalog"), "gini", 26 / 48),                  # RecBole-style 0.5417
+    (dict(gini="catalog", catalog_padding=1), "gini", 34 / 56),  # RecBole with [PAD] 0.6071
+    (dict(gini="catalog_n1"), "gini", 26 / 40),               # catalog, N - 1: 0.65
+    (dict(gini="catalog_n1_complement"), "gini", 1 - 26 / 40),  # Elliot 0.35
+    (dict(info_log_base=math.e), "exposure_entropy", 1.75 * math.log(2)),  # 1.2130
+    (dict(), "exposure_entropy", 1.75),                       # log2 (MS distributional_coverage)
+    (dict(info_log_base=math.e, entropy_normalize="distinct"), "exposure_entropy", 1.75 * math.log(2) / 4),  # RecBole 0.3033
+])
+def test_worked_gini_and_entropy_fixture(knobs, metric, exact):
+    _, cat = _run(FIXTURE, [("x", "a")], 2, Convention(**knobs), items=CATALOG)
+    assert math.isclose(cat[metric], exact, rel_tol=1e-12)
+    rounded = {10 / 24: 0.4167, 26 / 48: 0.5417, 34 / 56: 0.6071, 26 / 40: 0.65, 1 - 26 / 40: 0.35,
+               1.75 * math.log(2): 1.2130, 1.75: 1.75, 1.75 * math.log(2) / 4: 0.3033}
+    assert round(cat[metric], 4) == rounded[exact]  # the note's four-decimal values
+
+
+def test_worked_fixture_per_preset():
+    """The recbole preset gives the note's RecBole numbers (PAD included), evidently its Gini."""
+    _, recbole = _run(FIXTURE, [("x", "a")], 2, rankwise.PRESETS["recbole"], items=CATALOG)
+    assert math.isclose(recbole["gini"], 34 / 56, rel_tol=1e-12)
+    assert math.isclose(recbole["exposure_entropy"], 1.75 * math.log(2) / 4, rel_tol=1e-12)
+    assert math.isclose(recbole["item_coverage"], 4 / 7, rel_tol=1e-12)  # 4 items / (6 + [PAD])
+    _, evidently = _run(FIXTURE, [(u, i) for i in CATALOG for u in (1, 2)], 2, rankwise.PRESETS["evidently"])
+    assert math.isclose(evidently["gini"], 10 / 24, rel_tol=1e-12)
+
+
+def test_personalization_counts_pairs_and_evidently_shortcut():
+    # lists {1,2} and {1}: one shared item each way; k = 2, U = 2 -> 1 - 2 / (2 * 2 * 1) = 0.5
+    recs = {"a": [1, 2], "b": [1]}
+    assert _run(recs, [("x", 1)], 2, Convention())[1]["personalization"] == 0.5
+    # Evidently subtracts U k = 4 instead of sum n_u = 3: 1 - (5 - 4) / 4 = 0.75
+    assert _run(recs, [("x", 1)], 2, Convention(personalization_lists="full"))[1]["personalization"] == 0.75
+    # one user: undefined
+    assert _run({"a": [1, 2]}, [("x", 1)], 2, Convention())[1]["personalization"] is None
+
+
+def test_novelty_arp_long_tail_by_hand():
+    # train: item 1 by users x, y, z (3 rows + a repeat), item 2 by x; U_T = 3
+    train = [("x", 1), ("y", 1), ("z", 1), ("z", 1), ("x", 2)]
+    recs = {"a": [1, 2, 9]}  # 9 is cold
+    users, _ = _run(recs, train, 3, Convention())
+    row = users.row(0, named=True)
+    assert math.isclose(row["novelty"], (0 + math.log2(3) + math.log2(3)) / 3, rel_tol=1e-14)  # cold counts as 1 user
+    assert row["arp"] == (3 + 1 + 0) / 3
+    # short head: item 1 (3 of 4 user-item pairs = 75 % < 80 %), then item 2 -> head {1, 2}; 9 is cold -> tail
+    assert row["long_tail_share"] == 1 / 3
+    drop = _run(recs, train, 3, Convention(cold_items="drop"))[0].row(0, named=True)
+    assert math.isclose(drop["novelty"], math.log2(3) / 2, rel_tol=1e-14) and drop["arp"] == 2.0
+    rows = _run(recs, train, 3, Convention(popularity="rows", arp_popularity="rows"))[0].row(0, named=True)
+    assert math.isclose(rows["novelty"], (math.log2(5 / 4) + 2 * math.log2(5)) / 3, rel_tol=1e-14)
+    assert rows["arp"] == (4 + 1 + 0) / 3
+    over_k = _run(recs, train, 5, Convention(list_denominator="k"))[0].row(0, named=True)
+    assert math.isclose(over_k["novelty"], 2 * math.log2(3) / 5, rel_tol=1e-14)
+
+
+def test_ild_from_unit_vectors_by_hand():
+    features = {1: {"x": 1.0}, 2: {"y": 2.0}, 3: {"x": 1.0, "y": 1.0}, 4: {"x": 0.0}}
+    # pairs (1,2): cos 0; (1,3), (2,3): cos 1/sqrt 2 -> ild = mean(1, 1 - 1/sqrt2, 1 - 1/sqrt2); item 4 has a zero vector
+    users, _ = _run({"a": [1, 2, 3, 4], "b": [1, 4], "c": [7]}, [("x", 1)], 4, Convention(), features=features)
+    ild = dict(zip(users["user_id"], users["ild"]))
+    assert math.isclose(ild["a"], (1 + 2 * (1 - 2 ** -0.5)) / 3, rel_tol=1e-12)
+    assert ild["b"] is None and ild["c"] is None  # fewer than 2 items with features
+    zero = _run({"b": [1, 4]}, [("x", 1)], 4, Convention(ild_short="zero"), features=features)[0]
+    assert zero["ild"].to_list() == [0.0]
+
+
+# -- the libraries' own numbers, through their presets ------------------------------------------------
+
+
+def test_evidently_novelty_popularity_bias_personalization_diversity_score_values():
+    ev = rankwise.PRESETS["evidently"]
+    # tests/metrics/recsys/test_novelty.py and test_popularity_bias.py (k = 3)
+    recs = {1: [3], 2: [2, 3], 3: [1, 2]}
+    train = [(1, 1), (1, 2), (2, 1), (3, 1)]
+    users, cat = _run(recs, train, 3, ev)
+    novelty = [v for v in users["novelty"].to_list() if v is not None]
+    assert math.isclose(sum(novelty) / len(novelty), 1.18872199999, rel_tol=1e-7)  # its np.isclose: 1.1887218755
+    arp = [v for v in users["arp"].to_list() if v is not None]
+    assert sum(arp) / len(arp) == 1.5
+    assert cat["item_coverage"] == 1.0 and math.isclose(cat["gini"], 0.2, rel_tol=1e-12)
+    # test_personalisation.py (k = 4)
+    recs = {1: [1, 2, 3, 4], 2: [1, 2, 3, 4], 3: [1, 3, 2, 5]}
+    assert math.isclose(_run(recs, [(1, 1)], 4, ev)[1]["personalization"], 0.16666666, rel_tol=1e-7)
+    # test_diversity.py (k = 4): ild summed over pairs, divided by n_u
+    f = {"0a": (1, 0), "1a": (1, 0.1), "5a": (1, 1), "6a": (-0.1, 0.9), "4a": (1, 0.9), "10a": (-1, -1)}
+    features = {i: {"f1": float(a), "f2": float(b)} for i, (a, b) in f.items()}
+    recs = {"1": ["0a", "1a", "5a", "6a"], "2": ["0a", "1a", "5a", "6a"], "3": ["0a", "4a", "6a", "10a"]}
+    users, _ = _run(recs, [("x", "0a")], 4, ev, features=features)
+    assert math.isclose(sum(users["ild"]) / 3, 1.0963345074906863, rel_tol=1e-12)
+    # test_scores_distribution.py (k = 3): 2.15148438
+    scores = {"a": [1.25, 1.0, 0.3], "b": [0.9, 0.8, 0.7], "c": [1.0, 0.5, 0.3]}
+    recs = {u: [f"{u}{j}" for j in range(3)] for u in scores}
+    assert math.isclose(_run(recs, [("x", "a0")], 3, ev, scores=scores)[1]["score_entropy"], 2.15148438, rel_tol=1e-8)
+
+
+def test_rectools_serendipity_docstring_values():
+    # rectools/metrics/serendipity.py docstring: k=1 -> [0, .25, 0, .25], k=2 -> [0, .5, 0, .125]
+    recs = {"u1": ["i1", "i2"], "u2": ["i2", "i3"], "u3": ["i3"], "u4": ["i2", "i3"]}
+    truth = {"u1": {"i1": 1.0, "i2": 1.0}, "u2": {"i2": 1.0, "i3": 1.0}, "u3": {"i2": 1.0}, "u4": {"i2": 1.0}}
+    prev = [("u1", "i1"), ("u1", "i2"), ("u2", "i1"), ("u2", "i2"), ("u3", "i1")]
+    catalog = ["i1", "i2", "i3", "i4"]
+    conv = rankwise.PRESETS["rectools"]
+    for k, want in ((1, [0, 0.25, 0, 0.25]), (2, [0, 0.5, 0, 0.125])):
+        users, _ = _run(recs, prev, k, conv, items=catalog, truth=truth)
+        assert users.sort("user_id")["serendipity"].to_list() == want
+
+
+def test_replay_surprisal_by_hand():
+    # w(i) = log2(U_T / pop(i)) / log2 U_T, summed over the top k and divided by k; cold w = 1
+    train = [("x", 1), ("y", 1), ("z", 1), ("w", 1), ("x", 2)]  # U_T = 4: w(1) = 0, w(2) = 1, w(9) = 1
+    users, _ = _run({"a": [1, 2, 9], "b": []}, train, 4, rankwise.PRESETS["replay"])
+    got = dict(zip(users["user_id"], users["novelty"]))
+    assert math.isclose(got["a"], 2 / 4, rel_tol=1e-14) and got["b"] == 0.0  # empty list scores 0 (/k)
+
+
+def test_recbole_tail_percentage_and_average_popularity():
+    # RecBole: train rows; tail = the floor(0.1 * 10) = 1 least popular train items (ties by id); cold never tail
+    train = [("u", i) for i in range(10) for _ in range(i + 1)]  # item i has i + 1 rows
+    users, _ = _run({"a": [0, 1, 42]}, train, 4, rankwise.PRESETS["recbole"])
+    row = users.row(0, named=True)
+    assert row["long_tail_share"] == 1 / 4  # item 0 only; / k
+    assert row["arp"] == (1 + 2 + 0) / 4
+
+
+# -- side inputs ------------------------------------------------------------------------------------
+
+
+def test_side_inputs_accept_containers_and_sequences():
+    import pandas as pd
+    import pyarrow as pa
+
+    side = B.prepare_side_inputs(train=pd.DataFrame({"user": [1, 2], "item": [3, 3], "extra": [0, 0]}),
+                                 items=(3, 4, 4), item_features=pa.table({"item": [3], "feature": ["genre"]}))
+    assert side.train.columns == ["user_id", "item_id"] and side.items["item_id"].to_list() == [3, 4]
+    assert side.features.row(0) == (3, "genre", 1.0)  # value defaults to 1 (categorical)
+    emb = B.prepare_side_inputs(item_features=pl.DataFrame({"item": ["a"], "embedding": [[0.5, 2.0]]}))
+    assert emb.features.rows() == [("a", "0", 0.5), ("a", "1", 2.0)]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), [
+    (dict(train=pl.DataFrame({"user": [1, None], "item": [1, 2]})), NullValueError, "'user'"),
+    (dict(train=pl.DataFrame({"u": [1], "item": [1]})), MissingColumnError, "train"),
+    (dict(train=pl.DataFrame({"user": [1.5], "item": [1]})), DtypeMismatchError, "'user'"),
+    (dict(items=[1, None]), NullValueError, "items"),
+    (dict(item_features=pl.DataFrame({"item": [1, 1], "feature": ["g", "g"]})), DuplicateItemError, "repeat"),
+    (dict(item_features=pl.DataFrame({"item": [1], "feature": ["g"], "value": [float("nan")]})), InputError, "NaN"),
+    (dict(item_features=pl.DataFrame({"item": [1], "feature": ["g"], "value": ["x"]})), DtypeMismatchError, "'value'"),
+    (dict(item_features=pl.DataFrame({"item": [1, 2], "embedding": [[1.0], [1.0, 2.0]]})), InputError, "lengths"),
+    (dict(item_features=pl.DataFrame({"item": [1], "embedding": [[1.0, float("inf")]]})), InputError, "infinite"),
+    (dict(item_features=pl.DataFrame({"item": [1, 1], "embedding": [[1.0], [2.0]]})), DuplicateItemError, "repeat"),
+    (dict(item_features=pl.DataFrame({"item": [1], "embedding": ["x"]})), DtypeMismatchError, "embedding"),
+])
+def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
+    with pytest.raises(error) as info:
+        B.prepare_side_inputs(**kwargs)
+    assert words in str(info.value) and "Hint:" in str(info.value)

@@ -1,0 +1,302 @@
+"""The command line: one-line errors with documented exit codes, flags in hints, --debug, compare.
+
+Every failure is ``rankwise: <ErrorClass>: <problem>`` (offending rows indented), then ``Hint: ...``,
+on stderr, never a traceback; exit codes are cli.EXIT_CODES (2 input/usage, 3 write, 4 dependency,
+1 internal).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import rankwise
+from rankwise import cli
+from rankwise.errors import InputFileError, ParameterError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RECS_EX, TRUTH_EX = str(EXAMPLES / "recommendations.parquet"), str(EXAMPLES / "ground_truth.parquet")
+RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12]})
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    recs, truth = tmp_path / "recs.parquet", tmp_path / "truth.parquet"
+    RECS.write_parquet(recs)
+    TRUTH.write_parquet(truth)
+    return str(recs), str(truth)
+
+
+def run(capsys, *argv) -> tuple[int, str, list[str]]:
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err.splitlines()
+
+
+def assert_one_error(err: list[str], error: str, rows: int = 0) -> None:
+    """``rankwise: <error>: ...``, ``rows`` indented row lines, a ``Hint:`` line; nothing else."""
+    text = "\n".join(err)
+    assert "Traceback" not in text and "File \"" not in text, text
+    assert len(err) == 2 + rows, text
+    assert err[0].startswith(f"rankwise: {error}: "), text
+    assert all(line.startswith("  ") for line in err[1:1 + rows]), text
+    assert err[-1].startswith("Hint: "), text
+
+
+# -- bad input files: InputFileError, exit 2 -------------------------------------------------------
+
+
+def _missing(tmp):
+    return tmp / "nope.parquet"
+
+
+def _directory(tmp):
+    (tmp / "adir").mkdir()
+    (tmp / "adir" / "notes.txt").write_text("not parquet")
+    return tmp / "adir"
+
+
+def _truncated(tmp):
+    RECS.write_parquet(tmp / "full.parquet")
+    (tmp / "cut.parquet").write_bytes((tmp / "full.parquet").read_bytes()[:100])
+    return tmp / "cut.parquet"
+
+
+def _empty_csv(tmp):
+    (tmp / "empty.csv").write_text("")
+    return tmp / "empty.csv"
+
+
+def _header_only_csv(tmp):
+    (tmp / "header.csv").write_text("user,item,rank\n")
+    return tmp / "header.csv"
+
+
+def _ragged_csv(tmp):
+    (tmp / "ragged.csv").write_text("user,item,rank\n1,10,1\n1,11,2,9\n")
+    return tmp / "ragged.csv"
+
+
+@pytest.mark.parametrize("make", [_missing, _directory, _truncated, _empty_csv, _header_only_csv, _ragged_csv])
+@pytest.mark.parametrize("command", ["evaluate", "compare", "explain"])
+def test_a_bad_input_file_is_one_line_and_exit_2(tmp_path, capsys, inputs, make, command):
+    bad = make(tmp_path)
+    code, out, err = run(capsys, command, bad, inputs[1])
+    assert code == 2
+    assert_one_error(err, "InputFileError")
+    assert repr(str(bad)) in err[0] and "recommendations" in err[0]
+    code, _, err = run(capsys, command, inputs[0], bad)  # the ground truth side too
+    assert code == 2
+    assert_one_error(err, "InputFileError")
+
+
+# -- write errors: exit 3 --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--per-user", "--summary"])
+@pytest.mark.parametrize("where", ["parent_is_a_file", "is_a_directory"])
+def test_an_unwritable_frame_path_is_a_write_error_exit_3(tmp_path, capsys, inputs, flag, where):
+    (tmp_path / "blocker").write_text("a file")
+    (tmp_path / "out.parquet").mkdir()
+    target = tmp_path / "blocker" / "out.parquet" if where == "parent_is_a_file" else tmp_path / "out.parquet"
+    code, out, err = run(capsys, "evaluate", *inputs, "--k", "2", flag, target)
+    assert code == 3
+    assert_one_error(err, "WriteError")
+    assert repr(str(target)) in err[0]
+    assert "precision" in out  # the numbers were printed before the write failed
+
+
+def test_a_frame_path_without_a_known_suffix_fails_before_evaluating(tmp_path, capsys, inputs):
+    code, out, err = run(capsys, "evaluate", *inputs, "--summary", tmp_path / "summary.xlsx")
+    assert (code, out) == (2, "")
+    assert_one_error(err, "ParameterError")
+    assert not (tmp_path / "summary.xlsx").exists()
+
+
+@pytest.mark.parametrize("name", ["runs.parquet", "runs.csv", "runs.jsonl", "runs.duckdb"])
+def test_an_unwritable_output_is_a_write_error_exit_3(tmp_path, capsys, inputs, name):
+    (tmp_path / "blocker").write_text("a file")
+    code, out, err = run(capsys, "evaluate", *inputs, "--output", tmp_path / "blocker" / name)
+    assert code == 3, err
+    error = err[0].split(":")[1].strip()
+    assert error in ("WriteError", "WriteSchemaError", "WriteLockedError"), err
+    assert_one_error(err, error)
+
+
+# -- parameters: exit 2, flags in the hints --------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", ["99999999999999999999", "2147483648", "0", "-3", ","])
+def test_an_out_of_range_k_is_a_parameter_error_naming_the_flag(capsys, inputs, k):
+    code, _, err = run(capsys, "evaluate", *inputs, f"--k={k}")
+    assert code == 2
+    assert_one_error(err, "ParameterError")
+    assert "--k 10" in err[1] and "k=" not in err[1]
+
+
+@pytest.mark.parametrize("command,k", [("evaluate", "abc"), ("evaluate", "5,1.5"), ("compare", "x"),
+                                       ("explain", "2.5")])
+def test_a_non_integer_k_is_a_usage_error(capsys, inputs, command, k):
+    code, out, err = run(capsys, command, *inputs, "--k", k)
+    assert (code, out) == (2, "")
+    assert_one_error(err, "ParameterError")
+    assert "--k" in err[0] and repr(k) in err[0] and f"rankwise {command} --help" in err[1]
+
+
+def test_usage_errors_are_one_line(capsys, inputs):
+    for argv in ([], ["evaluate", inputs[0]], ["evaluate", *inputs, "--backend", "nope"], ["frobnicate"]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert_one_error(err, "ParameterError")
+
+
+def test_a_missing_column_hint_names_flags_not_python_arguments(capsys, inputs):
+    code, _, err = run(capsys, "evaluate", *inputs, "--rank-col", "position")
+    assert code == 2
+    assert_one_error(err, "MissingColumnError")
+    assert "'position'" in err[0]
+    assert "--rank-col" in err[1] and "--score-col" in err[1] and "_col" not in err[1]
+
+
+def test_the_same_column_for_two_roles_names_flags(capsys, inputs):
+    code, _, err = run(capsys, "evaluate", *inputs, "--user-col", "item")
+    assert code == 2
+    assert_one_error(err, "ParameterError")
+    assert err[0].startswith("rankwise: ParameterError: --user-col and --item-col name the same column")
+    assert "_col" not in "\n".join(err)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Pass user_col='...'.", "Pass --user-col ...."),
+    ("Name the columns with rank_col= / score_col=, or pass lists.",
+     "Name the columns with --rank-col / --score-col, or pass lists."),
+    ("Pass scores (score_col=...), or not.", "Pass scores (--score-col ...), or not."),
+    ("or pass scores as score_col.", "or pass scores as --score-col."),
+    ("For example k=10 or k=[1, 5, 10].", "For example --k 10 or --k 1,5,10."),
+    ("Use metrics=['map', 'ndcg'] with backend='duckdb'.", "Use --metrics map,ndcg with --backend duckdb."),
+    ("convention=\"ranx\"", "--convention ranx"),
+    # Python-only: None values, other names, words that merely contain an argument name
+    ("lifts the limit with metrics=None.", "lifts the limit with metrics=None."),
+    ("min_score=None, rank=0, top k items, collect=True", "min_score=None, rank=0, top k items, collect=True"),
+])
+def test_as_flags(text, expected):
+    assert cli.as_flags(text) == expected
+
+
+def test_offending_rows_are_indented_lines_under_the_error(tmp_path, capsys):
+    (tmp_path / "r.csv").write_text("user,item,rank\n007,a,1\n007,b,1\n7,c,1\n")
+    (tmp_path / "t.csv").write_text("user,item\n007,a\n")
+    code, _, err = run(capsys, "evaluate", tmp_path / "r.csv", tmp_path / "t.csv")
+    assert code == 2
+    assert_one_error(err, "DuplicateRankError", rows=2)
+    assert sorted(err[1:3]) == ["  user='007'  item='a'  rank=1", "  user='007'  item='b'  rank=1"]
+
+
+# -- internal errors, missing dependencies, --debug ------------------------------------------------
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("boom\nsecond line")
+
+
+def test_an_unexpected_exception_is_an_internal_error_exit_1(capsys, inputs, monkeypatch):
+    monkeypatch.setattr(cli, "evaluate", _boom)
+    code, out, err = run(capsys, "evaluate", *inputs)
+    assert (code, out) == (1, "")
+    assert err == ["rankwise: internal error: RuntimeError: boom",
+                   "Hint: run again with --debug for the traceback; please report it."]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_reraises(capsys, inputs, monkeypatch, tmp_path, where):
+    def argv(*rest):
+        return ["--debug", *rest] if where == "before" else [*rest, "--debug"]
+
+    with pytest.raises(InputFileError):
+        cli.main(argv("evaluate", str(tmp_path / "nope.parquet"), inputs[1]))
+    monkeypatch.setattr(cli, "evaluate", _boom)
+    with pytest.raises(RuntimeError, match="boom"):
+        cli.main(argv("evaluate", *inputs))
+
+
+def test_a_missing_optional_dependency_is_exit_4(capsys, inputs, monkeypatch):
+    for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark -> ImportError
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    code, _, err = run(capsys, "evaluate", *inputs, "--backend", "spark")
+    assert code == 4
+    assert_one_error(err, "MissingDependencyError")
+    assert "rankwise[spark]" in err[1]
+
+
+def test_help_documents_the_exit_codes(capsys):
+    for argv in (["--help"], ["evaluate", "--help"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0
+        for code_, meaning in ((1, "internal error"), (2, "input"), (3, "write error"), (4, "dependency")):
+            assert any(line.split()[:1] == [str(code_)] and meaning in line for line in out.splitlines()), out
+
+
+def test_evaluate_still_works(capsys, inputs, backend):
+    code, out, err = run(capsys, "evaluate", *inputs, "--k", "1,2", "--metrics", "precision", "--backend", backend)
+    assert (code, err) == (0, [])
+    # user 1: [10, 11] vs {11}: P@1 0, P@2 1/2; user 2: [10] vs {12}: 0, 0 -> means 0, 1/4
+    line = next(line for line in out.splitlines() if line.startswith("precision"))
+    assert line.split()[1:3] == ["0.0000", "0.2500"]
+
+
+# -- compare: presets that cannot apply are skipped and reported -----------------------------------
+
+
+def test_compare_default_presets_on_the_rank_example_skips_surprise(capsys, backend):
+    code, out, err = run(capsys, "compare", RECS_EX, TRUTH_EX, "--k", "5", "--metrics", "precision",
+                         "--backend", backend)
+    assert (code, err) == (0, [])
+    header = next(line for line in out.splitlines() if "metric" in line)
+    applicable = [p for p in rankwise.PRESETS if p != "surprise"]
+    assert all(p in header for p in applicable) and "surprise" not in header
+    note = out[out.index("skipped"):].splitlines()
+    assert note[1].startswith("  surprise: ") and "min_score" in note[1] and len(note) == 2
+
+
+def test_compare_conventions_reports_skipped_presets():
+    table, skipped = rankwise.compare_conventions(RECS_EX, TRUTH_EX, k=5, metrics=["precision"], return_skipped=True)
+    assert list(skipped) == ["surprise"] and "'score'" in skipped["surprise"]
+    assert table.columns == ["metric", "k", *[p for p in rankwise.PRESETS if p != "surprise"]]
+    with pytest.warns(UserWarning, match="surprise"):
+        plain = rankwise.compare_conventions(RECS_EX, TRUTH_EX, k=5, metrics=["precision"])
+    assert plain.equals(table)
+
+
+def test_an_explicit_preset_that_cannot_apply_raises(capsys):
+    with pytest.raises(ParameterError, match="min_score"):
+        rankwise.compare_conventions(RECS_EX, TRUTH_EX, k=5, presets=["default", "surprise"])
+    code, out, err = run(capsys, "compare", RECS_EX, TRUTH_EX, "--presets", "default,surprise")
+    assert (code, out) == (2, "")
+    assert_one_error(err, "ParameterError")
+    assert "--score-col" in err[1]
+
+
+def test_compare_with_scores_keeps_surprise():
+    # user a ranked by score: z (5), x (4), y (3); y is below min_score 3.5, so not recommended.
+    # relevant = rel >= 3.5: x, y, w. Surprise @3: precision = 1 hit / 2 recommended, recall = 1 / 3.
+    recs = pl.DataFrame({"user": ["a"] * 3, "item": ["x", "y", "z"], "score": [4.0, 3.0, 5.0]})
+    truth = pl.DataFrame({"user": ["a"] * 3, "item": ["x", "y", "w"], "relevance": [4.0, 5.0, 4.0]})
+    table, skipped = rankwise.compare_conventions(recs, truth, k=3, metrics=["precision", "recall"],
+                                                  return_skipped=True)
+    assert skipped == {}
+    assert table["surprise"].to_list() == pytest.approx([1 / 2, 1 / 3])
+
+
+def test_compare_with_an_input_no_preset_can_read_raises(capsys, tmp_path):
+    RECS.drop("rank").write_parquet(tmp_path / "r.parquet")
+    with pytest.raises(rankwise.MissingColumnError):
+        rankwise.compare_conventions(tmp_path / "r.parquet", TRUTH_EX, k=5)
+    code, _, err = run(capsys, "compare", tmp_path / "r.parquet", TRUTH_EX)
+    assert code == 2
+    assert_one_error(err, "MissingColumnError")

@@ -1,0 +1,213 @@
+"""rankwise.expr (Polars expressions on list columns) and sql/macros.sql (DuckDB macros) against
+evaluate()'s per-user values and the naive oracle (tests/oracle.py), over random list data."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import duckdb
+import oracle
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rankwise
+from rankwise import expr
+from rankwise.errors import DuplicateItemError, ParameterError
+
+PRESETS = ["default", "ranx", "trec_eval", "spark", "torchmetrics", "sklearn", "evidently", "recommenders",
+           "replay", "rectools", "kaggle", "recbole"]
+NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision"]
+
+
+def close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= 1e-12 * max(1.0, abs(a), abs(b))
+
+
+# a user: recommendations (None = not in the recommendations input) and labels {item: relevance}
+# (None = not in the ground truth); items from a small pool so that hits are common
+_items = st.integers(0, 12)
+_user = st.tuples(
+    st.one_of(st.none(), st.lists(_items, max_size=8, unique=True)),
+    st.one_of(st.none(), st.dictionaries(_items, st.sampled_from([0.0, 1.0, 2.0, 3.0]), max_size=6)),
+)
+_data = st.lists(_user, min_size=1, max_size=6).filter(lambda us: any(r is not None or t is not None for r, t in us))
+
+
+def _frames(users, graded=True):
+    """(list-form recs, list-form truth, one joined row per user with null = absent)."""
+    recs = {u: r for u, (r, t) in enumerate(users) if r is not None}
+    truth = {u: (t if graded else {i: 1.0 for i in t}) for u, (r, t) in enumerate(users) if t is not None}
+    rf = pl.DataFrame({"user": list(recs), "item": list(recs.values())},
+                      schema={"user": pl.Int64, "item": pl.List(pl.Int64)})
+    tf = pl.DataFrame({"user": list(truth), "item": [list(t) for t in truth.values()],
+                       "relevance": [list(t.values()) for t in truth.values()]},
+                      schema={"user": pl.Int64, "item": pl.List(pl.Int64), "relevance": pl.List(pl.Float64)})
+    rows = pl.DataFrame({
+        "user": list(range(len(users))),
+        "recs": [r for r, _ in users],
+        "truth": [None if t is None else list(truth[u]) for u, (_, t) in enumerate(users)],
+        "rel": [None if t is None else list(truth[u].values()) for u, (_, t) in enumerate(users)],
+    }, schema={"user": pl.Int64, "recs": pl.List(pl.Int64), "truth": pl.List(pl.Int64), "rel": pl.List(pl.Float64)})
+    return recs, truth, rf, tf, rows
+
+
+def _metric_names(conv):
+    have = conv.metrics or rankwise.metrics.USER_LEVEL
+    return [("f1" if m == "fbeta" else m) for m in NAMES if (m if m != "f1" else "fbeta") in have]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(users=_data, preset=st.sampled_from(PRESETS), ks=st.lists(st.integers(1, 10), min_size=1, max_size=3))
+def test_expressions_equal_evaluate_and_oracle(users, preset, ks):
+    conv = rankwise.PRESETS[preset]
+    if preset == "kaggle":
+        conv = conv.replace(metrics=None)  # every metric, kaggle's knobs
+    names = _metric_names(conv)
+    recs, truth, rf, tf, rows = _frames(users)
+    got = rows.lazy().select("user", *expr.metrics("recs", "truth", k=ks, metrics=names, relevance="rel",
+                                                   convention=conv)).collect()
+    want = oracle.evaluate(recs, truth, sorted(set(ks)), conv)
+    res = rankwise.evaluate(rf if rf.height else None, tf if tf.height else None, k=ks, metrics=names,
+                            convention=conv) if rf.height and tf.height else None
+    evaluated = {} if res is None else {r["user"]: r for r in res.per_user.iter_rows(named=True)}
+    for row in got.iter_rows(named=True):
+        u = row["user"]
+        for col, value in row.items():
+            if col == "user":
+                continue
+            name, k = col.split("@")
+            if u not in want:  # outside the convention's users: NaN
+                assert math.isnan(value), (u, col, value)
+                continue
+            expected = want[u][f"{rankwise.metrics.internal_name(name)}@{k}"]
+            assert close(value, expected), (preset, u, col, value, expected, users)
+            if evaluated:
+                assert close(value, evaluated[u][col]), (preset, u, col, value, evaluated[u][col])
+
+
+def _macro_call(name, conv, k, graded):
+    """The macro call for one metric under a convention (its knobs as named parameters)."""
+    p = {"empty_labels": conv.empty_labels, "empty_predictions": conv.empty_predictions,
+         "duplicates": conv.duplicates}
+    if name in ("precision", "f1"):
+        p["precision_denominator"] = conv.precision_denominator
+    if name in ("map", "mar"):
+        p["ap_denominator"] = conv.ap_denominator
+    if name == "mrr":
+        p["rr_cutoff"] = conv.rr_cutoff
+    if name in ("dcg", "ndcg"):
+        p["log_base"] = conv.log_base
+    if name == "ndcg":
+        p.update(ideal=conv.ideal, zero_ideal=conv.zero_ideal)
+    if graded:
+        p.update(gain=conv.gain, relevance_threshold=conv.relevance_threshold)
+    args = ", ".join(f"{key} := {value!r}" if isinstance(value, str) else f"{key} := {value}"
+                     for key, value in p.items()).replace("True", "true").replace("False", "false")
+    if graded:
+        return f"rankwise_{name}_graded(recs, truth, rel, {k}, {args})"
+    return f"rankwise_{name}(recs, truth, {k}, {args})"
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = duckdb.connect()
+    expr.install_duckdb(c)
+    return c
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(users=_data, preset=st.sampled_from(PRESETS), k=st.integers(1, 10))
+def test_macros_equal_oracle(con, users, preset, k):
+    """Binary macros on binary data; graded dcg/ndcg on graded data. Users in both inputs or in
+    either (NULL = absent list) under the union rule (macros have no users knob)."""
+    conv = rankwise.PRESETS[preset].replace(users="union", unjudged="keep")
+    binary_conv = conv.replace(relevance_threshold=0.0)  # relevance 1 everywhere: the threshold is moot
+    for graded in (False, True):
+        recs, truth, _, _, rows = _frames(users, graded=graded)
+        c = conv if graded else binary_conv
+        names = ["dcg", "ndcg"] if graded else NAMES
+        sql = "SELECT user, " + ", ".join(f"{_macro_call(n, c, k, graded)} AS \"{n}\"" for n in names) + \
+              " FROM rows ORDER BY user"
+        got = con.sql(sql).pl()  # noqa: F841 (rows is found by DuckDB's replacement scan)
+        want = oracle.evaluate(recs, truth, [k], c)
+        for row in got.iter_rows(named=True):
+            for n in names:
+                if row["user"] not in want:  # in neither input: NaN
+                    assert math.isnan(row[n])
+                    continue
+                expected = want[row["user"]][f"{rankwise.metrics.internal_name(n)}@{k}"]
+                assert close(row[n], expected), (preset, graded, row["user"], n, row[n], expected, users)
+
+
+def test_hand_values():
+    """Hand calculation: recs [1, 2, 3, 4], relevant {2, 4, 9}, k = 4 (positions 2 and 4 hit)."""
+    df = pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[2, 4, 9]]})
+    got = df.select(expr.metrics("r", "t", k=4)).row(0, named=True)
+    dcg = 1 / math.log(3) + 1 / math.log(5)
+    idcg = 1 / math.log(2) + 1 / math.log(3)  # predictions_topk: the two hits moved to the top
+    want = {"precision@4": 2 / 4, "recall@4": 2 / 3, "f1@4": 2 * 0.5 * (2 / 3) / (0.5 + 2 / 3),
+            "map@4": (1 / 2 + 2 / 4) / 2, "mar@4": (1 / 3 + 2 / 3) / 2, "mrr@4": 1 / 2, "dcg@4": dcg,
+            "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3}
+    assert got.keys() == want.keys()
+    for key in want:
+        assert close(got[key], want[key]), key
+
+
+def test_graded_hand_values(con):
+    """recs [1, 2], labels {2: 3, 1: 1}; linear gain, log2: DCG = 1/1 + 3/log2(3); ideal from the labels
+    = 3/1 + 1/log2(3)."""
+    df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 1]], "rel": [[3.0, 1.0]]})
+    conv = rankwise.PRESETS["trec_eval"].replace(users="union", unjudged="keep")
+    dcg, idcg = 1 + 3 / math.log2(3), 3 + 1 / math.log2(3)
+    assert close(df.select(expr.dcg("r", "t", k=2, relevance="rel", convention=conv)).item(), dcg)
+    assert close(df.select(expr.ndcg("r", "t", k=2, relevance="rel", convention=conv)).item(), dcg / idcg)
+    sql = ("SELECT rankwise_ndcg_graded([1, 2], [2, 1], [3.0, 1.0], 2, gain := 'linear', log_base := 2, "
+           "ideal := 'labels')")
+    assert close(con.execute(sql).fetchone()[0], dcg / idcg)
+
+
+def test_doctests():
+    failures, tried = doctest.testmod(expr, optionflags=doctest.ELLIPSIS)
+    assert tried > 10 and failures == 0
+
+
+def test_invalid_rows_are_nan_and_check_lists_raises(con):
+    df = pl.DataFrame({"r": [[1, 1, 2], [1, 2]], "t": [[1], [1]]})
+    got = df.select(expr.precision("r", "t", k=2)).to_series().to_list()
+    assert math.isnan(got[0]) and got[1] == 0.5
+    with pytest.raises(DuplicateItemError, match="repeat an item"):
+        expr.check_lists(df, "r", "t")
+    with pytest.raises(DuplicateItemError):
+        rankwise.evaluate(df.select(pl.lit(1).alias("user"), pl.col("r").alias("item")).head(1),
+                          df.select(pl.lit(1).alias("user"), pl.col("t").alias("item")).head(1), k=2)
+    shift = rankwise.PRESETS["default"].replace(duplicates="first_shift")  # [1, 1, 2] -> [1, 2]
+    assert df.select(expr.precision("r", "t", k=2, convention=shift)).to_series().to_list() == [0.5, 0.5]
+    row = con.execute("SELECT rankwise_precision([1, 1, 2], [1], 2), "
+                  "rankwise_precision([1, 1, 2], [1], 2, duplicates := 'first_shift')").fetchone()
+    assert math.isnan(row[0]) and row[1] == 0.5
+
+
+def test_refused_knobs():
+    df = pl.DataFrame({"r": [[1]], "t": [[1]]})
+    with pytest.raises(ParameterError, match="min_score") as e:
+        expr.precision("r", "t", k=1, convention="surprise")
+    assert "Hint:" in str(e.value)
+    with pytest.raises(ParameterError, match="empty_labels"):
+        expr.ndcg("r", "t", k=1, convention=rankwise.Convention(empty_labels="error"))
+    with pytest.raises(ParameterError, match="k must be"):
+        expr.ndcg("r", "t", k=0)
+    with pytest.raises(ParameterError, match="column name"):
+        expr.ndcg(["r"], "t", k=1)
+    assert df.select(expr.ndcg("r", "t", k=1)).item() == 1.0
+
+
+def test_composes_in_group_by_lazy_and_streaming():
+    df = pl.DataFrame({"g": ["a", "a", "b"], "r": [[1, 2], [3, 4], [5, 6]], "t": [[2], [9], [5]]})
+    q = df.lazy().group_by("g").agg(expr.mrr("r", "t", k=2).mean()).sort("g")
+    for engine in ("in-memory", "streaming"):
+        assert q.collect(engine=engine).rows() == [("a", (0.5 + 0.0) / 2), ("b", 1.0)]

@@ -1,0 +1,390 @@
+"""Inputs a careless or hostile user passes (issue 15): each gives a typed error with a hint, or a
+correct result, never a silently wrong number or a raw exception. Expected values are by hand."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import duckdb
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import rankwise
+from rankwise import _inputs, api
+
+# user 1: [10, 11] with 11 relevant; user 2: [10] with 12 relevant (not recommended)
+RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]})
+HIT_RATE_2 = [1.0, 0.0]  # users 1, 2
+
+
+def _raises(error, recs=RECS, truth=TRUTH, match=None, **kwargs) -> str:
+    with pytest.raises(error, match=match) as info:
+        rankwise.evaluate(recs, truth, **{"k": 2, **kwargs})
+    assert "Hint:" in str(info.value)
+    return str(info.value)
+
+
+# -- scores --------------------------------------------------------------------------------------
+
+SCORED = pl.DataFrame({"user": [1, 1, 1], "item": [1, 2, 3]})
+SCORED_TRUTH = pl.DataFrame({"user": [1], "item": [2]})  # item 2 has the top score, 10
+
+
+def test_numeric_scores_rank_the_top_score_first(backend):
+    recs = SCORED.with_columns(score=pl.Series([9, 10, 2]))
+    res = rankwise.evaluate(recs, SCORED_TRUTH, k=1, metrics=["precision"], backend=backend)
+    assert res.per_user["precision@1"].to_list() == [1.0]
+
+
+@pytest.mark.parametrize("scores", [
+    pl.Series(["9", "10", "2"]),  # as text "9" > "10": precision@1 was 0
+    pl.Series([True, False, True]),
+    pl.Series([datetime.date(2024, 1, d) for d in (1, 2, 3)]),
+], ids=["text", "boolean", "date"])
+def test_non_numeric_scores_are_refused(scores, backend):
+    msg = _raises(rankwise.InvalidScoreError, recs=SCORED.with_columns(score=scores), truth=SCORED_TRUTH,
+                  match="'score' must be numeric", backend=backend)
+    assert "cast" in msg.lower() and "Offending rows" in msg
+
+
+# -- CSV ids -------------------------------------------------------------------------------------
+
+
+def test_csv_item_ids_are_text(tmp_path, backend):
+    """Item 007 in one file and 7 in the other were inferred as integers: a hit that does not exist."""
+    (tmp_path / "r.csv").write_text("user,item,rank\nu1,007,1\n")
+    (tmp_path / "t.csv").write_text("user,item\nu1,7\n")
+    res = rankwise.evaluate(str(tmp_path / "r.csv"), str(tmp_path / "t.csv"), k=1, metrics=["precision"],
+                            backend=backend)
+    assert res.per_user["precision@1"].to_list() == [0.0]
+
+
+def test_csv_user_ids_are_text(tmp_path, backend):
+    """Users 001 and 1 were merged into one user (one list of two items)."""
+    (tmp_path / "r.csv").write_text("user,item,rank\n001,5,1\n1,6,2\n")
+    (tmp_path / "t.csv").write_text("user,item\n001,5\n1,6\n")
+    res = rankwise.evaluate(str(tmp_path / "r.csv"), str(tmp_path / "t.csv"), k=1, metrics=["precision"],
+                            backend=backend)
+    assert res.per_user.schema["user"] == pl.String
+    assert res.per_user.sort("user").rows() == [("001", 1.0), ("1", 1.0)]  # 6 moves up to position 1
+    assert res.summary["n_users"].to_list() == [2]
+
+
+def test_csv_against_integer_parquet_says_how_to_proceed(tmp_path):
+    (tmp_path / "r.csv").write_text("user,item,rank\n1,10,1\n")
+    TRUTH.write_parquet(tmp_path / "t.parquet")
+    msg = _raises(rankwise.DtypeMismatchError, recs=str(tmp_path / "r.csv"), truth=str(tmp_path / "t.parquet"))
+    assert "CSV" in msg and "schema_overrides" in msg and "cast(pl.String)" in msg
+
+
+# -- non-finite values ---------------------------------------------------------------------------
+
+
+def test_exp2_overflow_is_an_error_on_every_engine(backend):
+    """2^2000 is inf as a double: DCG was inf, NDCG NaN, counted in n_users, the mean NaN."""
+    truth = TRUTH.with_columns(relevance=pl.Series([2000.0, 1.0]))
+    msg = _raises(rankwise.NumericOverflowError, truth=truth, metrics=["ndcg", "dcg"], backend=backend)
+    assert "gain='linear'" in msg and "ndcg" in msg and "dcg" in msg
+    # the same labels with linear gain: user 1's hit at position 2 earns 2000 / log_e(3)
+    res = rankwise.evaluate(RECS, truth, k=2, metrics=["dcg"], backend=backend,
+                            convention=rankwise.Convention(gain="linear"))
+    assert res.per_user["dcg@2"].to_list() == pytest.approx([2000 / math.log(3), 0.0], rel=1e-12)
+
+
+def test_a_mean_that_overflows_is_an_error(backend):
+    """Each user's DCG@1 = 1e308 / ln 2 is finite; their sum, and so the engines' mean, is not."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [10, 10], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 10], "relevance": [1e308, 1e308]})
+    msg = _raises(rankwise.NumericOverflowError, recs=recs, truth=truth, k=1, metrics=["dcg"], backend=backend,
+                  convention=rankwise.Convention(gain="linear"), match="summary mean")
+    assert "dcg" in msg
+
+
+def test_overflow_in_a_metric_not_requested_is_not_an_error(backend):
+    truth = TRUTH.with_columns(relevance=pl.Series([2000.0, 1.0]))
+    if backend == "postgres":  # PostgreSQL raises on a float overflow anywhere in the query (README)
+        _raises(rankwise.NumericOverflowError, truth=truth, metrics=["hit_rate"], backend=backend)
+        return
+    res = rankwise.evaluate(RECS, truth, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+
+
+@pytest.mark.parametrize("knob,value", [
+    ("log_base", float("inf")), ("log_base", float("nan")), ("log_base", "2"), ("log_base", True),
+    ("log_base", 1.0), ("min_score", float("nan")), ("min_score", float("inf")), ("min_score", "0.5"),
+    ("relevance_threshold", float("nan")), ("relevance_threshold", float("inf")), ("relevance_threshold", -1.0),
+    ("relevance_threshold", True),
+])
+def test_numeric_knobs_are_finite_numbers(knob, value):
+    """log_base=inf was accepted (every DCG inf) and min_score=NaN emptied every list; the SQL renderer
+    refused inf on its own. Now the Convention refuses them, for evaluate() and rankwise.sql alike."""
+    with pytest.raises(rankwise.ParameterError, match=knob) as info:
+        rankwise.Convention(**{knob: value})
+    assert "Hint:" in str(info.value)
+    with pytest.raises(rankwise.ParameterError, match=knob):
+        rankwise.PRESETS["default"].replace(**{knob: value})
+
+
+def test_numpy_numbers_are_knob_values(backend):
+    conv = rankwise.Convention(log_base=np.float32(2.0), relevance_threshold=np.int64(1))
+    res = rankwise.evaluate(RECS, TRUTH, k=2, metrics=["dcg"], backend=backend, convention=conv)
+    # user 1: relevance 1, default gain exp2 -> 2^1 - 1 = 1 at position 2: 1 / log2(3)
+    assert res.per_user["dcg@2"].to_list() == pytest.approx([1 / math.log2(3), 0.0], rel=1e-12)
+
+
+# -- list form -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("items", [[None], [10, None]])
+def test_a_null_in_a_list_is_an_error(items, backend):
+    """[None] was silently an empty list ([10, None] was already an error)."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [items, [10]]})
+    _raises(rankwise.NullValueError, recs=recs, match="null item", backend=backend)
+
+
+def test_an_empty_list_is_a_user_without_items(backend):
+    recs = pl.DataFrame({"user": [1, 2], "item": [[10, 11], []]}, schema={"user": pl.Int64, "item": pl.List(pl.Int64)})
+    res = rankwise.evaluate(recs, TRUTH, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+
+
+# -- paths are read literally --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pattern", ["*", "?"])
+def test_glob_characters_in_a_path_are_literal(tmp_path, pattern, backend):
+    """recs*.parquet also read recsX.parquet (every file the glob matched), on both engines."""
+    recs_path, truth_path = tmp_path / f"recs{pattern}.parquet", tmp_path / f"truth{pattern}.parquet"
+    pl.DataFrame({"user": [1], "item": [10], "rank": [1]}).write_parquet(recs_path)
+    pl.DataFrame({"user": [2], "item": [20], "rank": [1]}).write_parquet(tmp_path / "recsX.parquet")
+    pl.DataFrame({"user": [1, 2], "item": [10, 20]}).write_parquet(truth_path)
+    pl.DataFrame({"user": [3], "item": [30]}).write_parquet(tmp_path / "truthX.parquet")
+    res = rankwise.evaluate(str(recs_path), str(truth_path), k=1, metrics=["precision"], backend=backend)
+    # user 2 has no recommendation in the literal file: precision 0 (empty_predictions='zero'); no user 3
+    assert res.per_user.rows() == [(1, 1.0), (2, 0.0)]
+
+
+def test_duckdb_reads_a_glob_path_itself_and_literally(tmp_path):
+    """The DuckDB source (read_parquet on the file) brackets the glob characters."""
+    path = tmp_path / "r*[1]?.parquet"
+    pl.DataFrame({"user": [1], "item": [10], "rank": [1]}).write_parquet(path)
+    pl.DataFrame({"user": [2], "item": [20], "rank": [1]}).write_parquet(tmp_path / "rX1Y.parquet")
+    prep = _inputs.prepare(str(path), TRUTH, _inputs.Columns(), rankwise.Convention())
+    assert duckdb.sql(prep.sources["recommendations"]).fetchall() == [(1, 1, 10)]
+
+
+# -- excluded ------------------------------------------------------------------------------------
+
+
+def _excluded(res) -> list[tuple]:
+    return res.excluded.rows()
+
+
+def test_unjudged_users_have_their_own_reason(backend):
+    """User 2 is in both inputs with no label: under unjudged='drop' it was counted as 'in one input only'."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [[10], [10]]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [[10], []]}, schema={"user": pl.Int64, "item": pl.List(pl.Int64)})
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=backend,
+                            convention=rankwise.Convention(unjudged="drop"))
+    assert _excluded(res) == [
+        ("outside_users", "in one input only, outside users='union'", 0),
+        ("unjudged", "no judged item (unjudged='drop')", 1),
+        ("no_labels", "no relevant label (empty_labels='nan')", 0),
+    ]
+
+
+def test_excluded_codes_for_every_rule(backend):
+    # user 1: hit; user 2: labels, no recommendation; user 3: recommendations only; user 4: only a
+    # zero-relevance label (judged, nothing relevant); user 5: a miss, so the ideal of its top 1 is 0
+    recs = pl.DataFrame({"user": [1, 3, 5], "item": [10, 10, 20], "rank": [1, 1, 1]})
+    truth = pl.DataFrame({"user": [1, 2, 4, 5], "item": [10, 10, 10, 10], "relevance": [1.0, 1.0, 0.0, 1.0]})
+    conv = rankwise.Convention(users="labels", unjudged="drop", empty_predictions="nan", zero_ideal="nan")
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["ndcg"], backend=backend, convention=conv)
+    assert res.excluded.columns == ["code", "reason", "n_users"]
+    assert [(code, n) for code, _, n in _excluded(res)] == [
+        ("outside_users", 1), ("unjudged", 0), ("no_labels", 1), ("no_predictions", 1), ("zero_ideal", 1)]
+    assert res.summary["n_users"].to_list() == [1]  # user 1 only
+
+
+# -- ids -----------------------------------------------------------------------------------------
+
+
+def test_uint64_ids_above_int64_against_signed_ids():
+    recs = RECS.with_columns(pl.Series("user", [2**63 + 5, 2**63 + 5, 2], dtype=pl.UInt64))
+    msg = _raises(rankwise.DtypeMismatchError, recs=recs, match="UInt64")
+    assert str(2**63 + 5) in msg and "pl.String" in msg
+
+
+def test_uint64_ids_on_both_sides_work(backend):
+    big = 2**63 + 5
+    recs = RECS.with_columns(pl.Series("user", [big, big, 2], dtype=pl.UInt64))
+    truth = TRUTH.with_columns(pl.Series("user", [big, 2], dtype=pl.UInt64))
+    res = rankwise.evaluate(recs, truth, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user.rows() == [(2, 0.0), (big, 1.0)]
+
+
+def test_int128_ids_that_fit_int64_work_on_every_backend(backend):
+    recs, truth = RECS.with_columns(pl.col("user").cast(pl.Int128)), TRUTH.with_columns(pl.col("user").cast(pl.Int128))
+    res = rankwise.evaluate(recs, truth, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+
+
+def test_int128_ids_beyond_int64_are_refused(backend):
+    recs = RECS.with_columns(pl.Series("item", [2**70, 11, 10], dtype=pl.Int128))
+    msg = _raises(rankwise.DtypeMismatchError, recs=recs, match="Int128", backend=backend)
+    assert str(2**70) in msg
+
+
+def test_pandas_object_column_mixing_types():
+    recs = pd.DataFrame({"user": [1, "1", 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    msg = _raises(rankwise.DtypeMismatchError, recs=recs, match="'user' mixes Python types")
+    assert "int" in msg and "str" in msg
+
+
+def test_duplicate_column_names():
+    recs = pd.DataFrame([[1, 10, 1, 5]], columns=["user", "item", "rank", "user"])
+    _raises(rankwise.UnsupportedInputError, recs=recs, match="'user'")
+    table = pa.table([pa.array([1]), pa.array([11]), pa.array([12])], names=["user", "item", "item"])
+    _raises(rankwise.UnsupportedInputError, truth=table, match="'item'")
+
+
+@pytest.mark.parametrize("names", [
+    {"user_col": "item"}, {"item_col": "user"}, {"rank_col": "score"}, {"relevance_col": "user"},
+    {"user_col": "u", "item_col": "u"},
+])
+def test_two_roles_cannot_share_a_column(names):
+    _raises(rankwise.ParameterError, match="same column", **names)
+
+
+def test_column_names_are_strings():
+    _raises(rankwise.ParameterError, user_col=0, match="user_col")
+
+
+def test_empty_column_name_with_parquet(tmp_path, backend):
+    """DuckDB read the file itself and failed to parse CAST("" AS ...)."""
+    RECS.rename({"user": ""}).write_parquet(tmp_path / "r.parquet")
+    TRUTH.rename({"user": ""}).write_parquet(tmp_path / "t.parquet")
+    res = rankwise.evaluate(str(tmp_path / "r.parquet"), str(tmp_path / "t.parquet"), k=2, metrics=["hit_rate"],
+                            backend=backend, user_col="")
+    assert res.per_user.rows() == [(1, 1.0), (2, 0.0)]
+
+
+# -- k and memory_limit --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [np.int64(2), np.array([2]), [np.int32(2)], np.uint8(2), (2,)])
+def test_numpy_integers_are_k(k, backend):
+    res = rankwise.evaluate(RECS, TRUTH, k=k, metrics=["hit_rate"], backend=backend)
+    assert res.per_user.columns == ["user", "hit_rate@2"] and res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+
+
+@pytest.mark.parametrize("k", [2**63, 2**31, [5, 2**40], np.bool_(True), np.float64(2.0), np.array([[2]])])
+def test_k_beyond_the_maximum_or_not_an_integer(k):
+    _raises(rankwise.ParameterError, k=k, match="k must be")
+
+
+def test_the_largest_k(backend):
+    res = rankwise.evaluate(RECS, TRUTH, k=2**31 - 1, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2147483647"].to_list() == HIT_RATE_2
+
+
+@pytest.mark.parametrize("limit", ["abc", 0, 10**30, -5, True, "2 XB", "1MB", 2.5e9, "-2GB", ""])
+def test_bad_memory_limit_is_a_parameter_error_on_every_backend(limit, backend):
+    _raises(rankwise.ParameterError, memory_limit=limit, match="memory_limit", backend=backend)
+
+
+@pytest.mark.parametrize("text,size", [
+    ("2GB", 2 * 10**9), ("512MiB", 512 * 2**20), ("1.5 GB", 1_500_000_000), ("64mib", 64 * 2**20),
+    (2**30, 2**30), (np.int64(2**30), 2**30), ("1000000000", 10**9), ("1TiB", 2**40),
+])
+def test_memory_limit_sizes(text, size):
+    assert api.memory_bytes(text, api.ENGINES["duckdb"]) == size
+
+
+@pytest.mark.parametrize("limit", ["2GB", "512MiB", "1.5 GB", 2**30])
+def test_memory_limit_runs(limit, backend):
+    if not api.ENGINES[backend].capabilities.memory_limit:
+        with pytest.raises(rankwise.ParameterError, match="memory_limit"):
+            rankwise.evaluate(RECS, TRUTH, k=2, backend=backend, memory_limit=limit)
+        return
+    res = rankwise.evaluate(RECS, TRUTH, k=2, metrics=["hit_rate"], backend=backend, memory_limit=limit)
+    assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+
+
+# -- file inputs ---------------------------------------------------------------------------------
+
+
+def _corrupt_parquet(path):
+    """A valid footer and a zstd page of zeros: readable schema, the error only at collect time."""
+    pl.DataFrame({"user": range(20_000), "item": range(20_000), "rank": [1] * 20_000}).write_parquet(
+        path, compression="zstd", statistics=False)
+    data = bytearray(path.read_bytes())
+    data[60:400] = bytes(340)
+    path.write_bytes(bytes(data))
+
+
+def _make(tmp_path, case: str, side: str) -> str:
+    """Create the broken input ``case`` in tmp_path; return its path relative to tmp_path."""
+    if case == "missing":
+        return "missing.parquet"
+    if case == "directory without parquet":
+        (tmp_path / "d").mkdir()
+        (tmp_path / "d" / "a.csv").write_text("user,item\n1,2\n")
+        return "d"
+    if case == "truncated parquet":
+        RECS.write_parquet(tmp_path / "x.parquet")
+        data = (tmp_path / "x.parquet").read_bytes()
+        (tmp_path / "x.parquet").write_bytes(data[: len(data) // 2])
+        return "x.parquet"
+    if case == "corrupt page":
+        _corrupt_parquet(tmp_path / "c.parquet")
+        return "c.parquet"
+    if case == "empty csv":
+        (tmp_path / "e.csv").write_text("")
+        return "e.csv"
+    if case == "header-only csv":
+        (tmp_path / "h.csv").write_text("user,item,rank\n")
+        return "h.csv"
+    if case == "ragged csv":
+        (tmp_path / "r.csv").write_text("user,item,rank\n1,10,1\n1,11,2,7\n")
+        return "r.csv"
+    if case == "unparsable csv":  # the bad value lies past the rows Polars infers the types from
+        number = "rank" if side == "recommendations" else "relevance"
+        (tmp_path / "u.csv").write_text(f"user,item,{number}\n" + "".join(f"{u},1,1\n" for u in range(300)) + "7,8,x\n")
+        return "u.csv"
+    raise AssertionError(case)
+
+
+FILE_CASES = {
+    "missing": "does not exist", "directory without parquet": "holds no Parquet files",
+    "truncated parquet": "truncated or corrupt", "corrupt page": "truncated or corrupt", "empty csv": "is empty",
+    "header-only csv": "no rows", "ragged csv": "more fields than the header", "unparsable csv": "cannot be parsed",
+}
+
+
+@pytest.mark.parametrize("side", ["recommendations", "ground truth"])
+@pytest.mark.parametrize("case", list(FILE_CASES))
+def test_unreadable_files(tmp_path, monkeypatch, case, side, backend):
+    monkeypatch.chdir(tmp_path)
+    path = _make(tmp_path, case, side)
+    inputs = {"recs": path} if side == "recommendations" else {"truth": path}
+    msg = _raises(rankwise.InputFileError, **inputs, backend=backend)
+    first_line = msg.splitlines()[0]
+    assert first_line.startswith(f"{side}:") and f"'{path}'" in first_line and FILE_CASES[case] in first_line
+    assert str(tmp_path) not in msg  # the path as given
+
+
+def test_a_directory_of_parquet_files_skips_hidden_files(tmp_path, backend):
+    """A Spark output directory (part files, _SUCCESS, .crc) was a raw 'different file extensions' error."""
+    (tmp_path / "recs").mkdir()
+    RECS.filter(pl.col("user") == 1).write_parquet(tmp_path / "recs" / "part-0.parquet")
+    RECS.filter(pl.col("user") == 2).write_parquet(tmp_path / "recs" / "part-1.parquet")
+    (tmp_path / "recs" / "_SUCCESS").write_text("")
+    (tmp_path / "recs" / ".part-0.parquet.crc").write_bytes(b"\x00")
+    res = rankwise.evaluate(str(tmp_path / "recs"), TRUTH, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2

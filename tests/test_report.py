@@ -1,0 +1,348 @@
+"""rankwise.report (HTML report, charts, notebook table) and rankwise._progress.
+
+Expected numbers come from hand calculation or numpy.histogram, never from the code under test.
+The browser test opens a report in headless Chromium (.ci/browser_check.py); it is skipped with a
+reason when chromium is not on PATH (CI installs Debian's package)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import rankwise
+from rankwise import _progress, _write, report
+from rankwise.errors import MissingDependencyError, ParameterError
+
+ROOT = Path(__file__).resolve().parents[1]
+RECS = pl.DataFrame({"user": [1, 1, 2, 2, 3], "item": [10, 11, 10, 12, 13], "rank": [1, 2, 1, 2, 1]})
+TRUTH = pl.DataFrame({"user": [1, 2, 3], "item": [11, 10, 99]})
+# by hand: precision@1 per user = (0, 1, 0) -> mean 1/3
+
+
+class Extras:
+    """A Result plus the attributes other features add (compare, per_item), as the report sees them."""
+
+    def __init__(self, result, **extra):
+        self._result, self._extra = result, extra
+
+    def __getattr__(self, name):
+        if name in self._extra:
+            return self._extra[name]
+        return getattr(self._result, name)
+
+
+@pytest.fixture(scope="module")
+def one():
+    return rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision", "ndcg"])
+
+
+@pytest.fixture(scope="module")
+def two():
+    worse = RECS.with_columns(rank=3 - pl.col("rank")).filter(pl.col("user") != 3).vstack(
+        RECS.filter(pl.col("user") == 3))
+    return rankwise.evaluate({"<b>a</b>": RECS, "b": worse}, TRUTH, k=[1, 2], metrics=["precision", "ndcg"])
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(page: str) -> _Tags:
+    parser = _Tags()
+    parser.feed(page)
+    return parser
+
+
+def _specs(page: str) -> dict:
+    """The chart specs embedded in a report, by name."""
+    out, start = {}, 0
+    while (i := page.find("<script type='application/json' id='spec-", start)) >= 0:
+        name_end = page.index("'>", i)
+        name = page[i + len("<script type='application/json' id='spec-"):name_end]
+        end = page.index("</script>", name_end)
+        out[name] = json.loads(page[name_end + 2:end])
+        start = end
+    return out
+
+
+# ---------------------------------------------------------------- aggregates
+
+def test_histogram_matches_numpy_with_shared_edges_and_nan_left_out():
+    rng = np.random.default_rng(7)
+    a, b = rng.random(500), rng.random(300) * 2
+    a[:17] = np.nan  # undefined users are not counted
+    long = pl.DataFrame({"run": ["a"] * 500 + ["b"] * 300, "k": [5] * 800, "m": np.concatenate([a, b])})
+    hist = report.histogram(long, ["m"], bins=7)
+    defined = np.concatenate([a[~np.isnan(a)], b])
+    lo, hi = defined.min(), defined.max()
+    for run, values in (("a", a[~np.isnan(a)]), ("b", b)):
+        counts, edges = np.histogram(values, bins=7, range=(lo, hi))
+        part = hist.filter(pl.col("run") == run).sort("bin_start")
+        assert part["users"].to_list() == counts.tolist()
+        assert np.allclose(part["bin_start"].to_numpy(), edges[:-1])
+        assert np.allclose(part["bin_end"].to_numpy(), edges[1:])
+        assert np.allclose(part["share"].to_numpy(), counts / len(values))
+    assert hist.filter(pl.col("run") == "a")["users"].sum() == 483
+
+
+def test_histogram_constant_values_fall_in_the_first_bin_and_all_undefined_is_empty():
+    long = pl.DataFrame({"run": ["r"] * 4, "k": [1] * 4, "m": [0.0] * 4, "u": [float("nan")] * 4})
+    hist = report.histogram(long, ["m", "u"], bins=5)
+    assert hist["users"].to_list() == [4, 0, 0, 0, 0] and set(hist["metric"]) == {"m"}
+    assert report.histogram(long, ["u"]).height == 0
+
+
+def test_differences_by_hand():
+    long = pl.DataFrame({"run": ["a"] * 4 + ["b"] * 4, "user": [1, 2, 3, 4] * 2, "k": [3] * 8,
+                         "m": [0.0, 0.5, 1.0, float("nan"), 1.0, 0.5, 0.0, 0.2]})
+    counts, hist = report.differences(long, "a", "b", 3, ["m"], "user", bins=4)
+    # user 4 is undefined in a: 3 paired users, diffs +1, 0, -1
+    assert counts.row(0, named=True) == {"metric": "m", "users": 3, "better": 1, "same": 1, "worse": 1,
+                                         "mean_diff": 0.0}
+    # changed users only, 4 bins over [-1, 1]: edges -1, -0.5, 0, 0.5, 1
+    assert hist["bin_start"].to_list() == [-1.0, -0.5, 0.0, 0.5]
+    assert hist["users"].to_list() == [1, 0, 0, 1]
+    assert hist["direction"].to_list() == ["a better", "a better", "b better", "b better"]
+
+
+def test_differences_odd_bins_become_even_so_zero_is_an_edge():
+    long = pl.DataFrame({"run": ["a", "b"] * 2, "user": [1, 1, 2, 2], "k": [1] * 4, "m": [0.0, 0.3, 0.5, 0.4]})
+    _, hist = report.differences(long, "a", "b", 1, ["m"], "user", bins=3)
+    assert hist.height == 4 and 0.0 in hist["bin_start"].to_list()
+
+
+@pytest.mark.parametrize(("exposure", "gini", "curve"), [
+    ([0, 0, 0, 4], 0.75, [0, 0, 0, 0, 1]),  # one item takes all: (n-1)/n
+    ([1, 1, 1, 1], 0.0, [0, 0.25, 0.5, 0.75, 1]),
+    ([4, 1, 3, 2], 0.25, [0, 0.1, 0.3, 0.6, 1]),  # 2*sum(i*x_i)/(n*sum x) - (n+1)/n = 60/40 - 5/4
+])
+def test_lorenz_by_hand(exposure, gini, curve):
+    per_item = pl.DataFrame({"item": range(4), "k": [10] * 4, "exposure": exposure, "popularity": [1] * 4})
+    other_k = per_item.with_columns(k=pl.lit(5, pl.Int64), exposure=pl.lit(1, pl.Int64))  # filtered out
+    points, ginis = report.lorenz(per_item.vstack(other_k), 10)
+    assert ginis["gini"][0] == pytest.approx(gini, abs=1e-12) and ginis["items"][0] == 4
+    assert points["item_share"].to_list() == [0, 0.25, 0.5, 0.75, 1]
+    assert points["exposure_share"].to_list() == pytest.approx(curve)
+
+
+def test_lorenz_is_downsampled_per_run_keeping_the_ends():
+    per_item = pl.DataFrame({"run": ["x"] * 1000 + ["y"] * 10, "item": range(1010),
+                             "exposure": list(range(1000)) + [1] * 10})
+    points, ginis = report.lorenz(per_item, max_points=100)
+    x = points.filter(pl.col("run") == "x")
+    assert x.height == 101 and x["item_share"][0] == 0 and x["item_share"][-1] == 1 and x["exposure_share"][-1] == 1
+    assert points.filter(pl.col("run") == "y").height == 11
+    # exposures 0..999: gini = 2*sum(i*(i-1))/(n*sum) - (n+1)/n with i = 1..n
+    n = 1000
+    expected = 2 * sum(i * (i - 1) for i in range(1, n + 1)) / (n * sum(range(n))) - (n + 1) / n
+    assert ginis.filter(pl.col("run") == "x")["gini"][0] == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------- the HTML report
+
+def test_report_single_run(one, tmp_path):
+    page = report.build(one, tmp_path / "r.html", title="My <model>").read_text()
+    parsed = _parse(page)
+    # self-contained: no element loads anything (no src=, no stylesheet links)
+    assert [(t, a) for t, a in parsed.tags if "src" in a or t == "link"] == []
+    text = "".join(parsed.text)
+    assert "My <model>" in text and "My &lt;model&gt;" in page  # title escaped
+    assert _write.fingerprint(one.prepared[None]) in page
+    for knob, value in one.convention.knobs().items():
+        assert f"<td>{knob}</td>" in page and repr(value).replace("'", "&#x27;") in page
+    assert "<td>outside_users</td>" in page  # the excluded frame, with its reasons
+    assert rankwise.__version__ in text and "users evaluated" in text
+    assert set(_specs(page)) == {"curves", "distribution"}  # no comparison or catalog panels
+    assert "Runs compared" not in page and "Beyond accuracy" not in page
+    # the summary cell: precision@1 = mean(0, 1, 0) = 0.3333 (user 1 ranks 10 first, user 2 hits)
+    assert "<td>precision</td><td>0.3333" in page
+
+
+def test_report_distribution_spec_has_k_selector_and_chosen_k(one, tmp_path):
+    page = report.build(one, tmp_path / "r.html", k=1).read_text()
+    spec = _specs(page)["distribution"]
+    (param,) = spec["params"]
+    assert param["value"] == 1 and param["bind"]["options"] == [1, 2]
+    values = spec["datasets"][next(iter(spec["datasets"]))] if "datasets" in spec else spec["data"]["values"]
+    # 3 users, 20 bins per (metric, k): shares add to 1
+    by = pl.DataFrame(values).group_by("metric", "k").agg(pl.col("share").sum(), pl.col("users").sum())
+    assert by["users"].to_list() == [3] * 4 and by["share"].to_list() == pytest.approx([1.0] * 4)
+
+
+def test_report_several_runs_escapes_names_and_compares(two, tmp_path):
+    compared = pl.DataFrame({"run_a": ["<b>a</b>", "<b>a</b>"], "run_b": ["b", "b"], "metric": ["ndcg", "precision"],
+                             "k": [2, 2], "mean_a": [0.5, 0.33], "mean_b": [0.4, 0.33], "diff": [-0.1, 0.0],
+                             "ci_low": [-0.2, -0.1], "ci_high": [0.0, 0.1], "p_value": [0.01, 1.0],
+                             "p_adjusted": [0.02, 1.0], "significant": [True, False], "n_users": [3, 3],
+                             "effect_size": [0.8, 0.0]})
+    result = Extras(two, compare=lambda: compared)
+    page = report.build(result, tmp_path / "r.html", k=1).read_text()
+    assert "<b>a</b>" not in page.split("<script")[0] and "&lt;b&gt;a&lt;/b&gt;" in page
+    assert page.count("class='sig'>*") == 1  # only the significant row is marked
+    # per user at k=1: user 1 gets item 11 first in b (a hit: precision 0 -> 1), user 2 loses it (1 -> 0)
+    table = page[page.index("per user at k=1"):]
+    row = table[table.index("<td>precision</td>"):table.index("</tr>", table.index("<td>precision</td>"))]
+    assert row == "<td>precision</td><td>3</td><td>1</td><td>1</td><td>1</td><td>0.0000</td>"
+    assert set(_specs(page)) == {"curves", "distribution", "difference"}
+    assert "<\\/b>" in page  # the run name inside the JSON specs cannot close the script element
+
+
+def test_report_beyond_accuracy_panels_when_present(one, tmp_path):
+    per_item = pl.DataFrame({"item": [10, 11, 12, 13], "k": [2] * 4, "exposure": [0, 0, 0, 4],
+                             "popularity": [3, 1, 1, 0]})
+    catalog = pl.DataFrame({"metric": ["item_coverage", "gini"], "k": [2, 2], "value": [0.25, 0.75],
+                            "n_users": [3, 3], "ci_low": [float("nan")] * 2, "ci_high": [float("nan")] * 2})
+    result = Extras(one, per_item=per_item, summary=one.summary.vstack(catalog))
+    page = report.build(result, tmp_path / "r.html").read_text()
+    assert "Beyond accuracy" in page and "<td>item_coverage</td>" in page
+    assert "lorenz" in _specs(page)
+    assert "<td>result</td><td>4</td><td>0.7500</td>" in page  # Gini of (0, 0, 0, 4) = 3/4
+    # catalog rows stay out of the per-user summary grid and curves
+    curves = _specs(page)["curves"]
+    values = curves["datasets"][next(iter(curves["datasets"]))] if "datasets" in curves else curves["data"]["values"]
+    assert {v["metric"] for v in values} == {"precision", "ndcg"}
+    svg = report.save(report.plot(result, "lorenz"), tmp_path / "lorenz.svg").read_text()  # drawn by vl-convert
+    assert "result (Gini 0.75)" in svg
+
+
+def test_report_errors(one, two, tmp_path):
+    with pytest.raises(ParameterError, match=r"k=3 was not evaluated") as info:
+        report.build(one, tmp_path / "r.html", k=3)
+    assert "Hint:" in str(info.value)
+    with pytest.raises(ParameterError, match="pair"):
+        report.build(two, tmp_path / "r.html", pair=("b", "b"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(rankwise.WriteError, match="cannot write"):
+        report.build(one, tmp_path / "file" / "r.html")
+
+
+# ---------------------------------------------------------------- plots, images, notebook
+
+def test_plot_kinds_and_errors(one, two):
+    import altair as alt
+
+    assert isinstance(report.plot(one, "curves"), alt.FacetChart)
+    assert isinstance(report.plot(two, "difference", k=1, pair=("b", "<b>a</b>")), alt.FacetChart)
+    for kwargs, match in [({"kind": "pie"}, "Unknown plot kind"), ({"kind": "difference"}, "several runs"),
+                          ({"kind": "lorenz"}, "per_item"), ({"kind": "curves", "k": 7}, "not evaluated"),
+                          ({"kind": "curves", "metrics": ["mrr"]}, "not in this Result")]:
+        with pytest.raises(ParameterError, match=match):
+            report.plot(one, **kwargs)
+
+
+def test_save_png_and_svg(one, tmp_path):
+    chart = report.plot(one, "distribution", k=2)
+    png = report.save(chart, tmp_path / "d.png", scale=1).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    svg = report.save(chart, tmp_path / "d.svg").read_text()
+    assert svg.lstrip().startswith("<svg") and "precision" in svg
+    with pytest.raises(ParameterError, match=r"\.png or \.svg"):
+        report.save(chart, tmp_path / "d.jpg")
+
+
+def test_html_table_compact_and_escaped(two):
+    page = report.html_table(two)
+    assert "&lt;b&gt;a&lt;/b&gt;" in page and "<b>a</b>" not in page
+    assert page.count("<tr>") == 1 + 4  # header + (2 runs x 2 metrics)
+    assert "<th>@1</th><th>@2</th>" in page
+    assert "excluded from the means" not in page or "n_users" in page
+
+
+@pytest.mark.parametrize("module", ["altair", "vl_convert"])
+def test_missing_extra_is_a_typed_error(one, tmp_path, monkeypatch, module):
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    with pytest.raises(MissingDependencyError, match="not installed") as info:
+        report.build(one, tmp_path / "r.html")
+    assert "pip install 'rankwise[report]'" in str(info.value)
+
+
+# ---------------------------------------------------------------- progress
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_off_without_a_terminal_and_with_enabled_false(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    bar = _progress.progress([1, 2, 3], desc="runs")
+    assert isinstance(bar, _progress.NoProgress) and list(bar) == [1, 2, 3]
+    with _progress.progress(total=2) as bar:
+        bar.update()
+        bar.set_postfix_str("x")
+    assert isinstance(_progress.progress([1], enabled=False), _progress.NoProgress)
+    monkeypatch.setattr(sys, "stderr", _Tty())
+    assert _progress.enabled_by_default()
+    monkeypatch.setenv("RANKWISE_PROGRESS", "0")
+    assert not _progress.enabled_by_default()
+
+
+def test_progress_draws_a_tqdm_bar_on_a_terminal(monkeypatch):
+    from tqdm import tqdm
+
+    stream = _Tty()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.delenv("RANKWISE_PROGRESS", raising=False)
+    bar = _progress.progress(range(3), desc="runs", delay=0)
+    assert isinstance(bar, tqdm) and list(bar) == [0, 1, 2]
+    assert "runs:" in stream.getvalue() and "/3 [" in stream.getvalue()
+
+
+def test_progress_without_tqdm_is_a_no_op(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    bar = _progress.progress(range(2), enabled=True)
+    assert isinstance(bar, _progress.NoProgress) and list(bar) == [0, 1]
+
+
+# ---------------------------------------------------------------- in a real browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# as for engines (conftest): skipped here without chromium, but with CI=true a missing browser fails
+needs_chromium = pytest.mark.skipif(CHROMIUM is None and not _CI,
+                                    reason="chromium is not on PATH (CI installs Debian's package)")
+
+
+def _check(page: Path, shot: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / ".ci" / "browser_check.py"), *extra, str(page), str(shot),
+                           "--timeout", "60"], capture_output=True, text=True, timeout=180)
+
+
+@needs_chromium
+def test_example_report_opens_offline_in_chromium(tmp_path):
+    done = _check(tmp_path / "report.html", tmp_path / "report.png", "--build-example")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "browser check: ok" in done.stdout
+    for name in ("curves", "distribution", "difference"):
+        assert f"chart chart-{name}: rendered=True" in done.stdout
+    assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@needs_chromium
+def test_browser_check_fails_on_console_errors_requests_and_empty_charts(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><div class='chart' id='chart-x' data-rendered='1'></div>"
+                    "<img src='http://example.invalid/x.png'><script>console.error('boom')</script></body></html>")
+    done = _check(page, tmp_path / "bad.png")
+    assert done.returncode == 1
+    assert "console.error: boom" in done.stderr
+    assert "network request" in done.stderr and "example.invalid" in done.stderr
+    assert "chart chart-x has no SVG/canvas" in done.stderr

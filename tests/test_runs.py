@@ -1,0 +1,188 @@
+"""Several runs in one call, confidence intervals on every mean, and bit-identical summaries.
+
+Expected values come from the naive oracle (tests/oracle.py) and scipy's t interval, never from
+rankwise itself; a multi-run result is also checked against one evaluate() per run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from scipy import stats
+
+import engines as E
+import oracle
+import rankwise
+from rankwise.conventions import resolve
+
+KS = (1, 3, 10)
+
+
+def _inputs(seed: int):
+    recs, truth, scores = E.generate(seed=seed, string_ids=False, by_score=False, n_users=60)
+    return recs, truth, *E.api_frames(recs, truth, scores, string_ids=False, by_score=False)
+
+
+def test_several_runs_equal_one_evaluate_per_run(backend):
+    _, _, recs_a, truth = _inputs(1)
+    _, _, recs_b, _ = _inputs(2)
+    both = rankwise.evaluate({"pop": recs_a, "als": recs_b}, truth, k=list(KS), backend=backend)
+    assert both.runs == ("pop", "als")
+    for name, recs in (("pop", recs_a), ("als", recs_b)):
+        alone = rankwise.evaluate(recs, truth, k=list(KS), backend=backend)
+        for frame in ("per_user", "summary", "excluded", "long"):
+            got = getattr(both, frame).filter(pl.col("run") == name).drop("run")
+            assert_frame_equal(got, getattr(alone, frame), check_exact=True)
+    assert both.summary.columns[:3] == ["run", "metric", "k"]
+    assert both.per_user.columns[0] == "run"
+
+
+def test_a_user_missing_from_one_run_is_scored_by_that_runs_rule(backend):
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 20]})
+    full = pl.DataFrame({"user": [1, 2], "item": [10, 20], "rank": [1, 1]})
+    partial = pl.DataFrame({"user": [1], "item": [10], "rank": [1]})
+    res = rankwise.evaluate({"full": full, "partial": partial}, truth, k=1, metrics=["precision"], backend=backend,
+                            convention=resolve("default").replace(empty_predictions="nan"))
+    summary = {(r["run"], r["metric"]): (r["value"], r["n_users"]) for r in res.summary.iter_rows(named=True)}
+    assert summary[("full", "precision")] == (1.0, 2)
+    assert summary[("partial", "precision")] == (1.0, 1)  # user 2 has no recommendation: left out, counted
+    excluded = {(r["run"], r["code"]): r["n_users"] for r in res.excluded.iter_rows(named=True)}
+    assert excluded[("partial", "no_predictions")] == 1 and excluded[("full", "no_predictions")] == 0
+
+
+@pytest.mark.parametrize("bad", [{}, {"": "x"}, {1: "x"}])
+def test_bad_run_names_are_refused(bad):
+    truth = pl.DataFrame({"user": [1], "item": [10]})
+    with pytest.raises(rankwise.ParameterError):
+        rankwise.evaluate(bad, truth)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_summary_ci_is_the_t_interval_of_the_oracles_per_user_values(backend, confidence):
+    recs_d, truth_d, recs, truth = _inputs(3)
+    conv = resolve("default")
+    res = rankwise.evaluate(recs, truth, k=list(KS), backend=backend, confidence=confidence)
+    naive = oracle.evaluate(recs_d, truth_d, KS, conv)
+    for row in res.summary.iter_rows(named=True):
+        metric = "fbeta" if row["metric"] == "f1" else row["metric"]
+        values = [v[f"{metric}@{row['k']}"] for v in naive.values()]
+        values = np.array([v for v in values if not math.isnan(v)])
+        low, high = stats.t.interval(confidence, len(values) - 1, loc=values.mean(),
+                                     scale=stats.sem(values)) if values.std() > 0 else (values.mean(),) * 2
+        assert row["ci_low"] == pytest.approx(low, rel=1e-9, abs=1e-12), row
+        assert row["ci_high"] == pytest.approx(high, rel=1e-9, abs=1e-12), row
+
+
+def test_ci_is_nan_below_two_users_and_for_an_f_of_means(backend):
+    truth = pl.DataFrame({"user": [1], "item": [10]})
+    recs = pl.DataFrame({"user": [1], "item": [10], "rank": [1]})
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=backend)
+    assert math.isnan(res.summary["ci_low"].item()) and math.isnan(res.summary["ci_high"].item())
+    _, _, recs, truth = _inputs(4)
+    res = rankwise.evaluate(recs, truth, k=3, metrics=["f1"], backend=backend,
+                            convention=resolve("default").replace(f_aggregation="of_means"))
+    assert math.isnan(res.summary["ci_low"].item())
+
+
+@pytest.mark.parametrize("confidence", [0, 1, 1.5, "0.95", None])
+def test_bad_confidence_is_refused(confidence):
+    _, _, recs, truth = _inputs(5)
+    with pytest.raises(rankwise.ParameterError, match="confidence"):
+        rankwise.evaluate(recs, truth, confidence=confidence)
+
+
+def _large(n_users: int = 400_000, seed: int = 7):
+    rng = np.random.default_rng(seed)
+    users = np.repeat(np.arange(n_users), 5)
+    recs = pl.DataFrame({"user": users, "item": rng.integers(0, 50, users.size),
+                         "rank": np.tile(np.arange(1, 6), n_users)}).unique(["user", "item"], keep="first")
+    recs = recs.with_columns(pl.col("rank").rank("ordinal").over("user").cast(pl.Int64))
+    truth = pl.DataFrame({"user": np.arange(n_users), "item": rng.integers(0, 50, n_users),
+                          "relevance": rng.integers(1, 4, n_users).astype(float)})
+    return recs, truth
+
+
+def test_summaries_are_bit_identical_run_after_run(backend):
+    # large enough that DuckDB's parallel AVG used to add in a different order on every run
+    recs, truth = _large()
+    first = rankwise.evaluate(recs, truth, k=[5], metrics=["ndcg", "map", "dcg"], backend=backend).summary
+    for _ in range(3):
+        again = rankwise.evaluate(recs, truth, k=[5], metrics=["ndcg", "map", "dcg"], backend=backend).summary
+        assert_frame_equal(again, first, check_exact=True)
+
+
+def summary_tolerance(n_users: int) -> float:
+    """README's stated cross-engine tolerance of a mean over n users: relative max(1e-12, n * 2^-52),
+    the error bound of adding n doubles in two different orders."""
+    return max(1e-12, n_users * 2.0**-52)
+
+
+def test_engines_agree_within_the_stated_tolerance():
+    """README: per-user values agree to a relative 1e-12; the engines add them in different orders,
+    so a mean over n users agrees to a relative max(1e-12, n * 2^-52)."""
+    recs, truth = _large(100_000, seed=11)
+    a = rankwise.evaluate(recs, truth, k=[1, 5], backend="polars")
+    b = rankwise.evaluate(recs, truth, k=[1, 5], backend="duckdb")
+    assert_frame_equal(a.per_user, b.per_user, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    for x, y in zip(a.summary.iter_rows(named=True), b.summary.iter_rows(named=True), strict=True):
+        assert x["n_users"] == y["n_users"]
+        assert y["value"] == pytest.approx(x["value"], rel=summary_tolerance(x["n_users"]), abs=0), (x, y)
+
+
+# -- Result.compare / bootstrap / table: the statistics on an evaluate's own per-user values --------
+
+
+RUN_SEEDS = {"pop": 3, "als": 4, "ease": 5}
+
+
+def _three_runs(backend):
+    truth = _inputs(1)[3]
+    runs = {name: _inputs(seed)[2] for name, seed in RUN_SEEDS.items()}
+    return rankwise.evaluate(runs, truth, k=[3, 10], metrics=["ndcg", "recall"], backend=backend)
+
+
+def test_result_compare_equals_scipy_on_the_oracles_per_user_values(backend):
+    res = _three_runs(backend)
+    pairs = res.compare(test="t", correction=None)
+    assert pairs.height == 3 * 2 * 2  # pairs x metrics x ks
+    truth_d = _inputs(1)[1]
+    values = {}  # the oracle's per-user values, not rankwise's
+    for run, seed in RUN_SEEDS.items():
+        naive = oracle.evaluate(_inputs(seed)[0], truth_d, (3, 10), resolve("default"))
+        values[run] = {(m, k): {u: v[f"{m}@{k}"] for u, v in naive.items()} for m in ("ndcg", "recall") for k in (3, 10)}
+    for row in pairs.iter_rows(named=True):
+        a, b = values[row["run_a"]][(row["metric"], row["k"])], values[row["run_b"]][(row["metric"], row["k"])]
+        users = [u for u in a if not (math.isnan(a[u]) or math.isnan(b[u]))]
+        xa, xb = np.array([a[u] for u in users]), np.array([b[u] for u in users])
+        assert row["n_users"] == len(users)
+        assert row["p_value"] == pytest.approx(stats.ttest_rel(xb, xa).pvalue, rel=1e-12, abs=1e-15)
+        assert row["diff"] == pytest.approx(xb.mean() - xa.mean(), rel=1e-12, abs=1e-15)
+
+
+def test_result_compare_bootstrap_and_table_agree_across_backends():
+    polars_res, duckdb_res = _three_runs("polars"), _three_runs("duckdb")
+    for method in ("compare", "bootstrap"):
+        assert_frame_equal(getattr(polars_res, method)(seed=7), getattr(duckdb_res, method)(seed=7),
+                           check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    table = polars_res.table(test="wilcoxon")
+    significant = polars_res.compare(test="wilcoxon").filter("significant")
+    for row in significant.iter_rows(named=True):  # every significant pair shows up as a letter
+        win = row["run_a"] if row["mean_a"] > row["mean_b"] else row["run_b"]
+        lose = row["run_b"] if win == row["run_a"] else row["run_a"]
+        cell = table.frame.filter((pl.col("run") == win) & (pl.col("metric") == row["metric"]) & (pl.col("k") == row["k"]))
+        assert "abc"[polars_res.runs.index(lose)] in cell["better_than"].item()
+    assert "Runs: a = pop, b = als, c = ease" in repr(table) and "<table" in table._repr_html_()
+
+
+def test_result_bootstrap_is_reproducible_and_brackets_the_mean():
+    res = _three_runs("polars")
+    one, again = res.bootstrap(300, seed=1), res.bootstrap(300, seed=1)
+    assert_frame_equal(one, again, check_exact=True)
+    assert not one.equals(res.bootstrap(300, seed=2))
+    assert ((one["ci_low"] <= one["value"]) & (one["value"] <= one["ci_high"])).all()
+    with pytest.raises(rankwise.ParameterError, match="two runs"):
+        rankwise.evaluate(*_inputs(1)[2:], k=3).compare()

@@ -1,0 +1,331 @@
+"""rankwise.stats: t intervals, corrections, bootstrap and paired tests against independent oracles.
+
+Oracles: scipy (ttest_rel, wilcoxon, t.interval, stats.bootstrap), hand-computed Holm/Bonferroni,
+exact enumeration of all sign vectors, naive re-implementations of the documented random streams,
+and ranx's Fisher randomization test run in the live conformance venv.
+"""
+
+import itertools
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.stats
+
+from rankwise import stats
+from rankwise.errors import DuplicateUserError, MissingColumnError, ParameterError
+
+RUNS = ("pop", "als", "ease")
+LIVE_PY = Path(os.environ.get("RANKWISE_CONFORMANCE_HOME", Path.home() / ".cache" / "rankwise-conformance")) \
+    / "venvs" / "live" / "bin" / "python"
+
+
+def _data(n=120, seed=3):
+    """Per run {k: {metric: array over users 0..n-1}} with ties, zero differences and NaNs."""
+    rng = np.random.default_rng(seed)
+    base = rng.random(n)
+    out = {}
+    for j, run in enumerate(RUNS):
+        out[run] = {}
+        for k in (5, 10):
+            v = np.clip(base + 0.04 * j + rng.normal(0, 0.15, n), 0, 1)
+            v[: n // 4] = base[: n // 4]            # a quarter of users: identical across runs (d = 0)
+            grid = np.round(v * 5) / 5              # heavy ties
+            v[rng.random(n) < 0.08] = np.nan        # undefined for some users
+            grid[np.isnan(v)] = np.nan
+            out[run][k] = {"ndcg": v, "precision": grid}
+    return out
+
+
+def _long(data, shuffle_seed=0):
+    frames = [pl.DataFrame({"run": run, "user": np.arange(len(m["ndcg"])) * 7 + 1, "k": k, **m})
+              for run, ks in data.items() for k, m in ks.items()]
+    long = pl.concat(frames).with_columns(pl.col("k").cast(pl.Int64))
+    return long.sample(fraction=1.0, shuffle=True, seed=shuffle_seed)  # row order must not matter
+
+
+def _row(frame, **key):
+    sel = frame.filter(*[pl.col(c) == v for c, v in key.items()])
+    assert sel.height == 1, key
+    return sel.row(0, named=True)
+
+
+# ------------------------------------------------------------------------------- t, wilcoxon
+
+
+@pytest.mark.parametrize("test,oracle", [("t", scipy.stats.ttest_rel), ("wilcoxon", scipy.stats.wilcoxon)])
+def test_pvalues_equal_scipy_on_paired_users(test, oracle):
+    data = _data()
+    res = stats.compare(_long(data), "user", ["ndcg", "precision"], test=test, correction=None, runs=RUNS)
+    assert res.height == 2 * 2 * 3
+    for (a, b), k, m in itertools.product(itertools.combinations(RUNS, 2), (5, 10), ("ndcg", "precision")):
+        xa, xb = data[a][k][m], data[b][k][m]
+        ok = ~np.isnan(xa) & ~np.isnan(xb)
+        d = xb[ok] - xa[ok]
+        row = _row(res, run_a=a, run_b=b, metric=m, k=k)
+        assert row["n_users"] == ok.sum() < len(xa)
+        assert row["p_value"] == pytest.approx(oracle(xb[ok], xa[ok]).pvalue, abs=1e-12, rel=1e-12)
+        assert row["p_adjusted"] == row["p_value"]
+        assert row["mean_a"] == pytest.approx(xa[ok].mean(), rel=1e-12)
+        assert row["mean_b"] == pytest.approx(xb[ok].mean(), rel=1e-12)
+        assert row["diff"] == pytest.approx(d.mean(), rel=1e-12, abs=1e-15)
+        assert row["effect_size"] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12, abs=1e-15)
+        lo, hi = scipy.stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=d.std(ddof=1) / math.sqrt(len(d)))
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=1e-12, abs=1e-15)
+        assert row["significant"] == (row["p_value"] < 0.05)
+
+
+@pytest.mark.parametrize("test", stats.TESTS)
+def test_identical_runs_give_p_one(test):
+    v = np.array([0.1, 0.5, 0.5, 0.0, 1.0])
+    long = pl.DataFrame({"run": ["a"] * 5 + ["b"] * 5, "user": list(range(5)) * 2, "k": [10] * 10,
+                         "m": np.concatenate([v, v])})
+    row = stats.compare(long, "user", ["m"], test=test, n_resamples=200).row(0, named=True)
+    assert (row["p_value"], row["p_adjusted"], row["diff"], row["significant"]) == (1.0, 1.0, 0.0, False)
+    assert math.isnan(row["effect_size"])
+
+
+def test_baseline_pairs_and_no_paired_users():
+    long = pl.DataFrame({"run": ["a", "a", "b", "b", "c", "c"], "user": [1, 2] * 3, "k": [3] * 6,
+                         "m": [0.2, 0.4, 0.6, 1.0, float("nan"), float("nan")]})
+    res = stats.compare(long, "user", "m", baseline="b")
+    assert res.select("run_a", "run_b").rows() == [("b", "a"), ("b", "c")]
+    ba = res.row(0, named=True)
+    assert ba["diff"] == pytest.approx(0.3 - 0.8) and ba["n_users"] == 2
+    bc = res.row(1, named=True)
+    assert bc["n_users"] == 0 and math.isnan(bc["p_value"]) and math.isnan(bc["p_adjusted"])
+    assert bc["significant"] is False
+    # the NaN p-value is left out of the family: Holm over one p-value leaves it unchanged
+    assert ba["p_adjusted"] == pytest.approx(ba["p_value"])
+
+
+# ------------------------------------------------------------------------------- t interval
+
+
+def test_t_interval_matches_scipy_and_nan_below_two():
+    mean, sd, n = np.array([0.3, 0.5, 0.7, 0.1]), np.array([0.2, 0.1, 0.05, 0.3]), np.array([2, 10, 1000, 1])
+    for c in (0.9, 0.95, 0.99):
+        lo, hi = stats.t_interval(mean, sd, n, confidence=c)
+        for i in range(3):
+            assert (lo[i], hi[i]) == pytest.approx(
+                scipy.stats.t.interval(c, n[i] - 1, loc=mean[i], scale=sd[i] / math.sqrt(n[i])), rel=1e-13)
+        assert math.isnan(lo[3]) and math.isnan(hi[3])
+
+
+def test_summary_stats_and_t_interval_as_polars_expressions():
+    df = pl.DataFrame({"g": ["x"] * 5 + ["y"] * 2 + ["z"], "v": [0.1, 0.4, float("nan"), 0.9, 0.3, 0.5, None, 0.7]})
+    lo, hi = stats.t_interval(pl.col("mean"), pl.col("sd"), pl.col("n"), confidence=0.9)
+    out = (df.group_by("g").agg(*stats.summary_stats_exprs("v"))
+           .with_columns(lo.alias("lo"), hi.alias("hi")).sort("g"))
+    x = np.array([0.1, 0.4, 0.9, 0.3])
+    r = out.row(0, named=True)
+    assert (r["mean"], r["sd"], r["n"]) == pytest.approx((x.mean(), x.std(ddof=1), 4), rel=1e-14)
+    assert (r["lo"], r["hi"]) == pytest.approx(
+        scipy.stats.t.interval(0.9, 3, loc=x.mean(), scale=x.std(ddof=1) / 2), rel=1e-13)
+    for g in ("y", "z"):  # one value: sd, lo, hi NaN
+        r = out.filter(pl.col("g") == g).row(0, named=True)
+        assert r["n"] == 1 and math.isnan(r["sd"]) and math.isnan(r["lo"]) and math.isnan(r["hi"])
+
+
+# ------------------------------------------------------------------------------- corrections
+
+
+def test_holm_and_bonferroni_by_hand():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005, 0.01, 0.03, 0.04 -> x4, x3, x2, x1 = 0.02, 0.03, 0.06, 0.04 -> running max 0.06
+    assert stats.adjust_pvalues(p, "holm") == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.adjust_pvalues(p, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.02])
+    assert stats.adjust_pvalues(p, None) == pytest.approx(p)
+    assert stats.adjust_pvalues([0.3, 0.2, 0.9], "holm") == pytest.approx([0.6, 0.6, 0.9])
+    got = stats.adjust_pvalues([0.02, float("nan"), 0.5], "bonferroni")  # NaN: not counted, stays NaN
+    assert got[0] == pytest.approx(0.04) and math.isnan(got[1]) and got[2] == 1.0
+
+
+def test_compare_corrects_within_each_metric_and_k():
+    res = stats.compare(_long(_data()), "user", ["ndcg", "precision"], test="t", correction="holm", alpha=0.1)
+    assert res.height == 12
+    for (m, k), fam in res.group_by("metric", "k"):
+        p = fam.get_column("p_value").to_list()
+        order = sorted(range(3), key=p.__getitem__)
+        expected, running = [0.0] * 3, 0.0
+        for rank, i in enumerate(order):           # Holm written out for three p-values
+            running = max(running, min(1.0, (3 - rank) * p[i]))
+            expected[i] = running
+        assert fam.get_column("p_adjusted").to_list() == pytest.approx(expected, rel=1e-12)
+        assert fam.get_column("significant").to_list() == [q < 0.1 for q in expected]
+
+
+# ------------------------------------------------------------------------------- randomization
+
+
+def _naive_sign_flip_p(d, n_resamples, seed):
+    """The documented stream, written plainly: signs from unpacked PCG64 raw bits, users with d != 0."""
+    d = d[d != 0]
+    words = -(-d.size // 64)
+    raw = np.random.PCG64(seed).random_raw(n_resamples * words).reshape(n_resamples, words).astype("<u8")
+    bits = np.unpackbits(raw.view(np.uint8), axis=1, bitorder="little")[:, : d.size]
+    stat = (2.0 * bits - 1.0) @ d
+    return (1 + np.count_nonzero(np.abs(stat) >= abs(d.sum()) * (1 - 1e-12))) / (1 + n_resamples)
+
+
+def _pair_frame(xa, xb):
+    n = len(xa)
+    return pl.DataFrame({"run": ["a"] * n + ["b"] * n, "user": list(range(n)) * 2, "k": [10] * (2 * n),
+                         "m": np.concatenate([xa, xb])})
+
+
+def test_randomization_follows_documented_stream_and_ignores_chunking():
+    rng = np.random.default_rng(11)
+    xa = rng.random(150)
+    xb = xa + rng.normal(0.03, 0.2, 150)
+    xb[:20] = xa[:20]  # zero differences are skipped by the stream
+    long = _pair_frame(xa, xb)
+    ps = {cs: stats.compare(long, "user", "m", test="randomization", seed=5, n_resamples=3000,
+                            chunk_size=cs)["p_value"][0] for cs in (None, 1, 7, 3000)}
+    assert len(set(ps.values())) == 1
+    assert ps[None] == _naive_sign_flip_p(xb - xa, 3000, 5)
+    other = stats.compare(long, "user", "m", test="randomization", seed=6, n_resamples=3000)["p_value"][0]
+    assert other != ps[None]
+
+
+def test_randomization_converges_to_exact_enumeration():
+    d = np.array([0.3, -0.1, 0.25, 0.4, -0.05, 0.2, 0.15, 0.1, 0.05, -0.2])
+    exact = np.mean([abs(np.dot(s, d)) >= abs(d.sum()) - 1e-12 for s in itertools.product((-1, 1), repeat=d.size)])
+    b = 40_000
+    p = stats.compare(_pair_frame(np.zeros(d.size), d), "user", "m", test="randomization",
+                      n_resamples=b, seed=1)["p_value"][0]
+    assert abs(p - exact) < 4 * math.sqrt(exact * (1 - exact) / b) + 2 / b
+
+
+@pytest.mark.skipif(not LIVE_PY.exists(), reason=f"no live ranx venv at {LIVE_PY} (tests/conformance README builds it)")
+def test_randomization_agrees_with_ranx_fisher():
+    rng = np.random.default_rng(2024)
+    control = rng.random(80)
+    treatment = np.clip(control + rng.normal(0.03, 0.15, 80), 0, 1)
+    b = 20_000
+    script = ("import json, sys, numpy as np\n"
+              "from ranx.statistical_tests import fisher_randomization_test\n"
+              "a = json.load(sys.stdin)\n"
+              "p, _ = fisher_randomization_test(np.array(a['c']), np.array(a['t']), a['b'], 0.01, 42)\n"
+              "print(json.dumps(float(p)))\n")
+    out = subprocess.run([str(LIVE_PY), "-c", script], input=json.dumps({"c": control.tolist(),
+                         "t": treatment.tolist(), "b": b}), capture_output=True, text=True, timeout=600, check=True)
+    p_ranx = json.loads(out.stdout.strip().splitlines()[-1])  # ranx: #{>=} / B, no +1
+    p_ours = stats.compare(_pair_frame(control, treatment), "user", "m", test="randomization",
+                           n_resamples=b, seed=0)["p_value"][0]
+    assert 0.01 < p_ranx < 0.5  # a p-value where the agreement means something
+    p_ours_unplussed = (p_ours * (1 + b) - 1) / b
+    assert abs(p_ours_unplussed - p_ranx) < 4 * math.sqrt(2 * p_ranx * (1 - p_ranx) / b)
+
+
+# ------------------------------------------------------------------------------- bootstrap
+
+
+def _naive_boot_means(d, n_resamples, seed):
+    """The documented stream, written plainly: one spawned PCG64 per resample, indices, mean."""
+    kids = np.random.SeedSequence(seed).spawn(n_resamples)
+    return np.array([d[np.random.Generator(np.random.PCG64(c)).integers(0, d.size, d.size)].mean() for c in kids])
+
+
+def test_compare_bootstrap_follows_documented_stream():
+    rng = np.random.default_rng(8)
+    xa = rng.random(90)
+    xb = xa + rng.normal(0.05, 0.2, 90)
+    b = 1500
+    row = stats.compare(_pair_frame(xa, xb), "user", "m", test="bootstrap", n_resamples=b, seed=3,
+                        confidence=0.9, chunk_size=64).row(0, named=True)
+    d = xb - xa
+    boot = _naive_boot_means(d, b, 3)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.quantile(boot, [0.05, 0.95])), rel=1e-12)
+    shifted_p = (1 + np.count_nonzero(np.abs(boot - d.mean()) >= abs(d.mean()))) / (1 + b)
+    assert row["p_value"] == pytest.approx(shifted_p, rel=1e-12)
+    assert row["ci_low"] < row["diff"] < row["ci_high"]
+
+
+def test_bootstrap_reproducible_brackets_mean_and_matches_scipy():
+    data = _data(n=200)
+    long = _long(data)
+    b = 3000
+    res = {meth: stats.bootstrap(long, "user", ["ndcg", "precision"], n_resamples=b, seed=9, method=meth, runs=RUNS)
+           for meth in stats.BOOTSTRAP_METHODS}
+    again = stats.bootstrap(_long(data, shuffle_seed=1), "user", ["ndcg", "precision"], n_resamples=b, seed=9,
+                            chunk_size=17, runs=RUNS)
+    assert again.equals(res["percentile"]) or np.allclose(again["ci_low"], res["percentile"]["ci_low"], rtol=1e-13)
+    other = stats.bootstrap(long, "user", ["ndcg"], n_resamples=b, seed=10, runs=RUNS)
+    assert not np.allclose(other["ci_low"], res["percentile"].filter(pl.col("metric") == "ndcg")["ci_low"])
+    for meth, frame in res.items():
+        assert frame.height == 3 * 2 * 2
+        assert frame.select("run").unique(maintain_order=True)["run"].to_list() == list(RUNS)
+        assert (frame["ci_low"] < frame["value"]).all() and (frame["value"] < frame["ci_high"]).all()
+    # one column without NaNs against scipy.stats.bootstrap (independent RNG: Monte Carlo tolerance)
+    x = data["als"][10]["ndcg"]
+    x = x[~np.isnan(x)]
+    only = pl.DataFrame({"run": "als", "user": np.arange(x.size), "k": 10, "ndcg": x}).with_columns(
+        pl.col("k").cast(pl.Int64))
+    se = x.std(ddof=1) / math.sqrt(x.size)
+    for meth, sp in (("percentile", "percentile"), ("basic", "basic"), ("bca", "BCa")):
+        mine = stats.bootstrap(only, "user", ["ndcg"], n_resamples=b, seed=1, method=meth).row(0, named=True)
+        assert mine["value"] == pytest.approx(x.mean()) and mine["n_users"] == x.size
+        ref = scipy.stats.bootstrap((x,), np.mean, n_resamples=b, method=sp, random_state=1).confidence_interval
+        assert abs(mine["ci_low"] - ref.low) < 0.3 * se and abs(mine["ci_high"] - ref.high) < 0.3 * se
+
+
+def test_bca_matches_scipy_on_skewed_values():
+    # lognormal: BCa's skew corrections move the upper end by about one standard error
+    x = np.random.default_rng(1).lognormal(0, 1.5, 40)
+    only = pl.DataFrame({"run": "a", "user": np.arange(x.size), "k": 10, "m": x}).with_columns(
+        pl.col("k").cast(pl.Int64))
+    se = x.std(ddof=1) / math.sqrt(x.size)
+    mine = stats.bootstrap(only, "user", ["m"], n_resamples=4000, seed=1, method="bca").row(0, named=True)
+    ref = scipy.stats.bootstrap((x,), np.mean, n_resamples=4000, method="BCa", random_state=1).confidence_interval
+    assert abs(mine["ci_low"] - ref.low) < 0.4 * se and abs(mine["ci_high"] - ref.high) < 0.4 * se
+
+
+# ------------------------------------------------------------------------------- letters
+
+
+def test_letters_by_hand():
+    cmp = pl.DataFrame({
+        "run_a": ["pop", "pop", "als", "pop"], "run_b": ["als", "ease", "ease", "als"],
+        "metric": ["ndcg", "ndcg", "ndcg", "recall"], "k": [10, 10, 10, 10],
+        "mean_a": [0.2, 0.2, 0.4, 0.5], "mean_b": [0.4, 0.3, 0.3, 0.1],
+        "significant": [True, False, True, True]})
+    tie = pl.DataFrame({"run_a": ["als"], "run_b": ["ease"], "metric": ["recall"], "k": [10], "mean_a": [0.3],
+                        "mean_b": [0.3], "significant": [True]})  # equal means: nobody is better
+    cmp = pl.concat([cmp, tie])
+    table, note = stats.letters(cmp, test="t", correction="holm", alpha=0.05)
+    got = {(r, m): s for r, m, s in table.select("run", "metric", "better_than").rows()}
+    assert got == {("pop", "ndcg"): "", ("als", "ndcg"): "ac", ("ease", "ndcg"): "",
+                   ("pop", "recall"): "b", ("als", "recall"): "", ("ease", "recall"): ""}
+    assert table.filter(pl.col("run") == "ease")["letter"][0] == "c"
+    assert "a = pop, b = als, c = ease" in note and "holm" in note and "0.05" in note
+    assert [stats.run_letter(i) for i in (0, 25, 26, 27)] == ["a", "z", "aa", "ab"]
+
+
+# ------------------------------------------------------------------------------- errors
+
+
+def test_bad_input_raises_typed_errors_with_hints():
+    long = _long(_data(n=20))
+    with pytest.raises(MissingColumnError, match="'mrr'") as e:
+        stats.compare(long, "user", ["mrr"])
+    assert "Hint:" in str(e.value)
+    with pytest.raises(DuplicateUserError, match="more than once") as e:
+        stats.bootstrap(pl.concat([long, long.head(1)]), "user", ["ndcg"])
+    assert "Hint:" in str(e.value)
+    for kwargs in ({"test": "fisher"}, {"correction": "bh"}, {"alpha": 1.5}, {"baseline": "nope"},
+                   {"test": "randomization", "n_resamples": 0}):
+        with pytest.raises(ParameterError) as e:
+            stats.compare(long, "user", ["ndcg"], **kwargs)
+        assert "Hint:" in str(e.value)
+    with pytest.raises(ParameterError, match="unknown run"):
+        stats.compare(long, "user", ["ndcg"], runs=["pop", "svd"])
+    with pytest.raises(ParameterError, match="at least two runs"):
+        stats.compare(long.filter(pl.col("run") == "pop"), "user", ["ndcg"])
+    with pytest.raises(ParameterError, match="method"):
+        stats.bootstrap(long, "user", ["ndcg"], method="bc")

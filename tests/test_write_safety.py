@@ -1,0 +1,408 @@
+"""Result.write under attack and under failure (issue 15): hostile prefixes never reach SQL, two
+processes appending at once lose nothing, ``kill -9`` mid-write leaves every earlier run readable,
+a failed write leaves no part of its run, and every failure is a typed error with a hint."""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import rankwise
+from rankwise import _write
+
+RECS = pl.DataFrame({"user": [1, 1, 2, 3], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 1]})
+TRUTH = pl.DataFrame({"user": [1, 2, 4], "item": [11, 12, 10]})
+ROWS_PER_RUN = 4 * 2 * 2  # users 1..4 (union) x metrics precision, ndcg x k = 1, 2
+SETUP = """
+import os, pickle, sys, time
+with open("result.pickle", "rb") as handle:  # the parent's Result: no evaluate (and no scipy import) per child
+    result = pickle.load(handle)
+def signal_file(path):
+    open(path, "w").close()
+"""
+RESULT = functools.cache(lambda: rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision", "ndcg"]))
+FILE_TARGETS = {"parquet": "runs.parquet", "csv": "runs.csv", "jsonl": "runs.jsonl"}
+
+
+@pytest.fixture
+def result():
+    return RESULT()
+
+
+def _pg_uri(dsn: str) -> str:
+    import psycopg
+
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    return f"postgresql://{info['user']}@{info['host']}:{info['port']}/{info['dbname']}"
+
+
+def read(target: str | Path, table: str, prefix: str = "rankwise_") -> pl.DataFrame:
+    """One table of a target, read with DuckDB (datasets as one glob) or Polars (Delta)."""
+    target = str(target)
+    if target.startswith("delta:"):
+        return pl.read_delta(str(Path(target.removeprefix("delta:")) / table))
+    if target.endswith(".duckdb"):
+        with duckdb.connect(target, read_only=True) as con:
+            return con.sql(f'SELECT * FROM "{prefix}{table}"').pl()
+    suffix = Path(target).suffix
+    reader = {".parquet": "read_parquet", ".csv": "read_csv", ".jsonl": "read_json"}[suffix]
+    with duckdb.connect() as con:  # DuckDB reads the dataset directory as one table
+        return con.sql(f"SELECT * FROM {reader}('{target}/{table}/*{suffix}')").pl()
+
+
+def assert_complete_runs(target, n_runs: int) -> None:
+    """n_runs runs, each with all its per-user and summary rows, and nothing else."""
+    runs, per_user, summary = (read(target, t) for t in ("runs", "per_user", "summary"))
+    assert runs.height == n_runs and runs["run_id"].n_unique() == n_runs, runs
+    assert per_user.group_by("run_id").len().sort("run_id")["len"].to_list() == [ROWS_PER_RUN] * n_runs
+    assert set(per_user["run_id"]) == set(summary["run_id"]) == set(runs["run_id"])
+    assert summary.height == 4 * n_runs
+
+
+def spawn(code: str, *args, cwd: Path) -> subprocess.Popen:
+    """A child Python running SETUP then ``code`` in ``cwd``, with ``result`` and ``signal_file``."""
+    if not (cwd / "result.pickle").exists():
+        (cwd / "result.pickle").write_bytes(pickle.dumps(RESULT()))
+    return subprocess.Popen([sys.executable, "-c", SETUP + textwrap.dedent(code), *map(str, args)], cwd=cwd,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path: Path, *procs: subprocess.Popen) -> None:
+    """Until ``path`` exists (a child's signal); a child that died instead fails the test with its stderr."""
+    while not path.exists():
+        for proc in procs:
+            if proc.poll() is not None:
+                pytest.fail(f"child exited with {proc.returncode}:\n{proc.stderr.read()}")
+        time.sleep(0.01)
+
+
+# -- 1. hostile prefixes: validated, never pasted ------------------------------------------------------
+
+HOSTILE = ['x; DROP TABLE sentinel; --', '"', 'x"; COPY (SELECT 1) TO PROGRAM \'touch {marker}\'; --',
+           "x'; DROP TABLE sentinel; --", "a\nb", "ünïcode_", "a.b.c", ".x", "x y", "", "1abc", None, 5]
+
+
+@pytest.fixture
+def marker():
+    """A path any local user (PostgreSQL's server user too) could create: an injection would touch it."""
+    folder = Path(tempfile.mkdtemp(prefix="rankwise-marker-"))
+    folder.chmod(0o777)
+    yield folder / "MARKER"
+    (folder / "MARKER").unlink(missing_ok=True)
+    folder.rmdir()
+
+
+def _hostile(marker: Path) -> list:
+    return [p.format(marker=marker) if isinstance(p, str) else p for p in HOSTILE]
+
+
+def test_hostile_prefixes_never_reach_duckdb(result, tmp_path, marker):
+    target = tmp_path / "runs.duckdb"
+    with duckdb.connect(str(target)) as con:
+        con.execute("CREATE TABLE sentinel AS SELECT 42 AS x")
+    for prefix in _hostile(marker):
+        if prefix == "":
+            continue  # the empty prefix is valid: tables runs, per_user, summary
+        with pytest.raises(rankwise.InvalidIdentifierError) as info:
+            result.write(target, prefix=prefix)
+        assert repr(prefix) in str(info.value) and "Hint:" in str(info.value)
+    with duckdb.connect(str(target)) as con:
+        assert con.sql("SELECT * FROM sentinel").fetchall() == [(42,)]
+        assert con.sql("SELECT table_name FROM information_schema.tables").fetchall() == [("sentinel",)]
+    assert not marker.exists()
+
+
+def test_hostile_prefixes_never_reach_postgres(result, pg_dsn, marker):
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        con.execute(f'CREATE SCHEMA "{schema}"; CREATE TABLE "{schema}".sentinel AS SELECT 42 AS x')
+    try:
+        for prefix in _hostile(marker):
+            if prefix == "":
+                continue
+            for qualified in ([prefix, f"{schema}.{prefix}"] if isinstance(prefix, str) else [prefix]):
+                with pytest.raises(rankwise.InvalidIdentifierError, match="Hint:"):
+                    result.write(_pg_uri(pg_dsn), prefix=qualified)
+        with psycopg.connect(pg_dsn) as con:
+            assert con.execute(f'SELECT x FROM "{schema}".sentinel').fetchall() == [(42,)]
+            assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
+                               (schema,)).fetchone() == (1,)
+        assert not marker.exists()
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_schema_reserved_words_and_case_are_quoted_and_found_again_in_duckdb(result, tmp_path):
+    target = tmp_path / "runs.duckdb"
+    for prefix in ("analytics.rankwise_", "analytics.rankwise_", "RW_", "RW_", "select.order_", "select.order_"):
+        result.write(target, prefix=prefix)  # twice each: the second finds the tables the first made
+    with duckdb.connect(str(target)) as con:
+        for table in ("analytics.rankwise_runs", '"RW_runs"', '"select"."order_runs"'):
+            assert con.sql(f"SELECT count(*) FROM {table}").fetchall() == [(2,)]
+
+
+# -- 2. concurrent appends -------------------------------------------------------------------------------
+
+WRITER = """
+go, targets = sys.argv[1], sys.argv[2:]
+signal_file(f"ready-{os.getpid()}")
+while not os.path.exists(go):
+    time.sleep(0.005)
+for _ in range(5):
+    for target in targets:
+        result.write(target)
+"""
+
+
+def test_two_processes_appending_at_once_lose_nothing(tmp_path):
+    targets = [*FILE_TARGETS.values(), "runs.duckdb", "delta:runs_delta"]
+    writers = [spawn(WRITER, "go", *targets, cwd=tmp_path) for _ in range(2)]
+    for proc in writers:
+        wait_for(tmp_path / f"ready-{proc.pid}", *writers)
+    (tmp_path / "go").touch()  # both start together, each writing 5 runs to every target in turn
+    for proc in writers:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    for target in targets:
+        assert_complete_runs(tmp_path / target if ":" not in target else f"delta:{tmp_path}/runs_delta", 10)
+
+
+# -- 3. kill -9 in the middle of a write -------------------------------------------------------------------
+
+KILLED = {  # each child writes one run, then is held in the middle of its second write and killed there
+    "files": """
+        import os as real_os
+        replace = real_os.replace
+        def held(*args):  # all three tables are staged as hidden files; none renamed yet
+            signal_file("held"); time.sleep(600)
+        result.write(sys.argv[1]); real_os.replace = held; result.write(sys.argv[1])
+    """,
+    "duckdb": """
+        import duckdb
+        connect = duckdb.connect
+        class Held:  # the transaction has inserted per_user; the summary insert never finishes
+            def __init__(self, con): self.con = con
+            def __getattr__(self, name): return getattr(self.con, name)
+            def execute(self, query, *args):
+                if query.startswith("INSERT") and "summary" in query:
+                    signal_file("held"); time.sleep(600)
+                return self.con.execute(query, *args)
+        result.write(sys.argv[1]); duckdb.connect = lambda *a, **k: Held(connect(*a, **k)); result.write(sys.argv[1])
+    """,
+    "delta": """
+        import deltalake
+        write = deltalake.write_deltalake
+        def held(location, data, **options):  # kill inside the per_user commit's file writes
+            signal_file("held"); time.sleep(600)
+        result.write(sys.argv[1]); deltalake.write_deltalake = held; result.write(sys.argv[1])
+    """,
+}
+
+
+@pytest.mark.parametrize("target", [*FILE_TARGETS.values(), "runs.duckdb", "delta:runs_delta"])
+def test_kill_9_mid_append_leaves_every_earlier_run_readable(tmp_path, target):
+    kind = "delta" if target.startswith("delta:") else "duckdb" if target.endswith(".duckdb") else "files"
+    where = f"delta:{tmp_path}/runs_delta" if kind == "delta" else tmp_path / target
+    child = spawn(KILLED[kind], where, cwd=tmp_path)
+    wait_for(tmp_path / "held", child)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    assert_complete_runs(where, 1)  # the first run, whole; nothing of the killed one is visible
+    RESULT().write(where)  # and appends go on
+    assert_complete_runs(where, 2)
+
+
+# -- 4. a failed write leaves no part of its run ---------------------------------------------------------
+
+
+def _failing_summary(monkeypatch):
+    """The summary frame gets text in its BIGINT column k: its insert fails after per_user's succeeded."""
+    frames = _write.frames
+    monkeypatch.setattr(_write, "frames", lambda *a, **k: {
+        **(tables := frames(*a, **k)), "summary": tables["summary"].with_columns(k=pl.lit("not a number"))})
+
+
+def test_a_failed_summary_leaves_no_per_user_rows_in_duckdb(result, tmp_path, monkeypatch):
+    target = tmp_path / "runs.duckdb"
+    result.write(target)
+    _failing_summary(monkeypatch)
+    with pytest.raises(rankwise.WriteError, match="Hint:"):
+        result.write(target)
+    assert_complete_runs(target, 1)
+
+
+def test_a_failed_summary_leaves_no_per_user_rows_in_postgres(result, pg_dsn, monkeypatch):
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    try:
+        result.write(_pg_uri(pg_dsn), prefix=f"{schema}.rw_")
+        _failing_summary(monkeypatch)
+        with pytest.raises(rankwise.WriteError, match="Hint:") as info:
+            result.write(_pg_uri(pg_dsn), prefix=f"{schema}.rw_")
+        assert not isinstance(info.value.__cause__, rankwise.RankwiseError)  # psycopg's error, wrapped
+        with psycopg.connect(pg_dsn) as con:
+            counts = [con.execute(f'SELECT count(*) FROM "{schema}"."rw_{t}"').fetchone()[0]
+                      for t in ("runs", "per_user", "summary")]
+        assert counts == [1, ROWS_PER_RUN, 4]
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_a_failed_file_write_leaves_no_files_of_its_run(result, tmp_path, monkeypatch, target):
+    """Read-only directory, full disk: any OSError on the summary file. (Root ignores chmod, so patched.)"""
+    result.write(tmp_path / target)
+    write_file = _write._write_file
+
+    def failing(frame, path, fmt):
+        if path.parent.name == "summary":
+            raise PermissionError(13, "Permission denied", str(path))
+        write_file(frame, path, fmt)
+
+    monkeypatch.setattr(_write, "_write_file", failing)
+    with pytest.raises(rankwise.WriteError, match="Permission denied") as info:
+        result.write(tmp_path / target)
+    assert "Hint:" in str(info.value)
+    assert_complete_runs(tmp_path / target, 1)
+    assert sorted(p.name for p in (tmp_path / target).rglob("*") if p.is_file() and p.name.startswith(".")) == []
+
+
+# -- 5. typed errors ------------------------------------------------------------------------------------------
+
+
+def test_a_held_duckdb_file_is_retried_then_write_locked_error(result, tmp_path, monkeypatch):
+    target = tmp_path / "runs.duckdb"
+    holder = spawn("""
+        import duckdb
+        con = duckdb.connect(sys.argv[1]); signal_file("held"); time.sleep(600)
+    """, target, cwd=tmp_path)
+    try:
+        wait_for(tmp_path / "held", holder)
+        monkeypatch.setattr(_write, "LOCK_RETRIES", 3)  # 0.025 + 0.05 + 0.1 s of waiting
+        with pytest.raises(rankwise.WriteLockedError, match="held by another process") as info:
+            result.write(target)
+        assert "Hint:" in str(info.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    result.write(target)  # released: the write goes through
+    assert_complete_runs(target, 1)
+
+
+@pytest.mark.parametrize("target", [*FILE_TARGETS.values(), "runs.duckdb", "delta"])
+def test_a_corrupt_existing_target_is_a_write_error(result, tmp_path, target):
+    if target == "runs.duckdb":
+        (tmp_path / target).write_bytes(b"not a database" * 100)
+        path = tmp_path / target
+    elif target == "delta":
+        (tmp_path / "d" / "per_user" / "_delta_log").mkdir(parents=True)
+        (tmp_path / "d" / "per_user" / "_delta_log" / "00000000000000000000.json").write_text("{garbage")
+        path = f"delta:{tmp_path}/d"
+    else:
+        (tmp_path / target / "summary").mkdir(parents=True)
+        (tmp_path / target / "summary" / f"run-old{Path(target).suffix}").write_bytes(b"\x00\xff garbage")
+        path = tmp_path / target
+    with pytest.raises(rankwise.WriteError, match="Hint:") as info:
+        result.write(path)
+    assert type(info.value) in (rankwise.WriteError, rankwise.WriteSchemaError)
+    if target in FILE_TARGETS.values():  # nothing was written next to the damaged file
+        assert not (tmp_path / target / "per_user").exists()
+
+
+def test_a_legacy_or_foreign_path_under_a_delta_target(result, tmp_path):
+    (tmp_path / "d" / "runs").mkdir(parents=True)
+    (tmp_path / "d" / "runs" / "notes.txt").write_text("mine")
+    with pytest.raises(rankwise.WriteError, match="not a Delta table"):
+        result.write(f"delta:{tmp_path}/d")
+    assert not (tmp_path / "d" / "per_user").exists()
+
+
+def test_delta_without_the_package_is_a_missing_dependency(result, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "deltalake", None)
+    with pytest.raises(rankwise.MissingDependencyError, match=r"rankwise\[delta\]"):
+        result.write(tmp_path / "runs", format="delta")
+
+
+def test_delta_targets_spelled_three_ways(result, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result.write("delta:a")
+    result.write("a", format="delta")
+    result.write("delta://a")
+    result.write("a")  # an existing Delta dataset directory is recognised
+    assert_complete_runs("delta:a", 4)
+
+
+def test_a_bad_postgres_uri_is_a_write_error_without_the_password(result):
+    for uri in ("postgresql://me:s3cret@[broken", "postgresql://me:s3cret@127.0.0.1:1/db",
+                "postgresql://me@127.0.0.1:notaport/db"):
+        with pytest.raises(rankwise.WriteError, match="Hint:") as info:
+            result.write(uri)
+        assert "s3cret" not in str(info.value)
+
+
+# -- 6. ids of every type, user columns named like the written columns -----------------------------------------
+
+IDS = {  # user ids of three types and their text form in user_id (by hand: JSON, lowercase hex)
+    "struct": ([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], ['{"a":1,"b":"x"}', '{"a":2,"b":"y"}']),
+    "binary": ([b"\x00a", b"\xffb"], ["0061", "ff62"]),
+    "list": ([[1, 2], [3]], ["[1,2]", "[3]"]),
+}
+FINGERPRINT = """
+import polars as pl, sys
+from rankwise import _write
+from types import SimpleNamespace
+frame = pl.read_ipc(sys.argv[1])
+print(_write.fingerprint(SimpleNamespace(recommendations=frame, ground_truth=frame)))
+"""
+
+
+@pytest.mark.parametrize("kind", IDS)
+def test_struct_binary_and_list_ids_are_written_and_fingerprinted(tmp_path, kind):
+    (first, second), texts = IDS[kind]
+    recs = pl.DataFrame({"user": [first, first, second], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [first, second], "item": [11, 10]})
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"])
+    res.write(tmp_path / "runs.parquet")
+    rows = read(tmp_path / "runs.parquet", "per_user").sort("user_id")
+    assert rows.select("user_id", "value").rows() == [(texts[0], 0.0), (texts[1], 1.0)]  # user 1 hits at rank 2
+    fingerprint = read(tmp_path / "runs.parquet", "runs")["inputs_fingerprint"][0]
+    assert len(fingerprint) == 64
+    # stable: another process with another hash seed gets the same digest of the same rows in another order
+    canonical = res.prepared[None].recommendations
+    canonical.reverse().write_ipc(tmp_path / "recs.arrow")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", FINGERPRINT, str(tmp_path / "recs.arrow")], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    prepared = type("P", (), {"recommendations": canonical, "ground_truth": canonical})
+    assert out == _write.fingerprint(prepared)
+    first_row = pl.int_range(pl.len()) == 0
+    changed = canonical.with_columns(user_id=pl.when(first_row).then(pl.col("user_id").last())
+                                     .otherwise(pl.col("user_id")))  # row 1 moved to the other user
+    assert _write.fingerprint(type("P", (), {"recommendations": changed, "ground_truth": changed})) != out
+
+
+@pytest.mark.parametrize("user_col", ["value", "metric", "run_id", "user_id", "run_name"])
+def test_a_user_column_named_like_a_written_column(tmp_path, user_col):
+    res = rankwise.evaluate(RECS.rename({"user": user_col}), TRUTH.rename({"user": user_col}), k=[1, 2],
+                            metrics=["precision", "ndcg"], user_col=user_col)
+    res.write(tmp_path / "runs.parquet")
+    assert_complete_runs(tmp_path / "runs.parquet", 1)
+    rows = read(tmp_path / "runs.parquet", "per_user").filter(metric="precision", k=2).sort("user_id")
+    assert rows.select("user_id", "value").rows() == [("1", 0.5), ("2", 0.0), ("3", None), ("4", 0.0)]
