@@ -359,3 +359,67 @@ def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
     with pytest.raises(error) as info:
         B.prepare_side_inputs(**kwargs)
     assert words in str(info.value) and "Hint:" in str(info.value)
+
+
+# -- through evaluate(): per_user columns, summary rows, per_item, errors -----------------------------
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])  # beyond-accuracy metrics run on these two for now
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_evaluate_gives_the_oracles_values(seed, engine):
+    backend = engine
+    recs, scores, truth, train, items, features, ks = _dataset(seed)
+    embedding = all(set(f) == {"0", "1", "2"} for f in features.values())
+    recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, embedding)
+    recs_in = recs_df.filter(pl.col("item_id").is_not_null()).select(
+        pl.col("user_id").alias("user"), pl.col("item_id").alias("item"), "rank")
+    truth_in = truth_df.rename({"user_id": "user", "item_id": "item"})
+    recs = {u: lst for u, lst in recs.items() if lst}  # a long table holds no empty list
+    user_metrics = ["novelty", "arp", "long_tail_share", "ild", "serendipity"]
+    catalog_metrics = ["item_coverage", "gini", "exposure_entropy", "personalization"]
+    train_in = side.train.rename({"user_id": "user", "item_id": "item"})
+    feats = side.features.rename({"item_id": "item"})
+    items_in = None if side.items is None else side.items.rename({"item_id": "item"})
+    if not recs:
+        return
+    res = rankwise.evaluate(recs_in, truth_in, k=ks, metrics=["precision", *user_metrics, *catalog_metrics],
+                            train=train_in, items=items_in, item_features=feats, backend=backend)
+    conv = Convention()
+    per_user = {r["user"]: r for r in res.per_user.iter_rows(named=True)}
+    summary = {(r["metric"], r["k"]): r for r in res.summary.iter_rows(named=True)}
+    for k in ks:
+        want_users = oracle.user_values(recs, train, k, conv, items, features, truth)
+        for user, want in want_users.items():
+            for m in user_metrics:
+                assert _close(want[m], per_user[user][f"{m}@{k}"]), (backend, k, user, m)
+        want_cat = oracle.catalog_values(recs, train, k, conv, items, None)
+        for m in catalog_metrics:
+            assert _close(want_cat[m], summary[(m, k)]["value"]), (backend, k, m)
+            assert summary[(m, k)]["n_users"] == want_cat["n_users"]
+            assert math.isnan(summary[(m, k)]["ci_low"])  # one value per run: no t interval
+        for m in user_metrics:
+            defined = [v[m] for v in want_users.values() if not math.isnan(v[m])]
+            row = summary[(m, k)]
+            assert row["n_users"] == len(defined)
+            if defined:
+                assert _close(sum(defined) / len(defined), row["value"])
+    want_items = oracle.item_values(recs, train, ks[-1], conv, items)
+    got_items = {r["item"]: (r["exposure"], r["popularity"])
+                 for r in res.per_item.filter(pl.col("k") == ks[-1]).iter_rows(named=True)}
+    assert got_items == want_items
+
+
+def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    train = pl.DataFrame({"user": [7, 8, 8], "item": [10, 10, 12]})
+    res = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "item_coverage"], train=train)
+    # by hand: U_T = 2, pop(10) = 2, item 11 is cold (one user): novelty u1 = (0 + 1) / 2, u2 = 0
+    assert res.per_user.rows() == [(1, 0.5), (2, 0.0)]
+    coverage = res.summary.filter(pl.col("metric") == "item_coverage")
+    assert coverage["value"].item() == 0.5  # {10, 11} ∩ C = {10} of C = {10, 12}
+    with pytest.raises(rankwise.ParameterError, match="train"):
+        rankwise.evaluate(recs, None, k=2, metrics=["novelty"])
+    with pytest.raises(rankwise.ParameterError, match="item_features"):
+        rankwise.evaluate(recs, None, k=2, metrics=["ild"], train=train)
+    with pytest.raises(rankwise.ParameterError, match="ground_truth"):
+        rankwise.evaluate(recs, None, k=2, metrics=["precision", "novelty"], train=train)

@@ -137,6 +137,10 @@ def _probe_input_order(dialect):
     rankwise.sql(dialect=dialect, score_col="score", convention=rankwise.Convention(ties="input_order"))
 
 
+def _probe_min_score(dialect):
+    rankwise.sql(dialect=dialect, score_col="score", convention=rankwise.Convention(min_score=0.5))
+
+
 def _probe_error_values(dialect):
     rankwise.sql(dialect=dialect, convention=rankwise.Convention(empty_labels="error"))
 
@@ -181,6 +185,7 @@ PROBES = {
     "input validation": (_probe_validation, ("duckdb",)),
     "convention ties='input_order'": (_probe_input_order, render.DIALECTS),
     "convention empty_labels='error'": (_probe_error_values, render.DIALECTS),
+    "convention min_score": (_probe_min_score, render.DIALECTS),
     "list-form inputs": (_probe_list_form, ("duckdb",)),
     "NaN": (_probe_nan, ("duckdb",)),
     "temporary views": (_probe_temporary_views, render.DIALECTS),

@@ -186,3 +186,43 @@ def test_result_bootstrap_is_reproducible_and_brackets_the_mean():
     assert ((one["ci_low"] <= one["value"]) & (one["value"] <= one["ci_high"])).all()
     with pytest.raises(rankwise.ParameterError, match="two runs"):
         rankwise.evaluate(*_inputs(1)[2:], k=3).compare()
+
+
+# -- segments: every mean per group of users -------------------------------------------------------
+
+
+def test_segment_summary_is_the_oracles_mean_and_t_interval_per_segment(backend):
+    recs_d, truth_d, recs, truth = _inputs(3)
+    users = sorted(set(recs_d) | set(truth_d))
+    segment_of = {u: ("even" if u % 2 == 0 else "odd") for u in users if u % 7 != 0}  # multiples of 7: none
+    table = pl.DataFrame({"user": list(segment_of), "segment": list(segment_of.values())})
+    res = rankwise.evaluate(recs, truth, k=[3, 10], metrics=["ndcg", "recall"], backend=backend, segments=table)
+    naive = oracle.evaluate(recs_d, truth_d, (3, 10), resolve("default"))
+    assert res.segments.height == 2 * 2 * 2  # segments x metrics x ks
+    for row in res.segments.iter_rows(named=True):
+        values = np.array([v[f"{row['metric']}@{row['k']}"] for u, v in naive.items()
+                           if segment_of.get(u) == row["segment"] and not math.isnan(v[f"{row['metric']}@{row['k']}"])])
+        assert row["n_users"] == len(values)
+        assert row["value"] == pytest.approx(values.mean(), rel=1e-12)
+        low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-9)
+    no_segment = res.excluded.filter(pl.col("code") == "no_segment")["n_users"].item()
+    assert no_segment == sum(1 for u in naive if u not in segment_of)
+
+
+def test_segments_errors_and_by_segment_compare():
+    _, _, recs, truth = _inputs(3)
+    with pytest.raises(rankwise.DuplicateUserError, match="more than one segment"):
+        rankwise.evaluate(recs, truth, k=3, segments=pl.DataFrame({"user": [1, 1], "segment": ["a", "b"]}))
+    with pytest.raises(rankwise.MissingColumnError, match="segment"):
+        rankwise.evaluate(recs, truth, k=3, segments=pl.DataFrame({"user": [1]}))
+    table = pl.DataFrame({"user": list(range(60)), "segment": ["low" if u < 30 else "high" for u in range(60)]})
+    res = rankwise.evaluate({"a": recs, "b": _inputs(4)[2]}, truth, k=3, metrics=["ndcg"], segments=table)
+    by_segment = res.compare(by_segment=True, test="t", correction=None)
+    for row in by_segment.iter_rows(named=True):  # the same test on that segment's users alone
+        part = res.long.filter(pl.col("user").is_in([u for u in range(60) if (u < 30) == (row["segment"] == "low")]))
+        a = part.filter(pl.col("run") == "a").sort("user")["ndcg"].to_numpy()
+        b = part.filter(pl.col("run") == "b").sort("user")["ndcg"].to_numpy()
+        ok = ~(np.isnan(a) | np.isnan(b))
+        assert row["n_users"] == ok.sum()
+        assert row["p_value"] == pytest.approx(stats.ttest_rel(b[ok], a[ok]).pvalue, rel=1e-12)

@@ -29,13 +29,15 @@ from .errors import (
     WriteLockedError,
     WriteSchemaError,
 )
+from ._beyond import METRICS as BEYOND_METRICS
 from .metrics import METRICS
 from .render import sql
+from . import expr, report, stats  # noqa: E402  (list-form expressions; HTML report and plots; statistics)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BACKENDS", "METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation",
+    "BACKENDS", "METRICS", "BEYOND_METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation", "expr", "report", "stats",
     "bind_parameters", "shipped_sql", "sql", "compare_conventions", "explain", "Explanation",
     "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "DuplicateUserError", "InputError",
     "InputFileError", "InvalidIdentifierError", "InvalidRankError", "InvalidRelevanceError", "InvalidScoreError",

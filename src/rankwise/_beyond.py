@@ -42,6 +42,7 @@ from .errors import (
     InputError,
     MissingColumnError,
     NullValueError,
+    ParameterError,
 )
 
 USER_COLUMNS = ("novelty", "arp", "long_tail_share", "ild", "serendipity")
@@ -493,3 +494,72 @@ def duckdb_catalog(con, conv: Convention) -> pl.DataFrame:
 def duckdb_per_item(con, conv: Convention) -> pl.DataFrame:
     """sql/beyond_items.sql over the registered relations."""
     return _run(con, "beyond_items", conv).sort("k", ITEM)
+
+
+# --------------------------------------------------------------------------------------------------
+# what evaluate() asks for
+
+METRICS = USER_COLUMNS + ("item_coverage", "gini", "exposure_entropy", "personalization")  # through evaluate()
+_NEEDS = {"novelty": ("train",), "arp": ("train",), "long_tail_share": ("train",), "ild": ("item_features",),
+          "serendipity": ("train", "ground_truth")}
+_UNDEFINED = {"novelty": "no recommended item at k", "arp": "no recommended item at k",
+              "long_tail_share": "no recommended item at k", "serendipity": "no recommended item at k",
+              "ild": "fewer than 2 items with features at k"}
+
+
+def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> None:
+    """A metric whose input was not given is a ParameterError naming the argument."""
+    given = {"train": side.train is not None, "items": side.items is not None,
+             "item_features": side.features is not None, "ground_truth": has_truth}
+    for name in names:
+        needs = list(_NEEDS.get(name, ()))
+        if name in ("item_coverage", "gini") and conv.catalog != "recommended" and not (
+                given["train"] or (conv.catalog == "items" and given["items"])):
+            needs.append("items" if conv.catalog == "items" else "train")
+        missing = [n for n in needs if not given[n]]
+        if missing:
+            raise ParameterError(
+                f"Metric {name!r} needs {' and '.join(missing)}, which {'was' if len(missing) == 1 else 'were'} not given.",
+                hint=f"Pass evaluate(..., {', '.join(f'{n}=...' for n in missing)}) (CLI: "
+                     f"{', '.join('--' + n.replace('_', '-') for n in missing)}).")
+
+
+def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str):
+    """The beyond-accuracy values of one run: (user rows (user_id, k, n_items, *user metrics), catalog
+    rows (metric, k, value, n_users), per_item (item_id, k, exposure, popularity)), by the shipped SQL
+    in DuckDB (engine="duckdb") or the Polars expressions (every other engine)."""
+    truth = truth if "serendipity" in names else None
+    if engine == "duckdb":
+        import duckdb
+
+        with duckdb.connect() as con:
+            register(con, recs, side, ks, truth)
+            users, catalog, items = duckdb_user(con, conv), duckdb_catalog(con, conv), duckdb_per_item(con, conv)
+    else:
+        users = polars_user(recs, side, ks, conv, truth=truth).collect()
+        catalog, items = polars_catalog(recs, side, ks, conv), per_item(recs, side, ks, conv)
+    wanted = [n for n in names if n in USER_COLUMNS]
+    users = users.select(USER, pl.col("k").cast(pl.Int64), *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
+    catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
+    return users, catalog, items
+
+
+def summary_rows(users: pl.DataFrame, catalog: pl.DataFrame, names) -> pl.DataFrame:
+    """Engine-style raw summary rows (metric, k, value, n_users, sd): user metrics are means over the
+    users with a defined value; catalog metrics are one value per k (sd NaN: no t interval)."""
+    parts = [users.group_by("k").agg(
+        pl.lit(n).alias("metric"), pl.col(n).filter(~pl.col(n).is_nan()).mean().alias("value"),
+        (~pl.col(n).is_nan()).sum().cast(pl.Int64).alias("n_users"),
+        pl.col(n).filter(~pl.col(n).is_nan()).std().alias("sd")) for n in names if n in USER_COLUMNS]
+    parts.append(catalog.select("metric", pl.col("k").cast(pl.Int64), pl.col("value").cast(pl.Float64),
+                                pl.col("n_users").cast(pl.Int64), pl.lit(None, pl.Float64).alias("sd")))
+    return pl.concat([p.select("metric", "k", "value", "n_users", "sd") for p in parts])
+
+
+def excluded_rows(users: pl.DataFrame, names) -> list[tuple[str, str, int]]:
+    """(code, reason, n_users) for each user metric: users whose value is undefined at the largest k."""
+    if not users.height:
+        return []
+    top = users.filter(pl.col("k") == users["k"].max())
+    return [(f"undefined_{n}", f"{n} only: {_UNDEFINED[n]}", int(top[n].is_nan().sum()))
+            for n in names if n in USER_COLUMNS]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import re
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from . import _progress, _shape, _spark_backend
+from . import _beyond, _progress, _segments, _shape, _spark_backend
 from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
 from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
@@ -51,6 +52,9 @@ class Result:
     user_col: str = "user"
     prepared: dict[str | None, Prepared] = field(default_factory=dict, repr=False)  # for write()'s fingerprint
     confidence: float = 0.95  # the level of summary's intervals
+    per_item: pl.DataFrame | None = None  # beyond-accuracy inputs: (run,) item, k, exposure, popularity
+    segments: pl.DataFrame | None = None  # segments=: (run,) segment, metric, k, value, n_users, ci_low, ci_high
+    segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
 
     @cached_property
     def per_user(self):
@@ -73,14 +77,29 @@ class Result:
         return write(self, target, mode=mode, prefix=prefix, **options)
 
     def compare(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
-                alpha: float = 0.05, seed=0, n_resamples: int = 10_000, metrics=None) -> pl.DataFrame:
+                alpha: float = 0.05, seed=0, n_resamples: int = 10_000, metrics=None,
+                by_segment: bool = False) -> pl.DataFrame:
         """Paired significance tests between runs, per metric and k (``rankwise.stats.compare``):
         every pair of runs, or each run against ``baseline``; tests "t" (scipy.stats.ttest_rel),
         "wilcoxon" (scipy.stats.wilcoxon), "randomization" (sign flip, p = (1 + #{|T*| >= |T|}) /
         (1 + n_resamples)), "bootstrap"; correction "holm", "bonferroni" or None within a metric and k.
-        Users are paired by id; a user is used where both runs have a value (n_users counts them)."""
+        Users are paired by id; a user is used where both runs have a value (n_users counts them).
+        ``by_segment=True`` (an evaluate with ``segments=``): the same within each segment, a leading
+        ``segment`` column, corrections within each segment, metric and k."""
         from . import stats
 
+        if by_segment:
+            if self.segment_of is None:
+                raise ParameterError("by_segment=True needs an evaluate(..., segments=...).",
+                                     hint="Pass segments= a (user, segment) table or a ground-truth column.")
+            long = self._long_with_runs().join(
+                self.segment_of.with_columns(pl.col(self.user_col).cast(self.long.schema[self.user_col])),
+                on=self.user_col, how="inner")
+            parts = [self._with_long(part.drop("segment")).compare(
+                baseline, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
+                metrics=metrics).select(pl.lit(segment).alias("segment"), pl.all())
+                for (segment,), part in sorted(long.partition_by("segment", as_dict=True).items())]
+            return pl.concat(parts)
         return stats.compare(self._long_with_runs(), self.user_col, self._metric_names(metrics), baseline=baseline,
                              test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
                              confidence=self.confidence, runs=self.runs)
@@ -129,15 +148,21 @@ class Result:
         return report.html_table(self)
 
     def _metric_names(self, metrics) -> list[str]:
-        names = list(dict.fromkeys(self.request.names))
+        columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
+        names = [n for n in dict.fromkeys(self.request.names) if n in columns]  # per-user metrics only
         if metrics is None:
             return names
         wanted = [metrics] if isinstance(metrics, str) else list(metrics)
         unknown = [m for m in wanted if m not in names]
         if unknown:
-            raise ParameterError(f"metrics {unknown} were not evaluated (evaluated: {', '.join(names)}).",
-                                 hint="Pass metrics evaluated in this result, or evaluate them first.")
+            raise ParameterError(f"metrics {unknown} have no per-user values here (per-user metrics: "
+                                 f"{', '.join(names)}).",
+                                 hint="Catalog-level metrics (coverage, gini, ...) have one value per run: "
+                                      "nothing to pair or resample over users.")
         return wanted
+
+    def _with_long(self, long: pl.DataFrame) -> Result:
+        return dataclasses.replace(self, long=long, segments=None, segment_of=None)
 
     def _long_with_runs(self) -> pl.DataFrame:
         if not isinstance(self.long, pl.DataFrame):
@@ -162,6 +187,10 @@ def evaluate(
     collect: bool = True,
     memory_limit: str | int | None = None,
     confidence: float = 0.95,
+    train=None,
+    items=None,
+    item_features=None,
+    segments=None,
 ) -> Result:
     """Evaluate ranked recommendations against ground truth.
 
@@ -190,6 +219,16 @@ def evaluate(
         stream). Results are identical to an uncapped run. Not for backend="spark" (size the
         Spark session instead).
     confidence : level of the t intervals ``summary.ci_low`` / ``ci_high`` (default 0.95).
+    train, items, item_features : inputs of the beyond-accuracy metrics (``rankwise.BEYOND_METRICS``,
+        asked for by name in ``metrics``): train interactions (user, item), the catalog (a table with
+        an item column or a sequence of ids), item features long (item, feature[, value]) or (item,
+        embedding). Per-user ones (novelty, arp, long_tail_share, ild, serendipity) are columns of
+        ``per_user``; catalog ones (item_coverage, gini, exposure_entropy, personalization) are
+        summary rows only; ``Result.per_item`` holds each item's exposure and popularity.
+        ``ground_truth`` may be None when only metrics that do not read it are asked for.
+    segments : a table (user, segment) or the name of a ground-truth column: ``Result.segments`` holds
+        every per-user mean per segment with its t interval; users in no segment are counted in
+        ``excluded`` (code no_segment); ``Result.compare(by_segment=True)`` tests within segments.
 
     Examples
     --------
@@ -208,7 +247,16 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
-    request = parse_request(metrics, k, conv.metrics, conv.name)
+    metrics, beyond_names = _split_beyond(metrics)
+    side = _beyond.prepare_side_inputs(train, items, item_features, item_col=item_col, user_col=user_col) \
+        if beyond_names else None
+    if beyond_names:
+        _beyond.check_inputs(beyond_names, side, conv, has_truth=ground_truth is not None)
+    if ground_truth is None and metrics != []:
+        raise ParameterError("ground_truth is None, but accuracy metrics need it.",
+                             hint="Pass the ground truth, or ask only for metrics that do not read it "
+                                  "(e.g. metrics=['novelty', 'item_coverage']).")
+    request = parse_request(metrics or ["hit_rate"], k, None if metrics == [] else conv.metrics, conv.name)
     check_cutoffs(conv, request.ks)
     engine = _engine(backend)
     memory_limit = memory_bytes(memory_limit, engine)
@@ -220,6 +268,13 @@ def evaluate(
                              hint="Pass backend='spark', or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
     runs = _runs(recommendations)
+    if beyond_names:
+        if not isinstance(backend, str) or backend not in ("polars", "duckdb"):
+            raise ParameterError("Beyond-accuracy metrics run on backend='polars' or 'duckdb' for now.",
+                                 hint="Use backend='duckdb' (the shipped SQL) or 'polars'.")
+        if ground_truth is None:
+            ground_truth = _no_truth(next(iter(runs.values())), columns)
+    beyond = None if not beyond_names else (tuple(beyond_names), side, metrics == [])
     prepared = {}
     if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
         prepared = {name: native for name, recs in runs.items()
@@ -232,15 +287,39 @@ def evaluate(
         truth = prepare_truth(truth, columns)  # once for every run
     prepared = {name: prepared.get(name) or prepare(_from_spark(recs), truth, columns, conv)
                 for name, recs in runs.items()}
-    return run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
-                        memory_limit=memory_limit, confidence=confidence)
+    segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
+    result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
+                          memory_limit=memory_limit, confidence=confidence, beyond=beyond)
+    return result if segment_of is None else _with_segments(result, segment_of)
+
+
+def _with_segments(result: Result, segment_of: pl.DataFrame) -> Result:
+    """The result with its per-segment summary and the users in no segment counted."""
+    if not isinstance(result.long, pl.DataFrame):
+        raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
+    names = result._metric_names(None)
+    table = _segments.summary(result.long, segment_of, result.user_col, names, result.confidence)
+    runs = result.runs or (None,)
+    counts = []
+    for run in runs:
+        rows = result.long if run is None else result.long.filter(pl.col("run") == run)
+        counts.append(((run,) if run is not None else ()) + (
+            "no_segment", "in no segment (segments=)", _segments.unsegmented(rows, segment_of, result.user_col)))
+    schema = ({"run": pl.String} if result.runs else {}) | _shape.EXCLUDED_SCHEMA
+    excluded = pl.concat([result.excluded, pl.DataFrame(counts, schema=schema, orient="row")])
+    return dataclasses.replace(result, excluded=excluded, segments=table, segment_of=segment_of)
 
 
 def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engine: Engine, *, user_col: str,
-                 collect: bool = True, memory_limit: int | None = None, confidence: float = 0.95) -> Result:
-    """Every run's prepared inputs through the engine, then the result shaped ({None: prep} = one run)."""
+                 collect: bool = True, memory_limit: int | None = None, confidence: float = 0.95,
+                 beyond: tuple | None = None) -> Result:
+    """Every run's prepared inputs through the engine, then the result shaped ({None: prep} = one run).
+    ``beyond``: (metric names, side inputs, only beyond) when beyond-accuracy metrics are asked for."""
     shaped = {}
     for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
+        if beyond is not None and beyond[2]:  # only beyond-accuracy metrics: no accuracy engine run
+            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence)
+            continue
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
         _shape.check(out, conv, user_col)
         if collect:
@@ -248,13 +327,69 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             rows = _shape.long(out.per_user, request, user_col)
         else:
             rows = out.per_user
-        shaped[name] = (rows, _shape.summary(out.summary, request, confidence), _shape.excluded(prep, out.counts, conv))
+        parts = (rows, _shape.summary(out.summary, request, confidence), _shape.excluded(prep, out.counts, conv), None)
+        if beyond is not None:
+            parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence)
+        shaped[name] = parts
+    if beyond is not None:
+        request = MetricRequest((*([] if beyond[2] else request.names), *beyond[0]), request.ks, request.beta)
     if None in shaped:
-        return Result(*shaped[None], conv, request, user_col, prepared, confidence)
+        return Result(*shaped[None][:3], conv, request, user_col, prepared, confidence, shaped[None][3])
     if not collect:
         raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
     long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
-    return Result(long, summary, excluded, conv, request, user_col, prepared, confidence)
+    per_item = None if beyond is None else _shape.stack({name: parts[3] for name, parts in shaped.items()})
+    return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
+
+
+def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
+    names, side, _ = beyond
+    users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name)
+    summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
+                             confidence)
+    excluded = pl.DataFrame(_beyond.excluded_rows(users, names), schema=_shape.EXCLUDED_SCHEMA, orient="row")
+    items = items.rename({"item_id": "item"})
+    return users.rename({"user_id": user_col}), summary, excluded, items
+
+
+def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence):
+    """The accuracy result of one run joined with its beyond-accuracy values (per user and k)."""
+    rows, summary, excluded, _ = parts
+    users, b_summary, b_excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence)
+    names = beyond[0]
+    user_names = [n for n in names if n in users.columns]
+    rows = rows.join(users.with_columns(pl.col(user_col).cast(rows.schema[user_col])), on=[user_col, "k"],
+                     how="left", maintain_order="left").with_columns(pl.col(user_names).fill_null(float("nan")))
+    return rows, pl.concat([summary, b_summary]), pl.concat([excluded, b_excluded]), items
+
+
+def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence):
+    """A run with only beyond-accuracy metrics: its users are the recommendations' users."""
+    users, summary, excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence)
+    rows = users.sort("k", user_col).select(user_col, "k", pl.lit(None, pl.Int64).alias("n_recs"),
+                                           pl.lit(None, pl.Int64).alias("n_rel"), pl.exclude(user_col, "k"))
+    return rows, summary, excluded, items
+
+
+def _split_beyond(metrics) -> tuple[list | None, list[str]]:
+    """(accuracy metrics (None = all, [] = none), beyond-accuracy names) of a metrics argument."""
+    if metrics is None or isinstance(metrics, str):
+        metrics = None if metrics is None else [metrics]
+        if metrics is None:
+            return None, []
+    names = list(metrics) if not isinstance(metrics, (str, bytes)) else [metrics]
+    beyond = [n for n in names if isinstance(n, str) and n.strip().lower() in _beyond.METRICS]
+    return [n for n in names if n not in beyond], list(dict.fromkeys(n.strip().lower() for n in beyond))
+
+
+def _no_truth(recommendations, columns: Columns) -> pl.DataFrame:
+    """An empty ground truth with the recommendations' id types (beyond-accuracy metrics only)."""
+    from ._inputs import to_lazyframe
+
+    schema = to_lazyframe(recommendations, "recommendations", columns).collect_schema()
+    item = schema.get(columns.item, pl.Int64)
+    item = item.inner if isinstance(item, pl.List) else item
+    return pl.DataFrame(schema={columns.user: schema.get(columns.user, pl.Int64), columns.item: item})
 
 
 class Evaluator:

@@ -159,9 +159,13 @@ def _evaluation_arguments(sub) -> None:
     sub.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
                      help="with several --run: multiple-comparison correction within a metric and k")
     sub.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
-    sub.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg (default: all)")
+    sub.add_argument("--metrics", type=_names, default=None,
+                     help="e.g. precision,ndcg,novelty,item_coverage (default: every accuracy metric)")
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
     sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
+    sub.add_argument("--train", help="beyond-accuracy metrics: train interactions (user, item), Parquet or CSV")
+    sub.add_argument("--items", help="beyond-accuracy metrics: the item catalog (a table with the item column)")
+    sub.add_argument("--item-features", help="beyond-accuracy metrics: (item, feature[, value]) or (item, embedding)")
     for name in ("user", "item", "rank", "score", "relevance"):
         sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
 
@@ -224,7 +228,7 @@ def _evaluate(args):
         recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
         backend=args.backend, convention=args.convention, user_col=args.user_col,
         item_col=args.item_col, rank_col=args.rank_col, score_col=args.score_col,
-        relevance_col=args.relevance_col,
+        relevance_col=args.relevance_col, train=args.train, items=args.items, item_features=args.item_features,
     )
     return result, time.perf_counter() - start
 

@@ -53,6 +53,8 @@ GAPS = (
     Gap(("*",), "convention empty_labels='error' / empty_predictions='error' (SQL cannot raise portably)",
         "UnsupportedSQLError; choose a value ('nan', 'zero', 'one')"),
     Gap(("*",), "list-form inputs (arrays of items)", "long tables only: one row per (user, item)"),
+    Gap(("*",), "convention min_score (drop items scored below it; a user left with none stays, empty)",
+        "UnsupportedSQLError; filter the table first (WHERE score >= ...) and use min_score=None"),
     Gap(("*",), "NaN", "undefined values are NULL in SQL; the API shows NaN"),
     Gap(("bigquery",), "objects without a dataset", "pass schema='dataset' or run with a default dataset"),
     Gap(("bigquery", "trino", "clickhouse", "redshift"), "temporary views",
@@ -517,6 +519,12 @@ def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_co
     """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs."""
     _, exp = _sqlglot()
     user, item = _col(user_col), _col(item_col)
+    if conv.min_score is not None:
+        raise UnsupportedSQLError(
+            f"convention min_score={conv.min_score} is not rendered in SQL (a user whose every item it drops "
+            "must stay, with an empty list).",
+            hint="Filter the recommendations first (a SELECT ... WHERE score >= ... as the table) and render "
+                 "with min_score=None, or evaluate() in Python.")
     if score_col is not None:
         if conv.ties == "input_order":
             raise UnsupportedSQLError(

@@ -1,0 +1,67 @@
+"""Segments: the summary per group of users (``evaluate(..., segments=...)``).
+
+A segment table maps each user to one segment: ``(user, segment)`` (any container evaluate reads),
+or the name of a column of the ground truth (one value per user). Every mean of the summary is then
+also taken per segment, with the same t interval; a user in no segment is counted in ``excluded``
+(code ``no_segment``). Computed in Polars over the per-user rows (one group-by), whatever the engine.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ._inputs import to_lazyframe
+from .errors import DuplicateUserError, MissingColumnError, NullValueError
+
+SEGMENT = "segment"
+
+
+def read(segments, ground_truth, user_col: str) -> pl.DataFrame:
+    """(user_col, segment) with one row per user; typed errors for nulls and users in two segments."""
+    if isinstance(segments, str) and ground_truth is not None and not segments.endswith((".parquet", ".csv")):
+        frame = to_lazyframe(ground_truth, "ground_truth").collect()
+        if segments not in frame.columns:
+            raise MissingColumnError(f"segments={segments!r} is not a column of the ground truth (columns: "
+                                     f"{', '.join(frame.columns)}).",
+                                     hint="Name a column of the ground truth, or pass a (user, segment) table.")
+        frame = frame.select(user_col, pl.col(segments).alias(SEGMENT)).unique()
+    else:
+        frame = to_lazyframe(segments, "segments").collect()
+        missing = [c for c in (user_col, SEGMENT) if c not in frame.columns]
+        if missing:
+            raise MissingColumnError(f"segments: no column {', '.join(map(repr, missing))} (columns: "
+                                     f"{', '.join(frame.columns)}).",
+                                     hint=f"Pass a table ({user_col}, segment): one row per user.")
+        frame = frame.select(user_col, SEGMENT).unique()
+    nulls = frame.filter(pl.col(SEGMENT).is_null() | pl.col(user_col).is_null())
+    if nulls.height:
+        raise NullValueError(f"segments: {nulls.height} row(s) with a null user or segment.", rows=nulls.head(5),
+                             hint="Drop those rows: a user in no segment is counted in excluded.")
+    twice = frame.filter(pl.col(user_col).is_duplicated()).sort(user_col)
+    if twice.height:
+        raise DuplicateUserError(f"segments: {twice[user_col].n_unique()} user(s) are in more than one segment.",
+                                 rows=twice.head(5), hint="Give each user one segment.")
+    return frame.with_columns(pl.col(SEGMENT).cast(pl.String))
+
+
+def summary(long: pl.DataFrame, segments: pl.DataFrame, user_col: str, names, confidence: float) -> pl.DataFrame:
+    """((run,) segment, metric, k, value, n_users, ci_low, ci_high): each mean per segment."""
+    from .stats import summary_stats_exprs, t_interval
+
+    keys = [c for c in ("run",) if c in long.columns]
+    rows = long.join(segments.with_columns(pl.col(user_col).cast(long.schema[user_col])), on=user_col, how="inner")
+    parts = []
+    for name in names:
+        mean, sd, n = summary_stats_exprs(name)
+        part = rows.group_by(*keys, SEGMENT, "k").agg(mean, sd, n)
+        low, high = t_interval(pl.col("mean"), pl.col("sd"), pl.col("n"), confidence)
+        parts.append(part.select(*keys, SEGMENT, pl.lit(name).alias("metric"), "k", pl.col("mean").alias("value"),
+                                 pl.col("n").alias("n_users"), low.alias("ci_low"), high.alias("ci_high")))
+    return pl.concat(parts).sort(*keys, SEGMENT, "metric", "k") if parts else pl.DataFrame()
+
+
+def unsegmented(long: pl.DataFrame, segments: pl.DataFrame, user_col: str) -> int:
+    """Evaluated users (of one run) that are in no segment."""
+    users = long.select(user_col).unique()
+    return users.join(segments.with_columns(pl.col(user_col).cast(long.schema[user_col])), on=user_col,
+                      how="anti").height
