@@ -60,6 +60,30 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("engine_name", _chosen(metafunc.config, "--engines"), scope="module")
 
 
+SLOW_BACKENDS = ("spark", "postgres")
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a module with ONE_CASE_ON_SLOW_BACKENDS = True, a test parametrized over more than the backend
+    runs every case on the fast backends and its first case on each slow one (deselected, not skipped;
+    --spark-heavy runs them all)."""
+    if config.getoption("--spark-heavy"):
+        return
+    seen, keep, dropped = set(), [], []
+    for item in items:
+        backend = getattr(item, "callspec", None) and item.callspec.params.get("backend")
+        if backend in SLOW_BACKENDS and getattr(item.module, "ONE_CASE_ON_SLOW_BACKENDS", False):
+            key = (item.module.__name__, item.originalname, backend)
+            if key in seen:
+                dropped.append(item)
+                continue
+            seen.add(key)
+        keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run (local, loopback, no UI); backend="spark" reuses it."""

@@ -242,6 +242,7 @@ def test_help_documents_the_exit_codes(capsys):
             assert any(line.split()[:1] == [str(code_)] and meaning in line for line in out.splitlines()), out
 
 
+@pytest.mark.heavy  # the CLI passes --backend through to evaluate(); Spark costs a minute here
 def test_evaluate_still_works(capsys, inputs, backend):
     code, out, err = run(capsys, "evaluate", *inputs, "--k", "1,2", "--metrics", "precision", "--backend", backend)
     assert (code, err) == (0, [])
@@ -253,6 +254,7 @@ def test_evaluate_still_works(capsys, inputs, backend):
 # -- compare: presets that cannot apply are skipped and reported -----------------------------------
 
 
+@pytest.mark.heavy  # every preset on the 2,000-user example: minutes on Spark
 def test_compare_default_presets_on_the_rank_example_skips_surprise(capsys, backend):
     code, out, err = run(capsys, "compare", RECS_EX, TRUTH_EX, "--k", "5", "--metrics", "precision",
                          "--backend", backend)

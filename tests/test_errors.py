@@ -150,3 +150,9 @@ def test_k_ones_beyond_the_sql_slots_is_refused_everywhere(backend_or_sql):
             rankwise.evaluate(RECS, TRUTH, k=[5, 20000], convention=conv, backend=backend_or_sql)
     assert "Hint:" in str(info.value)
     rankwise.evaluate(RECS, TRUTH, k=10000, convention=conv, metrics=["ndcg"])  # the limit itself is fine
+
+
+def test_an_empty_metrics_list_is_a_parameter_error():
+    """It raised Polars' raw ComputeError ("cannot return empty fold")."""
+    with pytest.raises(rankwise.ParameterError, match="metrics is empty"):
+        rankwise.evaluate(RECS, TRUTH, k=1, metrics=[])

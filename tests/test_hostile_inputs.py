@@ -21,6 +21,10 @@ RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]}
 TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]})
 HIT_RATE_2 = [1.0, 0.0]  # users 1, 2
 
+# Most cases here are decided before an engine runs (the same validation for every backend): on the
+# slow backends (Spark, PostgreSQL) each test runs its first case only (tests/conftest.py)
+ONE_CASE_ON_SLOW_BACKENDS = True
+
 
 def _raises(error, recs=RECS, truth=TRUTH, match=None, **kwargs) -> str:
     with pytest.raises(error, match=match) as info:

@@ -42,6 +42,7 @@ LIBRARY_VALUES = {
 LONG_FORM = {"evidently", "replay", "rectools", "recbole", "trec_eval"}
 
 
+@pytest.mark.heavy  # Spark/PostgreSQL: tests/test_engines.py runs the same SQL under every convention
 @pytest.mark.parametrize("preset", sorted(LIBRARY_VALUES))
 def test_preset_reproduces_library_on_document_000(preset, backend):
     recs, truth = RECS, TRUTH

@@ -252,11 +252,14 @@ def evaluate(
         if beyond_names else None
     if beyond_names:
         _beyond.check_inputs(beyond_names, side, conv, has_truth=ground_truth is not None)
-    if ground_truth is None and metrics != []:
+    if ground_truth is None and not (metrics == [] and beyond_names):
         raise ParameterError("ground_truth is None, but accuracy metrics need it.",
                              hint="Pass the ground truth, or ask only for metrics that do not read it "
                                   "(e.g. metrics=['novelty', 'item_coverage']).")
-    request = parse_request(metrics or ["hit_rate"], k, None if metrics == [] else conv.metrics, conv.name)
+    # only beyond-accuracy metrics: the request keeps k (the accuracy engine is not run)
+    only_beyond = metrics == [] and bool(beyond_names)
+    request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
+                            conv.name)
     check_cutoffs(conv, request.ks)
     engine = _engine(backend)
     memory_limit = memory_bytes(memory_limit, engine)
@@ -274,7 +277,7 @@ def evaluate(
                                  hint="Use backend='duckdb' (the shipped SQL) or 'polars'.")
         if ground_truth is None:
             ground_truth = _no_truth(next(iter(runs.values())), columns)
-    beyond = None if not beyond_names else (tuple(beyond_names), side, metrics == [])
+    beyond = None if not beyond_names else (tuple(beyond_names), side, only_beyond)
     prepared = {}
     if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
         prepared = {name: native for name, recs in runs.items()

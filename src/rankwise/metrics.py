@@ -161,6 +161,9 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
             )
         if name not in seen:
             seen.append(name)
+    if not seen:
+        raise ParameterError("metrics is empty: nothing to compute.",
+                             hint="Name at least one metric, e.g. metrics=['ndcg'], or metrics=None for all.")
     if len(set(betas)) > 1:
         raise ParameterError(
             f"One F-beta per evaluation, got {', '.join(n for n in seen if _F_BETA.match(n))}.",

@@ -23,6 +23,7 @@ import math
 import numpy as np
 import polars as pl
 
+from ._progress import progress
 from .errors import DuplicateUserError, MissingColumnError, ParameterError
 
 TESTS = ("t", "wilcoxon", "randomization", "bootstrap")
@@ -127,7 +128,7 @@ def _resampled_means(x: np.ndarray, n_resamples: int, seed, chunk_size: int | No
     rc = chunk_size or max(1, min(n_resamples, _CHUNK_BYTES // (8 * max(n, 1))))
     children = np.random.SeedSequence(seed).spawn(n_resamples)
     out = np.empty((n_resamples, ncol))
-    for start in range(0, n_resamples, rc):
+    for start in progress(range(0, n_resamples, rc), desc="bootstrap", unit="chunk"):
         stop = min(n_resamples, start + rc)
         counts = np.empty((stop - start, n))
         for j, r in enumerate(range(start, stop)):
@@ -188,7 +189,7 @@ def _sign_flip_exceedances(d: np.ndarray, n_resamples: int, seed, chunk_size: in
     rc = chunk_size or max(1, min(n_resamples, _CHUNK_BYTES // (8 * words)))
     bitgen = np.random.PCG64(seed)
     hits = 0
-    for start in range(0, n_resamples, rc):
+    for start in progress(range(0, n_resamples, rc), desc="randomization test", unit="chunk"):
         rows = min(rc, n_resamples - start)
         raw = bitgen.random_raw(size=(rows, words)).astype("<u8", copy=False)
         s1 = _sums_of_set_bits(tab, raw.view(np.uint8))

@@ -19,6 +19,10 @@ import pytest
 
 import rankwise
 
+# every preset x dataset x backend: on Spark and PostgreSQL only with --spark-heavy (the engines run
+# the same shipped SQL in tests/test_engines.py under every convention)
+pytestmark = pytest.mark.heavy
+
 HERE = Path(__file__).parent
 DATASETS = ("doc000", "binary_int", "graded_str", "clean")
 LIVE = ("ranx", "pytrec_eval", "sklearn", "torchmetrics")
