@@ -307,6 +307,9 @@ def write_report(doc: dict, md_path: Path, png_path: Path) -> None:
         lines.append(f"| {size_label(c['size'])} | {c['first']} | {c['second']} | {c['status']} | "
                      f"{c.get('n_users_both', '–')} | {c.get('n_only_first', '–')} | {c.get('n_only_second', '–')} | {w} |")
     lines += ["", "![time vs users](time_vs_users.png)", "", *targets(runs, md_path.parent / "results"), ""]
+    other = md_path.parent / "results" / "other_benchmarks.md"  # hand-run scripts' rows, kept across rebuilds
+    if other.exists():
+        lines += [other.read_text()]
     md_path.write_text("\n".join(lines))
     plot(runs, png_path)
 
