@@ -228,3 +228,13 @@ def test_segments_errors_and_by_segment_compare():
         ok = ~(np.isnan(a) | np.isnan(b))
         assert row["n_users"] == ok.sum()
         assert row["p_value"] == pytest.approx(stats.ttest_rel(b[ok], a[ok]).pvalue, rel=1e-12)
+
+
+def test_table_labels_every_run_with_its_letter_when_catalog_metrics_are_present():
+    """Catalog rows have no letters; the run label took the last row's empty letter."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [11, 10]})
+    train = pl.DataFrame({"user": [7, 8], "item": [10, 11]})
+    res = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["ndcg", "gini"], train=train)
+    _, rows = res.table().cells()
+    assert [r[0] for r in rows] == ["a  x", "b  y"]

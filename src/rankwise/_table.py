@@ -25,7 +25,8 @@ class ComparisonTable:
         columns = list(dict.fromkeys(f"{m}@{k}" for m, k in self.frame.select("metric", "k").iter_rows()))
         runs = list(dict.fromkeys(self.frame["run"].to_list()))
         cell = {(r["run"], f"{r['metric']}@{r['k']}"): self._cell(r) for r in self.frame.iter_rows(named=True)}
-        letter = dict(self.frame.select("run", "letter").iter_rows())
+        letter = dict(self.frame.filter(pl.col("letter") != "").select("run", "letter").unique().iter_rows())
+        letter = {run: letter.get(run, "") for run in runs}
         label = (lambda run: f"{letter[run]}  {run}") if any(letter.values()) else str
         return ["run", *columns], [[label(run), *(cell.get((run, c), "") for c in columns)] for run in runs]
 
