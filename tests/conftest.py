@@ -65,8 +65,9 @@ SLOW_BACKENDS = ("spark", "postgres")
 
 def pytest_collection_modifyitems(config, items):
     """In a module with ONE_CASE_ON_SLOW_BACKENDS = True, a test parametrized over more than the backend
-    runs every case on the fast backends and its first case on each slow one (deselected, not skipped;
-    --spark-heavy runs them all)."""
+    runs every case on the fast backends and its first case on each slow one, and if the module names
+    SLOW_BACKEND_TESTS only those run on the slow ones (deselected, not skipped; --spark-heavy runs
+    them all)."""
     if config.getoption("--spark-heavy"):
         return
     seen, keep, dropped = set(), [], []
@@ -74,7 +75,8 @@ def pytest_collection_modifyitems(config, items):
         backend = getattr(item, "callspec", None) and item.callspec.params.get("backend")
         if backend in SLOW_BACKENDS and getattr(item.module, "ONE_CASE_ON_SLOW_BACKENDS", False):
             key = (item.module.__name__, item.originalname, backend)
-            if key in seen:
+            wanted = getattr(item.module, "SLOW_BACKEND_TESTS", None)
+            if key in seen or (wanted is not None and item.originalname not in wanted):
                 dropped.append(item)
                 continue
             seen.add(key)

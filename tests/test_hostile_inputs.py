@@ -21,9 +21,18 @@ RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]}
 TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]})
 HIT_RATE_2 = [1.0, 0.0]  # users 1, 2
 
-# Most cases here are decided before an engine runs (the same validation for every backend): on the
-# slow backends (Spark, PostgreSQL) each test runs its first case only (tests/conftest.py)
+# Most cases here are decided before an engine runs (the same Python validation for every backend).
+# On the slow backends (Spark, PostgreSQL) only the tests of what an engine itself does run, each on
+# its first case (tests/conftest.py; --spark-heavy runs everything everywhere)
 ONE_CASE_ON_SLOW_BACKENDS = True
+SLOW_BACKEND_TESTS = {
+    "test_exp2_overflow_is_an_error_on_every_engine", "test_a_mean_that_overflows_is_an_error",
+    "test_overflow_in_a_metric_not_requested_is_not_an_error", "test_numpy_numbers_are_knob_values",
+    "test_an_empty_list_is_a_user_without_items", "test_unjudged_users_have_their_own_reason",
+    "test_excluded_codes_for_every_rule", "test_uint64_ids_on_both_sides_work",
+    "test_int128_ids_that_fit_int64_work_on_every_backend", "test_the_largest_k",
+    "test_bad_memory_limit_is_a_parameter_error_on_every_backend", "test_memory_limit_runs",
+}
 
 
 def _raises(error, recs=RECS, truth=TRUTH, match=None, **kwargs) -> str:
