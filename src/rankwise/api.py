@@ -375,12 +375,10 @@ def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence):
 
 
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:
-    """(accuracy metrics (None = all, [] = none), beyond-accuracy names) of a metrics argument."""
-    if metrics is None or isinstance(metrics, str):
-        metrics = None if metrics is None else [metrics]
-        if metrics is None:
-            return None, []
-    names = list(metrics) if not isinstance(metrics, (str, bytes)) else [metrics]
+    """(accuracy metrics: None = all, [] = none; beyond-accuracy names) of a ``metrics`` argument."""
+    if metrics is None:
+        return None, []
+    names = [metrics] if isinstance(metrics, (str, bytes)) else list(metrics)
     beyond = [n for n in names if isinstance(n, str) and n.strip().lower() in _beyond.METRICS]
     return [n for n in names if n not in beyond], list(dict.fromkeys(n.strip().lower() for n in beyond))
 
