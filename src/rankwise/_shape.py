@@ -74,7 +74,7 @@ def summary(raw: pl.DataFrame, request: MetricRequest, confidence: float) -> pl.
     """The engine's summary rows for the requested metrics, public names, request order then k, with
     the t interval of each mean: value ± t(1 - (1 - confidence)/2, n - 1) · sd / √n (NaN when n < 2
     or the value is not a mean over users)."""
-    from scipy.stats import t
+    from .stats import t_interval
 
     order = {internal_name(n): i for i, n in enumerate(request.names)}
     public = {internal_name(n): n for n in request.names}
@@ -90,12 +90,8 @@ def summary(raw: pl.DataFrame, request: MetricRequest, confidence: float) -> pl.
         )
         .sort("_order", "k")
     )
-    n = out.get_column("n_users").to_numpy()
-    quantile = t.ppf(0.5 + confidence / 2, n - 1) if len(n) else []
-    half = pl.Series("half", quantile, dtype=pl.Float64).fill_null(float("nan")) * out["sd"] / out["n_users"].cast(
-        pl.Float64).sqrt()
-    half = pl.when(out["n_users"] >= 2).then(half).otherwise(float("nan"))
-    return out.with_columns(ci_low=pl.col("value") - half, ci_high=pl.col("value") + half).select(
+    low, high = t_interval(out["value"].to_numpy(), out["sd"].to_numpy(), out["n_users"].to_numpy(), confidence)
+    return out.with_columns(ci_low=pl.Series(low, dtype=pl.Float64), ci_high=pl.Series(high, dtype=pl.Float64)).select(
         "metric", "k", "value", "n_users", "ci_low", "ci_high")
 
 
