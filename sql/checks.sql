@@ -3,7 +3,10 @@
 -- Input: recommendations_input (user_id, item_id, position, score): the caller's rows as they are,
 --        position = the rank column (NULL when ranking by score), score = the score column (NULL
 --        when ranking by rank); ground_truth_input (user_id, item_id, relevance).
--- Parameters: $by_score 1 when ranks come from scores, else 0; $duplicates 'error' | 'first_shift'.
+-- Parameters: $by_score 1 when ranks come from scores, else 0; $duplicates 'error' | 'first_shift';
+--             $null_item_marks_empty 1 when a row with a NULL item (and NULL rank or score) stands
+--             for a user with an empty list, as in the rendered scripts (a table cannot hold an
+--             empty list); 0 when a NULL item is an error, as in evaluate().
 -- Output: code, problem, n_rows (offending rows), example_user, example_item (the smallest, as text).
 -- The same rules as evaluate() (rankwise._inputs), which raises the same codes as typed errors.
 -- A value outside [-max double, max double] is NaN or infinite on every engine: NaN compares
@@ -35,8 +38,8 @@ checks AS (
            COUNT(*) AS n_rows, MIN(CAST(r.user_id AS VARCHAR)) AS example_user,
            MIN(CAST(r.item_id AS VARCHAR)) AS example_item
     FROM recommendations_input AS r
-    WHERE r.user_id IS NULL OR r.item_id IS NULL
-       OR ($by_score = 0 AND r.position IS NULL) OR ($by_score = 1 AND r.score IS NULL)
+    WHERE r.user_id IS NULL OR (r.item_id IS NULL AND $null_item_marks_empty = 0)
+       OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL) OR ($by_score = 1 AND r.score IS NULL)))
     UNION ALL
     SELECT 'invalid_rank', 'recommendations: rank below 1', COUNT(*),
            MIN(CAST(r.user_id AS VARCHAR)), MIN(CAST(r.item_id AS VARCHAR))

@@ -89,6 +89,52 @@ def test_null_means_undefined(engine):
     assert summary.row(0)[2:] == (pytest.approx(0.5), 1)
 
 
+# (what is wrong, the text the error must hold, recommendations rows, ground-truth rows)
+MALFORMED = [
+    ("a repeated item", "recommendations: an item repeated in one user's list",
+     [(1, 10, 1), (1, 10, 2), (2, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
+    ("a repeated label", "ground truth: an item labelled twice for one user",
+     [(1, 10, 1), (2, 11, 1)], [(1, 10, 1.0), (1, 10, 2.0), (2, 11, 1.0)]),
+    ("a negative relevance", "ground truth: NULL, NaN, infinite or negative relevance",
+     [(1, 10, 1), (2, 11, 1)], [(1, 10, -1.0), (2, 11, 1.0)]),
+    ("a NULL user", "recommendations: NULL user, item, rank or score",
+     [(1, 10, 1), (None, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
+    ("a rank below 1", "recommendations: rank below 1", [(1, 10, 0), (2, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
+    ("a repeated rank", "recommendations: a rank repeated in one user's list",
+     [(1, 10, 1), (1, 12, 1), (2, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
+]
+
+
+def test_a_failed_input_check_stops_the_script(engine):
+    """The script refuses what evaluate() refuses: the check statement fails with a message naming
+    the problem and the tables, before the per-user table exists (a previous run's is dropped first);
+    valid tables (an empty list as a NULL-item row included) pass the same check."""
+    recs_schema = {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64}
+    truth_schema = {"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64}
+    good_recs = pl.DataFrame([(1, 10, 1), (2, None, None)], schema=recs_schema, orient="row")
+    good_truth = pl.DataFrame([(1, 10, 1.0), (2, 11, 1.0)], schema=truth_schema, orient="row")
+    per_user, _ = engine.run(good_recs, good_truth, ks=(1,))
+    assert per_user.height == 2  # the check passed; this run's per-user table is there
+    for what, message, recs, truth in MALFORMED:
+        engine.load("rw_recs", pl.DataFrame(recs, schema=recs_schema, orient="row"))
+        engine.load("rw_truth", pl.DataFrame(truth, schema=truth_schema, orient="row"))
+        script = rankwise.render.render(None, [1], "default", engine.dialect,
+                                        {"recommendations": engine.qualified("rw_recs"),
+                                         "ground_truth": engine.qualified("rw_truth")}, schema=engine.schema)
+        statements = script.statements()
+        check = statements.index(script.check)
+        for statement in statements[:check]:
+            engine.execute(statement)
+        with pytest.raises(Exception) as failure:
+            engine.query(script.check)
+        text = str(failure.value).replace("\\'", "'")  # ClickHouse escapes the quote in user's
+        assert f"rankwise: {message}" in text, (what, text)
+        if engine.dialect != "clickhouse":  # it cuts the message in its error at ~70 characters
+            assert "input check failed" in text and "rw_recs" in text, (what, text)
+        with pytest.raises(Exception):  # dropped before the check: nothing of the last good run is left
+            engine.query(f"SELECT COUNT(*) AS n FROM {script.names['per_user']}")
+
+
 # -- the Spark backend beyond the cross-backend tests ---------------------------------------------------
 
 

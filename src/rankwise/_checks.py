@@ -15,10 +15,12 @@ from .errors import (DuplicateItemError, DuplicateRankError, InvalidRankError, I
                      InvalidScoreError, NullValueError)
 
 
-def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict) -> str:
+def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
+                 null_item_marks_empty: bool = False) -> str:
     """sql/checks.sql for ``dialect`` over ``names`` (recommendations_input, ground_truth_input)."""
     text = _sql_files.read("checks")
-    values = {"by_score": int(by_score), "duplicates": conv.duplicates}
+    values = {"by_score": int(by_score), "duplicates": conv.duplicates,
+              "null_item_marks_empty": int(null_item_marks_empty)}
     sqlglot, exp = render._sqlglot()
     tree = sqlglot.parse_one(text, read="duckdb")
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
@@ -34,7 +36,8 @@ def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict) ->
 
     for node in tree.walk():
         node.comments = None
-    return render._generate(tree.transform(rewrite, copy=False), dialect)
+    tree = tree.transform(rewrite, copy=False)
+    return render._generate(tree if dialect == "duckdb" else render._double_literals(tree), dialect)
 
 
 def input_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col: str | None,

@@ -46,8 +46,8 @@ class Gap:
 
 
 GAPS = (
-    Gap(("*",), "input validation (duplicate items or ranks, nulls, negative relevance)",
-        "not checked in SQL: the script takes the tables as valid; evaluate() validates"),
+    Gap(("*",), "the id type check (user and item ids both integers or both strings)",
+        "not checked by the script; the engine's own join refuses or compares mismatched types"),
     Gap(("*",), "convention ties='input_order' with a score column (a table has no row order)",
         "UnsupportedSQLError; ranks from a rank column, or ties='item_asc'/'item_desc'"),
     Gap(("*",), "convention empty_labels='error' / empty_predictions='error' (SQL cannot raise portably)",
@@ -77,16 +77,20 @@ class Script:
     per_user: str
     summary: str
     names: dict = field(default_factory=dict)  # logical name -> rendered relation name
-    create_per_user: tuple[str, ...] = ()
+    create_per_user: tuple[str, ...] = ()  # DROP TABLE IF EXISTS, CREATE TABLE AS
+    check: str = ""  # fails, naming the problem, when an input breaks a rule of sql/checks.sql
 
     def statements(self) -> list[str]:
-        """Every statement in execution order (no trailing semicolons)."""
-        return [*self.setup, *self.create_per_user, self.summary]
+        """Every statement in execution order (no trailing semicolons): the input views, the old
+        per-user table dropped, the input checks (a failure stops the script there, before any metric
+        is written), the per-user table, the summary."""
+        drop, create = self.create_per_user
+        return [*self.setup, drop, self.check, create, self.summary]
 
     def text(self) -> str:
         """The whole script, statements separated by ``;`` and a blank line."""
         header = (f"-- rankwise {_version()}: per-user ranking metrics and their summary, dialect {self.dialect}.\n"
-                  f"-- Rendered by sqlglot from the shipped sql/per_user.sql and sql/summary.sql.\n")
+                  f"-- Rendered by sqlglot from the shipped sql/checks.sql, sql/per_user.sql and sql/summary.sql.\n")
         return header + ";\n\n".join(self.statements()) + ";\n"
 
 
@@ -138,7 +142,14 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     wanted = [internal_name(n) for n in request.names]
     f_name = next((n for n in request.names if internal_name(n) == "fbeta"), f"f{request.beta:g}")
     per_user_sql, summary_sql, per_user_cols = queries(request.ks, conv, request.beta, dialect, names, wanted, f_name)
+    from . import _checks  # it renders through this module
+
+    by_score = score_col is not None
+    raw = _checks.raw_views(tables, dialect, user_col, item_col, None if by_score else rank_col, score_col,
+                            relevance_col)
     setup = [
+        *_view(names["recommendations_input"], raw["recommendations_input"], dialect),
+        *_view(names["ground_truth_input"], raw["ground_truth_input"], dialect),
         *_view(names["recommendations"], _recommendations_view(
             tables["recommendations"], dialect, user_col, item_col, rank_col, score_col, conv), dialect),
         *_view(names["ground_truth"], _ground_truth_view(
@@ -154,7 +165,8 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     create_per_user = (f"DROP TABLE IF EXISTS {_table(names['per_user'], dialect).sql(dialect)}",
                        _fill(_generate(create, dialect), per_user_sql))
     final = _ordered_summary(summary_sql, request, dialect)
-    return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user)
+    check = _stop_on_failed_checks(_checks.checks_query(conv, by_score, dialect, names, null_item_marks_empty=True), tables, dialect)
+    return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user, check)
 
 
 def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
@@ -166,7 +178,8 @@ def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
             "at most 40 characters.", hint="E.g. prefix='rankwise_' or 'eval_'; put a schema in schema=.")
     where = identifier(schema, dialect, "schema", max_parts=2) if schema is not None else None
     out = {}
-    for name in ("recommendations", "ground_truth", "cutoffs", "per_user"):
+    for name in ("recommendations_input", "ground_truth_input", "recommendations", "ground_truth", "cutoffs",
+                 "per_user"):
         session_scoped = dialect in _TEMP_VIEWS and name != "per_user"  # a temporary view has no schema
         table = exp.Table(this=exp.to_identifier(prefix + name))
         if where is not None and not session_scoped:
@@ -203,6 +216,51 @@ def _queries(texts, conv, beta, dialect, names, metrics, f_name):
     needed = {c.name for c in summary.find_all(_sqlglot()[1].Column)}
     keep = [c for c in output if c in OUTPUT_COLUMNS or c in needed or (metrics is None or c in metrics)]
     return _generate(per_user, dialect), _generate(summary, dialect), keep
+
+
+def shared_ctes(query: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], str]:
+    """Split off the CTEs that ``query`` reads more than once, as ``[(prefix + name, SELECT)]`` in
+    dependency order, and the query left reading them under those names. For engines that inline a
+    CTE at every reference (Spark recomputes the summary's one aggregate once per UNION branch)."""
+    sqlglot, exp = _sqlglot()
+    tree = sqlglot.parse_one(query, read=dialect)
+    with_ = tree.args.get("with_")
+    if with_ is None:
+        return [], query
+    reads = {}
+    for table in tree.find_all(exp.Table):
+        reads[table.name] = reads.get(table.name, 0) + 1
+    shared = {cte.alias for cte in with_.expressions if reads.get(cte.alias, 0) > 1}
+    if not shared:
+        return [], query
+
+    def rename(node):
+        if isinstance(node, exp.Table) and not node.db and node.name in shared:
+            new = exp.to_table(prefix + node.name)
+            new.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
+            return new
+        return node
+
+    tree = tree.transform(rename)
+    ctes = tree.args["with_"].expressions
+    rest = [cte for cte in ctes if cte.alias not in shared]
+
+    def standalone(body):  # a split CTE keeps the unshared CTEs it reads, directly or not
+        needed, todo = set(), [body]
+        while todo:
+            for table in todo.pop().find_all(exp.Table):
+                cte = next((c for c in rest if c.alias == table.name and not table.db), None)
+                if cte is not None and cte.alias not in needed:
+                    needed.add(cte.alias)
+                    todo.append(cte.this)
+        body = body.copy()
+        if needed:
+            body.set("with_", exp.With(expressions=[c.copy() for c in rest if c.alias in needed]))
+        return body.sql(dialect)
+
+    split = [(prefix + cte.alias, standalone(cte.this)) for cte in ctes if cte.alias in shared]
+    tree.set("with_", exp.With(expressions=rest) if rest else None)
+    return split, tree.sql(dialect)
 
 
 def cutoffs_query(ks, dialect: str) -> str:
@@ -361,6 +419,37 @@ def _ordered_summary(summary_sql: str, request, dialect: str) -> str:
     text = (f"SELECT s.metric AS metric, s.k, s.value, s.n_users FROM {_BODY} AS s "
             f"ORDER BY CASE {order} END, s.k")
     return _fill(_generate(sqlglot.parse_one(text, read="duckdb"), dialect), summary_sql)
+
+
+# how a dialect stops a script with a message: its own error function, else a conversion of the
+# message to an integer, which fails with the message in the error (a CAST for PostgreSQL, Snowflake,
+# Redshift; toInt32 of a non-Nullable string for ClickHouse, where a Nullable conversion gives NULL)
+_RAISE = {"duckdb": "error", "spark": "raise_error", "databricks": "raise_error", "bigquery": "ERROR",
+          "trino": "fail", "clickhouse": "toInt32"}
+
+
+def _stop_on_failed_checks(checks_sql: str, tables: dict, dialect: str) -> str:
+    """A SELECT over sql/checks.sql's rows that errors on the first one, with a message naming the
+    problem (and so the input) first, as ClickHouse shows only the first ~70 characters, then the
+    rows and the tables; it returns no row when every check passes."""
+    sqlglot, exp = _sqlglot()
+    c = exp.column
+    message = exp.func("CONCAT",
+        exp.Literal.string("rankwise: "), c("problem", "c"), exp.Literal.string(" ("),
+        exp.cast(c("n_rows", "c"), "VARCHAR"), exp.Literal.string(" rows; e.g. user "),
+        exp.func("COALESCE", c("example_user", "c"), exp.Literal.string("NULL")),
+        exp.Literal.string(", item "), exp.func("COALESCE", c("example_item", "c"), exp.Literal.string("NULL")),
+        exp.Literal.string(
+            f"; input check failed; tables: recommendations = {_short(str(tables['recommendations']))}, ground "
+            f"truth = {_short(str(tables['ground_truth']))}; the rules are evaluate()'s, see the README)."))
+    if dialect == "clickhouse":  # a function of a Nullable argument returns NULL instead of failing
+        message = exp.Anonymous(this="assumeNotNull", expressions=[message])
+    if dialect in _RAISE:
+        stop = exp.Anonymous(this=_RAISE[dialect], expressions=[message])
+    else:
+        stop = exp.cast(message, "INT")
+    guard = exp.select(exp.alias_(stop, "failed_check")).from_(exp.to_table(_BODY).as_("c"))
+    return _fill(_generate(guard, dialect), checks_sql)
 
 
 _BODY = "rankwise_body_placeholder"
