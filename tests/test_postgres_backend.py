@@ -97,3 +97,31 @@ def test_a_hostile_table_name_is_an_identifier(pg, name):
 def test_a_bad_uri_is_a_rankwise_error():
     with pytest.raises(rankwise.RankwiseError, match="cannot connect"):
         rankwise.evaluate(RECS, TRUTH, k=3, backend="postgresql://nobody@127.0.0.1:1/none")
+
+
+def test_collect_false_leaves_the_per_user_rows_in_a_table(pg):
+    """collect=False: the per-user rows stay in a table of the current schema (on the caller's
+    connection too), equal to the collected rows; the summary comes back; no temporary object of
+    the run is left in the session."""
+    conn, schema = pg
+    conn.execute(f'SET search_path TO "{schema}"')
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=[1, 3], backend="duckdb")
+    for inputs in ((recs, truth), (RECS, TRUTH)):  # tables in the database, and frames copied in
+        kept = rankwise.evaluate(*inputs, k=[1, 3], backend=conn, collect=False)
+        assert isinstance(kept.per_user, rankwise.PostgresTable) and kept.per_user.name.startswith(f'"{schema}".')
+        assert_frame_equal(kept.summary, want.summary, rel_tol=1e-12)
+        assert_frame_equal(kept.excluded, want.excluded)
+        cur = conn.execute(f"SELECT * FROM {kept.per_user.name} ORDER BY k, user_id")
+        rows = pl.DataFrame(cur.fetchall(), schema=[d.name for d in cur.description], orient="row")
+        expected = want.long.rename({"user": "user_id"}) if "user" in want.long.columns else want.long
+        assert rows.height == expected.height
+        for metric in ("precision", "ndcg", "map"):
+            got = [float("nan") if v is None else v for v in rows[metric].to_list()]  # NULL = undefined
+            assert got == pytest.approx(expected.sort("k", "user_id")[metric].to_list(), nan_ok=True)
+        temporary = conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema() "
+                                 "AND relname LIKE 'rankwise%'").fetchone()[0]
+        assert temporary == 0
+        with pytest.raises(rankwise.ParameterError, match="still in the engine"):
+            kept.bootstrap(10)
+        conn.execute(f"DROP TABLE {kept.per_user.name}")

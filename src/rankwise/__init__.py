@@ -32,6 +32,7 @@ from .errors import (
 from ._beyond import METRICS as BEYOND_METRICS
 from .metrics import METRICS
 from .render import sql
+from ._postgres_backend import PostgresTable
 from . import expr, report, stats  # noqa: E402  (list-form expressions; HTML report and plots; statistics)
 
 __version__ = "0.1.0"
@@ -43,5 +44,5 @@ __all__ = [
     "InputFileError", "InvalidIdentifierError", "InvalidRankError", "InvalidRelevanceError", "InvalidScoreError",
     "MissingColumnError", "MissingDependencyError", "NullValueError", "NumericOverflowError", "ParameterError",
     "RankwiseError", "UndefinedValueError", "UnsupportedInputError", "UnsupportedSQLError", "WriteError",
-    "WriteLockedError", "WriteSchemaError",
+    "WriteLockedError", "WriteSchemaError", "PostgresTable",
 ]

@@ -11,7 +11,9 @@ connection. Inputs:
   copied into temporary tables with COPY.
 
 Everything runs in one transaction that is rolled back at the end (temporary objects only), with
-parallel workers off so that the sums are bit-identical run after run. Results come back through
+parallel workers off so that the sums are bit-identical run after run. With ``collect=False`` the
+per-user rows stay in a table of the connection's current schema (:class:`PostgresTable`), the
+transaction commits that one table, and the temporary objects are dropped. Results come back through
 ``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with shortest round-trip float digits and
 Polars parses exactly. psycopg (the ``engines`` extra) is the one driver: Result.write uses it too.
 """
@@ -73,8 +75,20 @@ class PostgresInputs:
         return either, {"union": either, "labels": truth, "predictions": recs, "intersection": both}[users]
 
 
+@dataclass(frozen=True)
+class PostgresTable:
+    """Per-user rows left in PostgreSQL by ``evaluate(..., collect=False)``: one row per (user, k) with
+    user_id, k, n_recs, n_rel and a column per metric (NULL = undefined), as ``sql/per_user.sql``
+    returns them. ``name`` is quoted and schema-qualified, ready for SQL; drop the table when done."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class PostgresEngine:
-    capabilities = Capabilities(native_tables=True)
+    capabilities = Capabilities(native_tables=True, keeps_results=True)
 
     def __init__(self, target=None):
         self.target = target  # None: RANKWISE_POSTGRES or the libpq environment; a URI; a connection
@@ -100,8 +114,8 @@ class PostgresEngine:
         stage = "inputs"
         with self.connect() as conn:
             try:
-                # one transaction, always rolled back: temporary objects only, nothing stays behind
-                with conn.transaction(force_rollback=True), conn.cursor() as cur:
+                # one transaction, rolled back (temporary objects only) unless the per-user table stays
+                with conn.transaction(force_rollback=collect), conn.cursor() as cur:
                     cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
                     if isinstance(prep, PostgresInputs):
                         _native_views(cur, prep, conv, names, prefix)
@@ -114,15 +128,18 @@ class PostgresEngine:
                     per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "postgres", names)
                     table = names["per_user"]
                     stage = "per_user"
-                    cur.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM ({per_user_sql}) AS r "
-                                "ORDER BY k, user_id")
+                    cur.execute(f"CREATE {'TEMP ' if collect else ''}TABLE {table} AS SELECT * FROM "
+                                f"({per_user_sql}) AS r ORDER BY k, user_id")
                     stage = "summary"
                     summary = _fetch(cur, summary_sql)
                     cur.execute(COUNTS_SQL.format(per_user=table))
                     counts = dict(zip(COUNTS, cur.fetchone(), strict=True))
                     examples = {knob: _fetch(cur, examples_sql(table, condition), user_dtype)
                                 for knob, condition, _, _ in error_rules(conv)}
-                    per_user = _fetch(cur, f"SELECT * FROM {table} ORDER BY k, user_id", user_dtype)
+                    if collect:
+                        per_user = _fetch(cur, f"SELECT * FROM {table} ORDER BY k, user_id", user_dtype)
+                    else:
+                        per_user = _kept(cur, table, prefix)
             except psycopg.errors.NumericValueOutOfRange as error:
                 # PostgreSQL raises where the other engines give inf: in any metric of the query, requested or not
                 problem = (f"A summary mean is not finite: the per-user {', '.join(request.names)} are too large "
@@ -139,6 +156,20 @@ class PostgresEngine:
                                     hint="Inputs are table names (optionally schema.table, quoted as needed) or "
                                          "one SELECT/WITH query; check that they exist and read.") from error
         return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
+
+
+def _kept(cur, table: str, prefix: str) -> PostgresTable:
+    """The per-user table, schema-qualified, after dropping this run's temporary objects (they would
+    outlive the call on a caller's connection)."""
+    from psycopg import sql
+
+    cur.execute("SELECT c.relname, c.relkind FROM pg_class AS c WHERE c.relnamespace = pg_my_temp_schema() "
+                "AND starts_with(c.relname, %s) ORDER BY c.relkind = 'v' DESC", (prefix,))
+    for name, kind in cur.fetchall():
+        what = sql.SQL("VIEW" if kind == "v" else "TABLE")
+        cur.execute(sql.SQL("DROP {} IF EXISTS {} CASCADE").format(what, sql.Identifier(name)))
+    cur.execute("SELECT current_schema()")
+    return PostgresTable(sql.Identifier(cur.fetchone()[0], table).as_string(cur.connection))
 
 
 class _Borrowed:

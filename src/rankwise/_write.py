@@ -99,8 +99,9 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
 
     if not isinstance(_source(result), pl.DataFrame):
         raise ParameterError(
-            "per_user is not a Polars DataFrame (evaluate(..., collect=False) keeps it in Spark).",
-            hint="Write it with Spark (result.per_user.write...), or evaluate with collect=True.")
+            f"per_user is not a Polars DataFrame (evaluate(..., collect=False) kept it in the engine: {result.long}).",
+            hint="Write it with the engine (Spark: result.per_user.write...; PostgreSQL: it is a table already), "
+                 "or evaluate with collect=True.")
     run_at = (run_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
     names = list(result.prepared) or [None]
     ids = {name: uuid.uuid4().hex for name in names}

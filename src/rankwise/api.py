@@ -44,7 +44,7 @@ class Result:
     With several runs (``evaluate({"a": recs_a, "b": recs_b}, ...)``) every frame starts with ``run``.
     """
 
-    long: Any  # pl.DataFrame; a Spark DataFrame (user_id, k, ...) when evaluated with collect=False
+    long: Any  # pl.DataFrame; with collect=False a Spark DataFrame (user_id, k, ...) or a PostgresTable
     summary: pl.DataFrame
     excluded: pl.DataFrame
     convention: Convention
@@ -60,7 +60,9 @@ class Result:
     def per_user(self):
         if isinstance(self.long, pl.DataFrame):
             return _shape.wide(self.long, self.user_col)
-        return _spark_backend.wide(self.long, self.request, self.user_col)
+        if _spark_backend.is_spark_dataframe(self.long):
+            return _spark_backend.wide(self.long, self.request, self.user_col)
+        return self.long  # a table left in the database: its long rows, as the engine wrote them
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -166,7 +168,7 @@ class Result:
 
     def _long_with_runs(self) -> pl.DataFrame:
         if not isinstance(self.long, pl.DataFrame):
-            raise ParameterError("The per-user rows are still in Spark (collect=False).",
+            raise ParameterError(f"The per-user rows are still in the engine (collect=False): {self.long}.",
                                  hint="Evaluate with collect=True to test or resample on the driver.")
         return self.long if self.runs else self.long.with_columns(run=pl.lit("run"))
 
@@ -210,8 +212,10 @@ def evaluate(
         checked and evaluated in Spark), or "postgres" / a postgresql:// URI / a psycopg connection
         (the SQL run inside PostgreSQL; table names or SELECT queries as inputs stay there).
     convention : a preset name (see ``rankwise.PRESETS``) or a ``Convention``.
-    collect : False keeps ``per_user`` as a Spark DataFrame (backend="spark" only), for outputs too
-        large to collect; summary and excluded are still Polars frames.
+    collect : False keeps ``per_user`` in the engine, for outputs too large to collect: a Spark
+        DataFrame (backend="spark"), or a table of the current schema (backend="postgres": a
+        ``PostgresTable`` whose ``name`` is ready for SQL; drop it when done); summary and excluded
+        are still Polars frames.
     memory_limit : cap on the engine's working memory, e.g. "2GB", "512MiB", "1.5 GB" (KB/MB/GB/TB
         are powers of 1000, KiB/MiB/GiB/TiB of 1024) or a number of bytes, from 16 MiB to 1 PiB, for
         inputs larger than memory. DuckDB: ``SET memory_limit`` (spills to a temporary directory); Polars:
@@ -267,8 +271,8 @@ def evaluate(
         raise ParameterError(f"confidence must be a number between 0 and 1, got {confidence!r}.",
                              hint="Pass e.g. confidence=0.95 for 95 % intervals.")
     if not collect and not engine.capabilities.keeps_results:
-        raise ParameterError(f"collect=False needs an engine that keeps results (spark), not {backend!r}.",
-                             hint="Pass backend='spark', or collect=True.")
+        raise ParameterError(f"collect=False needs an engine that keeps results (spark, postgres), not {backend!r}.",
+                             hint="Pass backend='spark' or 'postgres', or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
     runs = _runs(recommendations)
     if beyond_names:
