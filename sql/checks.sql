@@ -12,10 +12,54 @@
 -- A value outside [-max double, max double] is NaN or infinite on every engine: NaN compares
 -- greater than every number in DuckDB, PostgreSQL and Spark, and false with everything elsewhere.
 WITH
+-- every row-level rule in one pass over each input (an engine that inlines CTEs reads each once)
+recommendation_rows AS (
+    SELECT SUM(CASE WHEN r.user_id IS NULL OR (r.item_id IS NULL AND $null_item_marks_empty = 0)
+                          OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL)
+                                                         OR ($by_score = 1 AND r.score IS NULL)))
+                    THEN 1 ELSE 0 END) AS null_rows,
+           MIN(CASE WHEN r.item_id IS NULL AND $null_item_marks_empty = 0
+                          OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL)
+                                                         OR ($by_score = 1 AND r.score IS NULL)))
+                    THEN CAST(r.user_id AS VARCHAR) END) AS null_user,
+           MIN(CASE WHEN r.user_id IS NULL OR ($by_score = 0 AND r.position IS NULL)
+                          OR ($by_score = 1 AND r.score IS NULL)
+                    THEN CAST(r.item_id AS VARCHAR) END) AS null_item,
+           SUM(CASE WHEN $by_score = 0 AND r.position < 1 THEN 1 ELSE 0 END) AS rank_rows,
+           MIN(CASE WHEN $by_score = 0 AND r.position < 1 THEN CAST(r.user_id AS VARCHAR) END) AS rank_user,
+           MIN(CASE WHEN $by_score = 0 AND r.position < 1 THEN CAST(r.item_id AS VARCHAR) END) AS rank_item,
+           SUM(CASE WHEN $by_score = 1 AND r.score IS NOT NULL
+                         AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+                    THEN 1 ELSE 0 END) AS score_rows,
+           MIN(CASE WHEN $by_score = 1 AND r.score IS NOT NULL
+                         AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+                    THEN CAST(r.user_id AS VARCHAR) END) AS score_user,
+           MIN(CASE WHEN $by_score = 1 AND r.score IS NOT NULL
+                         AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+                    THEN CAST(r.item_id AS VARCHAR) END) AS score_item
+    FROM recommendations_input AS r
+),
+label_rows AS (
+    SELECT SUM(CASE WHEN g.user_id IS NULL THEN 1 ELSE 0 END) AS null_rows,
+           MIN(CASE WHEN g.user_id IS NULL THEN CAST(g.item_id AS VARCHAR) END) AS null_item,
+           SUM(CASE WHEN g.item_id IS NOT NULL
+                         AND (g.relevance IS NULL OR g.relevance < 0
+                              OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
+                    THEN 1 ELSE 0 END) AS relevance_rows,
+           MIN(CASE WHEN g.item_id IS NOT NULL
+                         AND (g.relevance IS NULL OR g.relevance < 0
+                              OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
+                    THEN CAST(g.user_id AS VARCHAR) END) AS relevance_user,
+           MIN(CASE WHEN g.item_id IS NOT NULL
+                         AND (g.relevance IS NULL OR g.relevance < 0
+                              OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
+                    THEN CAST(g.item_id AS VARCHAR) END) AS relevance_item
+    FROM ground_truth_input AS g
+),
 repeated_items AS (
     SELECT r.user_id, r.item_id, COUNT(*) AS n
     FROM recommendations_input AS r
-    WHERE r.user_id IS NOT NULL AND r.item_id IS NOT NULL
+    WHERE r.user_id IS NOT NULL AND r.item_id IS NOT NULL AND $duplicates = 'error'
     GROUP BY r.user_id, r.item_id
     HAVING COUNT(*) > 1
 ),
@@ -35,46 +79,33 @@ repeated_labels AS (
 ),
 checks AS (
     SELECT 'null_value' AS code, 'recommendations: NULL user, item, rank or score' AS problem,
-           COUNT(*) AS n_rows, MIN(CAST(r.user_id AS VARCHAR)) AS example_user,
-           MIN(CAST(r.item_id AS VARCHAR)) AS example_item
-    FROM recommendations_input AS r
-    WHERE r.user_id IS NULL OR (r.item_id IS NULL AND $null_item_marks_empty = 0)
-       OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL) OR ($by_score = 1 AND r.score IS NULL)))
+           s.null_rows AS n_rows, s.null_user AS example_user, s.null_item AS example_item
+    FROM recommendation_rows AS s
     UNION ALL
-    SELECT 'invalid_rank', 'recommendations: rank below 1', COUNT(*),
-           MIN(CAST(r.user_id AS VARCHAR)), MIN(CAST(r.item_id AS VARCHAR))
-    FROM recommendations_input AS r
-    WHERE $by_score = 0 AND r.position < 1
+    SELECT 'invalid_rank', 'recommendations: rank below 1', s.rank_rows, s.rank_user, s.rank_item
+    FROM recommendation_rows AS s
     UNION ALL
     SELECT 'duplicate_rank', 'recommendations: a rank repeated in one user''s list', SUM(d.n),
            MIN(CAST(d.user_id AS VARCHAR)), MIN(CAST(d.item_id AS VARCHAR))
     FROM repeated_ranks AS d
     UNION ALL
-    SELECT 'invalid_score', 'recommendations: NaN or infinite score', COUNT(*),
-           MIN(CAST(r.user_id AS VARCHAR)), MIN(CAST(r.item_id AS VARCHAR))
-    FROM recommendations_input AS r
-    WHERE $by_score = 1 AND r.score IS NOT NULL
-      AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+    SELECT 'invalid_score', 'recommendations: NaN or infinite score', s.score_rows, s.score_user, s.score_item
+    FROM recommendation_rows AS s
     UNION ALL
     SELECT 'duplicate_item', 'recommendations: an item repeated in one user''s list', SUM(d.n),
            MIN(CAST(d.user_id AS VARCHAR)), MIN(CAST(d.item_id AS VARCHAR))
     FROM repeated_items AS d
-    WHERE $duplicates = 'error'
     UNION ALL
-    SELECT 'null_value', 'ground truth: NULL user', COUNT(*), NULL, MIN(CAST(g.item_id AS VARCHAR))
-    FROM ground_truth_input AS g
-    WHERE g.user_id IS NULL
+    SELECT 'null_value', 'ground truth: NULL user', l.null_rows, NULL, l.null_item
+    FROM label_rows AS l
     UNION ALL
     SELECT 'duplicate_item', 'ground truth: an item labelled twice for one user', SUM(d.n),
            MIN(CAST(d.user_id AS VARCHAR)), MIN(CAST(d.item_id AS VARCHAR))
     FROM repeated_labels AS d
     UNION ALL
-    SELECT 'invalid_relevance', 'ground truth: NULL, NaN, infinite or negative relevance', COUNT(*),
-           MIN(CAST(g.user_id AS VARCHAR)), MIN(CAST(g.item_id AS VARCHAR))
-    FROM ground_truth_input AS g
-    WHERE g.item_id IS NOT NULL
-      AND (g.relevance IS NULL OR g.relevance < 0
-           OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
+    SELECT 'invalid_relevance', 'ground truth: NULL, NaN, infinite or negative relevance', l.relevance_rows,
+           l.relevance_user, l.relevance_item
+    FROM label_rows AS l
 )
 SELECT c.code, c.problem, CAST(c.n_rows AS BIGINT) AS n_rows, c.example_user, c.example_item
 FROM checks AS c

@@ -184,7 +184,7 @@ def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, pre
         spark.sql(f"CREATE OR REPLACE TEMP VIEW {check_names[name]} AS {query}")
     views = [*source.values(), *check_names.values()]
     checks = _checks.checks_query(conv, inputs.by_score, "spark", check_names)
-    _checks.raise_on_failed_checks(to_polars(spark.sql(checks)))
+    _checks.raise_on_failed_checks(_collect_with_small_shared_ctes(spark, checks, prefix))
     for name, query in _checks.input_views(source, "spark", c.user, c.item, None if inputs.by_score else c.rank,
                                           c.score if inputs.by_score else None,
                                           c.relevance if inputs.has_relevance else None, conv).items():
@@ -242,10 +242,10 @@ class SparkEngine:
 
 def _collect_with_small_shared_ctes(spark, query: str, prefix: str) -> pl.DataFrame:
     """``spark.sql(query)`` collected, each CTE it reads more than once computed once and brought to
-    the driver first (for CTEs of a few rows: the summary's one aggregate, a row per k). Spark would
-    inline the CTE at every reference and run the aggregate once per metric; a view over a cached
-    plan is no better, as Spark matches the whole per-user plan at each reference. 7 s -> 4.4 s for
-    a tiny evaluation on local[2]."""
+    the driver first (for CTEs of a few rows: the summary's one aggregate, a row per k; the checks'
+    one-row passes over each input). Spark would inline the CTE at every reference and run the
+    aggregate once per metric or rule; a view over a cached plan is no better, as Spark matches the
+    whole per-user plan at each reference. 7 s -> 4.4 s for a tiny evaluation on local[2]."""
     shared, rest = render.shared_ctes(query, "spark", prefix)
     try:
         for name, body in shared:
