@@ -460,7 +460,9 @@ def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.D
 def register(con, recs, side: SideInputs, ks, truth=None) -> None:
     """Register the relations sql/beyond_*.sql read: recommendations(user_id, rank, item_id, score),
     train, items, item_features, ground_truth, cutoffs. Missing side inputs become empty tables."""
-    recs = recs.lazy().collect() if isinstance(recs, pl.LazyFrame) else recs
+    # only the top max(k) of a list counts; a user's empty-list row (null rank) stays
+    top = pl.col("rank").is_null() | (pl.col("rank") <= max(ks))
+    recs = recs.lazy().filter(top).collect()
     if "score" not in recs.columns:
         recs = recs.with_columns(pl.lit(None, pl.Float64).alias("score"))
     uid, iid = recs.schema[USER], recs.schema[ITEM]
