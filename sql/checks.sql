@@ -12,49 +12,48 @@
 -- A value outside [-max double, max double] is NaN or infinite on every engine: NaN compares
 -- greater than every number in DuckDB, PostgreSQL and Spark, and false with everything elsewhere.
 WITH
--- every row-level rule in one pass over each input (an engine that inlines CTEs reads each once)
-recommendation_rows AS (
-    SELECT SUM(CASE WHEN r.user_id IS NULL OR (r.item_id IS NULL AND $null_item_marks_empty = 0)
-                          OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL)
-                                                         OR ($by_score = 1 AND r.score IS NULL)))
-                    THEN 1 ELSE 0 END) AS null_rows,
-           MIN(CASE WHEN r.item_id IS NULL AND $null_item_marks_empty = 0
-                          OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL)
-                                                         OR ($by_score = 1 AND r.score IS NULL)))
-                    THEN CAST(r.user_id AS VARCHAR) END) AS null_user,
-           MIN(CASE WHEN r.user_id IS NULL OR ($by_score = 0 AND r.position IS NULL)
-                          OR ($by_score = 1 AND r.score IS NULL)
-                    THEN CAST(r.item_id AS VARCHAR) END) AS null_item,
-           SUM(CASE WHEN $by_score = 0 AND r.position < 1 THEN 1 ELSE 0 END) AS rank_rows,
-           MIN(CASE WHEN $by_score = 0 AND r.position < 1 THEN CAST(r.user_id AS VARCHAR) END) AS rank_user,
-           MIN(CASE WHEN $by_score = 0 AND r.position < 1 THEN CAST(r.item_id AS VARCHAR) END) AS rank_item,
-           SUM(CASE WHEN $by_score = 1 AND r.score IS NOT NULL
-                         AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
-                    THEN 1 ELSE 0 END) AS score_rows,
-           MIN(CASE WHEN $by_score = 1 AND r.score IS NOT NULL
-                         AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
-                    THEN CAST(r.user_id AS VARCHAR) END) AS score_user,
-           MIN(CASE WHEN $by_score = 1 AND r.score IS NOT NULL
-                         AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
-                    THEN CAST(r.item_id AS VARCHAR) END) AS score_item
+-- every row-level rule decided once per row, then counted in one pass over each input (an engine
+-- that inlines CTEs reads each input once for all of them)
+recommendation_flags AS (
+    SELECT r.user_id, r.item_id,
+           CASE WHEN r.user_id IS NULL OR (r.item_id IS NULL AND $null_item_marks_empty = 0)
+                     OR (r.item_id IS NOT NULL AND (($by_score = 0 AND r.position IS NULL)
+                                                    OR ($by_score = 1 AND r.score IS NULL)))
+                THEN 1 ELSE 0 END AS null_row,
+           CASE WHEN $by_score = 0 AND r.position < 1 THEN 1 ELSE 0 END AS rank_row,
+           CASE WHEN $by_score = 1 AND r.score IS NOT NULL
+                     AND NOT (r.score BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+                THEN 1 ELSE 0 END AS score_row
     FROM recommendations_input AS r
 ),
-label_rows AS (
-    SELECT SUM(CASE WHEN g.user_id IS NULL THEN 1 ELSE 0 END) AS null_rows,
-           MIN(CASE WHEN g.user_id IS NULL THEN CAST(g.item_id AS VARCHAR) END) AS null_item,
-           SUM(CASE WHEN g.item_id IS NOT NULL
-                         AND (g.relevance IS NULL OR g.relevance < 0
-                              OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
-                    THEN 1 ELSE 0 END) AS relevance_rows,
-           MIN(CASE WHEN g.item_id IS NOT NULL
-                         AND (g.relevance IS NULL OR g.relevance < 0
-                              OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
-                    THEN CAST(g.user_id AS VARCHAR) END) AS relevance_user,
-           MIN(CASE WHEN g.item_id IS NOT NULL
-                         AND (g.relevance IS NULL OR g.relevance < 0
-                              OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
-                    THEN CAST(g.item_id AS VARCHAR) END) AS relevance_item
+recommendation_rows AS (
+    SELECT SUM(f.null_row) AS null_rows,
+           MIN(CASE WHEN f.null_row = 1 THEN CAST(f.user_id AS VARCHAR) END) AS null_user,
+           MIN(CASE WHEN f.null_row = 1 THEN CAST(f.item_id AS VARCHAR) END) AS null_item,
+           SUM(f.rank_row) AS rank_rows,
+           MIN(CASE WHEN f.rank_row = 1 THEN CAST(f.user_id AS VARCHAR) END) AS rank_user,
+           MIN(CASE WHEN f.rank_row = 1 THEN CAST(f.item_id AS VARCHAR) END) AS rank_item,
+           SUM(f.score_row) AS score_rows,
+           MIN(CASE WHEN f.score_row = 1 THEN CAST(f.user_id AS VARCHAR) END) AS score_user,
+           MIN(CASE WHEN f.score_row = 1 THEN CAST(f.item_id AS VARCHAR) END) AS score_item
+    FROM recommendation_flags AS f
+),
+label_flags AS (
+    SELECT g.user_id, g.item_id,
+           CASE WHEN g.user_id IS NULL THEN 1 ELSE 0 END AS null_row,
+           CASE WHEN g.item_id IS NOT NULL
+                     AND (g.relevance IS NULL OR g.relevance < 0
+                          OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
+                THEN 1 ELSE 0 END AS relevance_row
     FROM ground_truth_input AS g
+),
+label_rows AS (
+    SELECT SUM(f.null_row) AS null_rows,
+           MIN(CASE WHEN f.null_row = 1 THEN CAST(f.item_id AS VARCHAR) END) AS null_item,
+           SUM(f.relevance_row) AS relevance_rows,
+           MIN(CASE WHEN f.relevance_row = 1 THEN CAST(f.user_id AS VARCHAR) END) AS relevance_user,
+           MIN(CASE WHEN f.relevance_row = 1 THEN CAST(f.item_id AS VARCHAR) END) AS relevance_item
+    FROM label_flags AS f
 ),
 repeated_items AS (
     SELECT r.user_id, r.item_id, COUNT(*) AS n

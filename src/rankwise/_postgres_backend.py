@@ -118,7 +118,7 @@ class PostgresEngine:
                 with conn.transaction(force_rollback=collect), conn.cursor() as cur:
                     cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
                     if isinstance(prep, PostgresInputs):
-                        _native_views(cur, prep, conv, names, prefix)
+                        _native_views(cur, prep, conv, names)
                         user_dtype = None
                     else:
                         _upload(cur, names["recommendations"], prep.recommendations.select(USER, RANK, ITEM))
@@ -212,7 +212,7 @@ def postgres_inputs(recs, truth, columns: Columns, conv: Convention, engine: Pos
     return PostgresInputs(recs, truth, columns)
 
 
-def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict, prefix: str) -> None:
+def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) -> None:
     """Check the caller's tables with sql/checks.sql, then create the canonical views over them."""
     c = inputs.columns
     source = {"recommendations": inputs.recommendations, "ground_truth": inputs.ground_truth}
@@ -242,14 +242,12 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict, pr
     if has_relevance and t[c.relevance] not in _NUMBER:
         raise InvalidRelevanceError(f"ground truth: {c.relevance!r} must be numeric.",
                                     hint="Cast the relevance to double precision.")
-    check_names = {"recommendations_input": f"{prefix}recommendations_input",
-                   "ground_truth_input": f"{prefix}ground_truth_input"}
     rank_col, score_col = (None, c.score) if by_score else (c.rank, None)
     relevance_col = c.relevance if has_relevance else None
     for name, query in _checks.raw_views(source, "postgres", c.user, c.item, rank_col, score_col,
                                          relevance_col).items():
-        cur.execute(f"CREATE TEMP VIEW {check_names[name]} AS {query}")
-    _checks.raise_on_failed_checks(_fetch(cur, _checks.checks_query(conv, by_score, "postgres", check_names)))
+        cur.execute(f"CREATE TEMP VIEW {names[name]} AS {query}")
+    _checks.raise_on_failed_checks(_fetch(cur, _checks.checks_query(conv, by_score, "postgres", names)))
     for name, query in _checks.input_views(source, "postgres", c.user, c.item, rank_col, score_col, relevance_col,
                                            conv).items():
         cur.execute(f"CREATE TEMP VIEW {names[name]} AS {query}")

@@ -176,14 +176,12 @@ def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, pre
     source = {"recommendations": f"{prefix}recommendations_source", "ground_truth": f"{prefix}ground_truth_source"}
     inputs.recommendations.createOrReplaceTempView(source["recommendations"])
     inputs.ground_truth.createOrReplaceTempView(source["ground_truth"])
-    check_names = {"recommendations_input": f"{prefix}recommendations_input",
-                   "ground_truth_input": f"{prefix}ground_truth_input"}
     raw = _checks.raw_views(source, "spark", c.user, c.item, None if inputs.by_score else c.rank,
                             c.score if inputs.by_score else None, c.relevance if inputs.has_relevance else None)
     for name, query in raw.items():
-        spark.sql(f"CREATE OR REPLACE TEMP VIEW {check_names[name]} AS {query}")
-    views = [*source.values(), *check_names.values()]
-    checks = _checks.checks_query(conv, inputs.by_score, "spark", check_names)
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {names[name]} AS {query}")
+    views = [*source.values(), *(names[name] for name in raw)]
+    checks = _checks.checks_query(conv, inputs.by_score, "spark", names)
     _checks.raise_on_failed_checks(_collect_with_small_shared_ctes(spark, checks, prefix))
     for name, query in _checks.input_views(source, "spark", c.user, c.item, None if inputs.by_score else c.rank,
                                           c.score if inputs.by_score else None,
