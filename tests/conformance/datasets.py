@@ -9,6 +9,8 @@ with no recommendations. ``truth`` holds judged items with their relevance (0 = 
 non-relevant); an empty list is a user with no relevant items. A user may appear in only one
 of the two.
 
+The beyond-accuracy dataset (``beyond``) adds the side inputs those metrics read (see :func:`beyond`).
+
 Run ``python datasets.py`` to (re)write every dataset.
 """
 
@@ -138,7 +140,66 @@ def clean(seed=3, n_users=200, n_items=50):
     return {"name": "clean", "recs": recs, "truth": truth}
 
 
-GENERATORS = {"doc000": doc000, "binary_int": binary_int, "graded_str": graded_str, "clean": clean}
+def beyond(seed=10, n_users=160, n_rec_users=140, dim=5):
+    """Beyond-accuracy inputs: ranked lists with scores, train interactions, a catalog, item embeddings.
+
+    Items 1..90 form the catalog; train holds items 1..70 and 91..92 (outside the catalog), so items
+    71..90 (in the catalog) and 93..94 (outside it) are cold. Users 0..139 have recommendations
+    (two empty lists, ~15 % short lists of 1..9 items, the rest 10..15 items, drawn by popularity
+    from the items the user has no train row for), users 20..159 have train rows (1..12 items, ~20 %
+    of the rows repeated 1..3 times), so users 0..19 are cold and 140..159 train-only. Scores descend
+    strictly along each list; truth = 1..6 items per list user (relevance 1), about half of them
+    recommended. Every item 1..94 has a nonzero embedding of ``dim`` numbers.
+    """
+    rng = random.Random(seed)
+    catalog = list(range(1, 91))
+    train_pool = list(range(1, 71)) + [91, 92]
+    every_item = list(range(1, 95))
+    weight = {i: 1.0 / (1 + rank) ** 1.1 for rank, i in enumerate(rng.sample(train_pool, len(train_pool)))}
+    weight.update({i: 0.01 for i in every_item if i not in weight})  # cold items: rarely recommended
+    train, seen = [], {}
+    for u in range(20, n_users):
+        items = set()
+        target = rng.randint(1, 12)
+        while len(items) < target:
+            items.add(rng.choices(train_pool, [weight[i] for i in train_pool])[0])
+        seen[u] = items
+        for i in sorted(items):
+            train += [[u, i]] * (1 + (rng.randint(1, 3) if rng.random() < 0.2 else 0))
+    rng.shuffle(train)
+    recs, scores, truth = [], [], []
+    for u in range(n_rec_users):
+        r = rng.random()
+        n = 0 if u in (7, 93) else rng.randint(1, 9) if r < 0.15 else rng.randint(10, 15)
+        pool = [i for i in every_item if i not in seen.get(u, ())]
+        lst = []
+        while len(lst) < n:
+            item = rng.choices(pool, [weight[i] for i in pool])[0]
+            if item not in lst:
+                lst.append(item)
+        score, s = [], rng.uniform(1.0, 4.0)
+        for _ in lst:
+            score.append(round(s, 6))
+            s -= rng.uniform(0.01, 0.6)
+        relevant = set(rng.sample(lst, min(len(lst), rng.randint(0, 3))))
+        target = max(len(relevant), rng.randint(1, 6))
+        while len(relevant) < target:
+            relevant.add(rng.choice(pool))
+        recs.append([u, lst])
+        scores.append([u, score])
+        truth.append([u, [[i, 1] for i in sorted(relevant)]])
+    embeddings = []
+    for i in every_item:
+        vec = [0.0] * dim
+        while not any(vec):
+            vec = [round(rng.uniform(-1, 1), 3) for _ in range(dim)]
+        embeddings.append([i, vec])
+    return {"name": "beyond", "recs": recs, "scores": scores, "truth": truth, "train": train,
+            "catalog": catalog, "embeddings": embeddings}
+
+
+GENERATORS = {"doc000": doc000, "binary_int": binary_int, "graded_str": graded_str, "clean": clean,
+              "beyond": beyond}
 
 
 def write_all(directory=DATASET_DIR):

@@ -9,7 +9,8 @@ pip steps match (``rankwise-venv.json`` inside it), otherwise rebuilt.
 The shared venv ``live`` holds ranx, pytrec-eval-terrier, scikit-learn and torchmetrics (+ CPU torch);
 CI builds it and runs those four libraries live (see ``run_library``).
 
-Output: ``fixtures/<library>/<dataset>.json`` (format in README.md).
+Output: ``fixtures/<library>/<dataset>.json`` (format in README.md). The beyond-accuracy dataset ``beyond`` runs
+``runners/run_<library>_beyond.py`` (evidently, recommenders, replay, rectools, recbole; others skip it).
 """
 
 import argparse
@@ -61,6 +62,22 @@ LIBRARIES = {
     "pyspark": ("pyspark", "run_pyspark.py"),
 }
 LIVE_LIBRARIES = ["ranx", "pytrec_eval", "sklearn", "torchmetrics"]
+# the beyond-accuracy dataset(s) run each library's beyond runner instead (same venv); libraries without one skip them
+BEYOND_DATASETS = ("beyond",)
+BEYOND_RUNNERS = {
+    "evidently": "run_evidently_beyond.py",
+    "recommenders": "run_recommenders_beyond.py",
+    "replay": "run_replay_beyond.py",
+    "rectools": "run_rectools_beyond.py",
+    "recbole": "run_recbole_beyond.py",
+}
+
+
+def runner_for(library, dataset_name):
+    """The runner script of ``library`` for a dataset, or None (no beyond-accuracy runner)."""
+    if dataset_name in BEYOND_DATASETS:
+        return BEYOND_RUNNERS.get(library)
+    return LIBRARIES[library][1]
 
 
 def venv_python(name, venv_root=DEFAULT_VENV_ROOT):
@@ -94,14 +111,18 @@ def ensure_venv(name, venv_root=DEFAULT_VENV_ROOT, python=None, log=print):
 
 def run_library(library, dataset_path, venv_root=DEFAULT_VENV_ROOT, ks=DEFAULT_KS, timeout=1800):
     """Run ``library``'s runner live on one dataset (building its venv if needed); return the fixture dict.
+    The beyond-accuracy datasets (``BEYOND_DATASETS``) run the library's ``run_<lib>_beyond.py``.
 
     ``dataset_path`` is a dataset JSON path or a bare dataset name (``"doc000"`` -> ``datasets/doc000.json``).
     """
-    venv, script = LIBRARIES[library]
+    venv = LIBRARIES[library][0]
     dataset_path = Path(dataset_path)
     if not dataset_path.suffix and not dataset_path.exists():
         dataset_path = HERE / "datasets" / (dataset_path.name + ".json")
     dataset_path = dataset_path.resolve()
+    script = runner_for(library, dataset_path.stem)
+    if script is None:
+        raise ValueError("%s has no runner for dataset %s" % (library, dataset_path.stem))
     python = ensure_venv(venv, venv_root)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
@@ -137,6 +158,8 @@ def main(argv=None):
             print("FAILED to build venv for %s: %s" % (library, exc))
             continue
         for path in paths:
+            if runner_for(library, path.stem) is None:
+                continue
             start = time.time()
             try:
                 doc = run_library(library, path, args.venv_root, args.k)

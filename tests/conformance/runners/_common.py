@@ -15,7 +15,9 @@ class Dataset:
     """A conformance dataset.
 
     ``recs`` {user: [items]}, ``truth`` {user: {item: rel}}, ``users`` = union in first-seen order (recs
-    first), ``items`` = every item, sorted.
+    first), ``items`` = every item, sorted. The beyond-accuracy dataset adds ``scores`` {user: [score per
+    list position]}, ``train`` [(user, item)] (repeats kept), ``catalog`` [items] and ``embeddings``
+    {item: [floats]} (empty when the dataset has none).
     """
 
     def __init__(self, path):
@@ -24,6 +26,10 @@ class Dataset:
         self.name = raw["name"]
         self.recs = {u: list(items) for u, items in raw["recs"]}
         self.truth = {u: {i: g for i, g in pairs} for u, pairs in raw["truth"]}
+        self.scores = {u: list(s) for u, s in raw.get("scores", [])}
+        self.train = [tuple(row) for row in raw.get("train", [])]
+        self.catalog = list(raw.get("catalog", []))
+        self.embeddings = {i: list(v) for i, v in raw.get("embeddings", [])}
         self.users = list(self.recs) + [u for u in self.truth if u not in self.recs]
         self.items = sorted({i for l in self.recs.values() for i in l} | {i for d in self.truth.values() for i in d},
                             key=lambda x: (str(type(x)), x))

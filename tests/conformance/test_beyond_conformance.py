@@ -1,0 +1,136 @@
+"""Each beyond-accuracy preset against its library, run live on datasets/beyond.json.
+
+Expected values are only the libraries' own outputs, stored in fixtures/<library>/beyond.json by
+``python tests/conformance/make_fixtures.py --libraries <lib> --datasets beyond`` (the runners are
+runners/run_<lib>_beyond.py). rankwise.evaluate must give them on backend="polars" and "duckdb":
+per user where the library returns per-user values, the library's aggregate otherwise.
+score_entropy is not an evaluate metric yet: it is checked through the core (rankwise._beyond).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import rankwise
+from rankwise import _beyond as B
+
+HERE = Path(__file__).parent
+P = rankwise.PRESETS
+TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Case:
+    """One library variant (a results key of its fixture) and the convention that must reproduce it."""
+
+    library: str
+    variant: str
+    convention: rankwise.Convention
+    items: str | None = "catalog"  # catalog: the dataset's catalog; vocabulary: every item seen; None
+    view: str = "all"  # all: every list; full: only the lists with >= 10 items (RecBole's full top-K)
+
+
+CASES = [
+    Case("rectools", "default", P["rectools"]),
+    Case("rectools", "normalized", P["rectools"].replace(coverage_scale="ratio")),
+]
+
+
+def _dataset() -> dict:
+    return json.loads((HERE / "datasets" / "beyond.json").read_text())
+
+
+def _fixture(library: str) -> dict:
+    path = HERE / "fixtures" / library / "beyond.json"
+    if not path.exists():
+        pytest.skip(f"no fixture {library}/beyond.json")
+    return json.loads(path.read_text())
+
+
+def inputs(data: dict, case: Case) -> dict:
+    """The dataset as evaluate's arguments, seen as the library saw it."""
+    recs = [(u, items, data_scores) for (u, items), (_, data_scores) in zip(data["recs"], data["scores"])]
+    if case.view == "full":
+        recs = [r for r in recs if len(r[1]) >= 10]
+    train = pl.DataFrame(data["train"], schema={"user": pl.Int64, "item": pl.Int64}, orient="row")
+    vocabulary = sorted({i for _, lst, _ in recs for i in lst} | set(train["item"]) | set(data["catalog"]))
+    return {
+        "recommendations": pl.DataFrame({"user": [u for u, _, _ in recs], "item": [lst for _, lst, _ in recs]},
+                                        schema={"user": pl.Int64, "item": pl.List(pl.Int64)}),
+        "ground_truth": pl.DataFrame({"user": [u for u, _ in data["truth"]],
+                                      "item": [[i for i, _ in lab] for _, lab in data["truth"]]},
+                                     schema={"user": pl.Int64, "item": pl.List(pl.Int64)}),
+        "train": train,
+        "items": {"catalog": data["catalog"], "vocabulary": vocabulary, None: None}[case.items],
+        "item_features": pl.DataFrame({"item": [i for i, _ in data["embeddings"]],
+                                       "embedding": [v for _, v in data["embeddings"]]},
+                                      schema={"item": pl.Int64, "embedding": pl.List(pl.Float64)}),
+        "scored": recs,
+    }
+
+
+def _score_entropy(scored, ks, conv, engine: str) -> dict[int, float]:
+    """score_entropy per k through the core (not an evaluate metric yet), on one engine."""
+    rows = [(u, r, i, s) for u, lst, sc in scored for r, (i, s) in enumerate(zip(lst, sc), start=1)]
+    rows += [(u, None, None, None) for u, lst, _ in scored if not lst]
+    recs = pl.DataFrame(rows, schema={"user_id": pl.Int64, "rank": pl.Int64, "item_id": pl.Int64,
+                                      "score": pl.Float64}, orient="row")
+    side = B.prepare_side_inputs()
+    if engine == "duckdb":
+        with duckdb.connect() as con:
+            B.register(con, recs, side, ks)
+            cat = B.duckdb_catalog(con, conv)
+    else:
+        cat = B.polars_catalog(recs.lazy(), side, ks, conv)
+    return {r["k"]: r["value"] for r in cat.filter(pl.col("metric") == "score_entropy").iter_rows(named=True)}
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None or math.isnan(a) or math.isnan(b):
+        return (a is None or math.isnan(a)) and (b is None or math.isnan(b))
+    return math.isclose(a, b, rel_tol=TOL, abs_tol=TOL)
+
+
+def compare(case: Case, fixture: dict, engine: str) -> int:
+    """Assert rankwise == the library for every entry of the variant; returns how many values matched."""
+    results = fixture["results"][case.variant]
+    wanted = {}
+    for key in results:
+        name, _, k = key.partition("@")
+        wanted.setdefault(name, set()).add(int(k))
+    ks = sorted(set().union(*wanted.values()))
+    args = inputs(_dataset(), case)
+    scored = args.pop("scored")
+    metrics = sorted(set(wanted) - {"score_entropy"})
+    conv = case.convention.replace(metrics=None)
+    res = rankwise.evaluate(**args, k=ks, metrics=metrics, convention=conv, backend=engine)
+    per_user = {(r["user"], k): r for r in res.per_user.iter_rows(named=True) for k in ks}
+    means = {(r["metric"], r["k"]): r["value"] for r in res.summary.iter_rows(named=True)}
+    if "score_entropy" in wanted:
+        for k, v in _score_entropy(scored, ks, conv, engine).items():
+            means["score_entropy", k] = v
+    checked = 0
+    for key, entry in results.items():
+        name, _, k = key.partition("@")
+        k = int(k)
+        assert _close(means[name, k], entry["mean"]), (case.library, case.variant, engine, key, means[name, k],
+                                                       entry["mean"])
+        checked += 1
+        for user, value in entry["per_user"]:
+            ours = per_user[user, k][key]
+            assert _close(ours, value), (case.library, case.variant, engine, key, user, ours, value)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])  # the beyond-accuracy metrics run on these two
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.library}-{c.variant}")
+def test_preset_matches_library_beyond_fixture(case, engine):
+    assert compare(case, _fixture(case.library), engine)
