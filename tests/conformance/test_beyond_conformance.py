@@ -34,12 +34,16 @@ class Case:
     variant: str
     convention: rankwise.Convention
     items: str | None = "catalog"  # catalog: the dataset's catalog; vocabulary: every item seen; None
-    view: str = "all"  # all: every list; full: only the lists with >= 10 items (RecBole's full top-K)
+    view: str = "all"  # all: every list; nonempty: no empty list (the library sees only rows); full: only the
+    # lists with >= 10 items (RecBole's full top-K)
 
 
 CASES = [
     Case("rectools", "default", P["rectools"]),
     Case("rectools", "normalized", P["rectools"].replace(coverage_scale="ratio")),
+    Case("replay", "default", P["replay"], view="nonempty"),
+    Case("replay", "dict", P["replay"]),
+    Case("replay", "polars", P["replay"], view="nonempty"),
 ]
 
 
@@ -57,8 +61,8 @@ def _fixture(library: str) -> dict:
 def inputs(data: dict, case: Case) -> dict:
     """The dataset as evaluate's arguments, seen as the library saw it."""
     recs = [(u, items, data_scores) for (u, items), (_, data_scores) in zip(data["recs"], data["scores"])]
-    if case.view == "full":
-        recs = [r for r in recs if len(r[1]) >= 10]
+    if case.view != "all":
+        recs = [r for r in recs if len(r[1]) >= (10 if case.view == "full" else 1)]
     train = pl.DataFrame(data["train"], schema={"user": pl.Int64, "item": pl.Int64}, orient="row")
     vocabulary = sorted({i for _, lst, _ in recs for i in lst} | set(train["item"]) | set(data["catalog"]))
     return {
