@@ -41,6 +41,7 @@ class Case:
 CASES = [
     Case("rectools", "default", P["rectools"]),
     Case("rectools", "normalized", P["rectools"].replace(coverage_scale="ratio")),
+    Case("evidently", "default", P["evidently"], view="nonempty"),  # items= given: the preset ignores it
     Case("replay", "default", P["replay"], view="nonempty"),
     Case("replay", "dict", P["replay"]),
     Case("replay", "polars", P["replay"], view="nonempty"),
@@ -115,7 +116,7 @@ def compare(case: Case, fixture: dict, engine: str) -> int:
     metrics = sorted(set(wanted) - {"score_entropy"})
     conv = case.convention.replace(metrics=None)
     res = rankwise.evaluate(**args, k=ks, metrics=metrics, convention=conv, backend=engine)
-    per_user = {(r["user"], k): r for r in res.per_user.iter_rows(named=True) for k in ks}
+    per_user = {r["user"]: r for r in res.per_user.iter_rows(named=True)}
     means = {(r["metric"], r["k"]): r["value"] for r in res.summary.iter_rows(named=True)}
     if "score_entropy" in wanted:
         for k, v in _score_entropy(scored, ks, conv, engine).items():
@@ -127,10 +128,15 @@ def compare(case: Case, fixture: dict, engine: str) -> int:
         assert _close(means[name, k], entry["mean"]), (case.library, case.variant, engine, key, means[name, k],
                                                        entry["mean"])
         checked += 1
+        if not entry["per_user"]:
+            continue
         for user, value in entry["per_user"]:
-            ours = per_user[user, k][key]
+            ours = per_user[user][key]
             assert _close(ours, value), (case.library, case.variant, engine, key, user, ours, value)
             checked += 1
+        # the same users: those the library scores are those with a defined value in rankwise
+        theirs = {u for u, v in entry["per_user"] if not _close(v, math.nan)}
+        assert theirs == {u for u, r in per_user.items() if not _close(r[key], math.nan)}, (case.variant, key)
     return checked
 
 
