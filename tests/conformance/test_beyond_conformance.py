@@ -33,7 +33,8 @@ class Case:
     library: str
     variant: str
     convention: rankwise.Convention
-    items: str | None = "catalog"  # catalog: the dataset's catalog; vocabulary: every item seen; None
+    items: str | None = "catalog"  # catalog: the dataset's catalog; vocabulary: every item of the dataset
+    # (catalog, train, recommended: RecBole's item tokens); None: no items=
     view: str = "all"  # all: every list; nonempty: no empty list (the library sees only rows); full: only the
     # lists with >= 10 items (RecBole's full top-K)
 
@@ -42,6 +43,8 @@ CASES = [
     Case("rectools", "default", P["rectools"]),
     Case("rectools", "normalized", P["rectools"].replace(coverage_scale="ratio")),
     Case("evidently", "default", P["evidently"], view="nonempty"),  # items= given: the preset ignores it
+    Case("recbole", "default", P["recbole"], items="vocabulary", view="full"),
+    Case("recbole", "tail_ratio_3", P["recbole"].replace(long_tail_ratio=3.0), items="vocabulary", view="full"),
     Case("replay", "default", P["replay"], view="nonempty"),
     Case("replay", "dict", P["replay"]),
     Case("replay", "polars", P["replay"], view="nonempty"),
@@ -62,10 +65,10 @@ def _fixture(library: str) -> dict:
 def inputs(data: dict, case: Case) -> dict:
     """The dataset as evaluate's arguments, seen as the library saw it."""
     recs = [(u, items, data_scores) for (u, items), (_, data_scores) in zip(data["recs"], data["scores"])]
-    if case.view != "all":
-        recs = [r for r in recs if len(r[1]) >= (10 if case.view == "full" else 1)]
     train = pl.DataFrame(data["train"], schema={"user": pl.Int64, "item": pl.Int64}, orient="row")
     vocabulary = sorted({i for _, lst, _ in recs for i in lst} | set(train["item"]) | set(data["catalog"]))
+    if case.view != "all":
+        recs = [r for r in recs if len(r[1]) >= (10 if case.view == "full" else 1)]
     return {
         "recommendations": pl.DataFrame({"user": [u for u, _, _ in recs], "item": [lst for _, lst, _ in recs]},
                                         schema={"user": pl.Int64, "item": pl.List(pl.Int64)}),
