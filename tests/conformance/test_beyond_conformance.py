@@ -45,6 +45,8 @@ CASES = [
     Case("evidently", "default", P["evidently"], view="nonempty"),  # items= given: the preset ignores it
     Case("recbole", "default", P["recbole"], items="vocabulary", view="full"),
     Case("recbole", "tail_ratio_3", P["recbole"].replace(long_tail_ratio=3.0), items="vocabulary", view="full"),
+    Case("recommenders", "default", P["recommenders"]),
+    Case("recommenders", "full_lists", P["recommenders"], view="full"),
     Case("replay", "default", P["replay"], view="nonempty"),
     Case("replay", "dict", P["replay"]),
     Case("replay", "polars", P["replay"], view="nonempty"),
