@@ -363,28 +363,39 @@ BEYOND_METRICS: dict[str, tuple[str, ...]] = {
     "recbole": ("item_coverage", "arp", "gini", "exposure_entropy", "long_tail_share"),
 }
 BEYOND_NOTES: dict[str, str] = {
-    "evidently": "Beyond accuracy (0.7.21 source): novelty and arp drop items missing from train (a user "
+    "evidently": "Beyond accuracy (run live: Evidently 0.7.23 legacy metrics, tests/conformance, 1e-9 per "
+                 "user for novelty and diversity): novelty and arp drop items missing from train (a user "
                  "with only such items is left out); coverage over train items; gini over recommended "
                  "items / (n - 1); diversity = ild with 1 - cosine summed over pairs and divided by n_u "
                  "(Evidently's missing normalisation, reproduced: values can exceed 1); personalization "
                  "subtracts #U k (exact only for full lists, reproduced); score_entropy in nats. Not "
-                 "reproduced: serendipity (another family), float average ranks of tied scores.",
-    "rectools": "Beyond accuracy (41a5a639 source): MeanInvUserFreq (novelty, cold item = 1 user); "
+                 "reproduced: serendipity (another family), normalize_arp=True, float average ranks of "
+                 "tied scores.",
+    "rectools": "Beyond accuracy (run live: RecTools 0.19.0, tests/conformance, 1e-9 per user): "
+                "MeanInvUserFreq (novelty, cold item = 1 user); "
                 "AvgRecPopularity (arp, train rows, cold 0); CatalogCoverage (count, outside items "
-                "counted); Serendipity (dense rank of train rows, N = |items|). Not reproduced: "
-                "IntraListDiversity's Hamming count (rankwise's ild is cosine).",
-    "replay": "Beyond accuracy (b4e051e8 source): Surprisal = novelty / log2 U_T summed over the top k "
+                "counted; normalize=True is coverage_scale='ratio'); Serendipity (dense rank of train rows, "
+                "N = |items|). Not reproduced: IntraListDiversity's Hamming count (rankwise's ild is "
+                "cosine), AvgRecPopularity(normalize=True).",
+    "replay": "Beyond accuracy (run live: RePlay 0.22.0, tests/conformance, 1e-9 per user; pandas, dict "
+              "and polars inputs): Surprisal = novelty / log2 U_T summed over the top k "
               "and divided by k (an empty list scores 0); Coverage over train items. Not reproduced: "
               "RePlay Novelty (share unseen by the user), Unexpectedness, CategoricalDiversity.",
-    "recommenders": "Beyond accuracy (b02c95e2 source): catalog_coverage (train items, no intersection), "
+    "recommenders": "Beyond accuracy (run live: MS Recommenders 1.2.1, tests/conformance, 1e-9 per user "
+                    "for diversity): catalog_coverage (train items, no intersection), "
                     "distributional_coverage (log2 exposure entropy), diversity with "
                     "item_sim_measure='item_feature_vector' (ild, single-item users left out). MS has no k: "
-                    "cut the table to the top k first, or pass k >= the longest list. Not reproduced: "
-                    "novelty (pooled over rows, not a per-user mean), serendipity, co-occurrence diversity.",
-    "recbole": "Beyond accuracy (7b02be5e source): ItemCoverage and GiniIndex count the [PAD] token in "
+                    "cut the table to the top k first, or pass k >= the longest list. novelty (train rows, a "
+                    "cold item adds 0) equals MS only when every list holds k items: MS pools over "
+                    "recommendation rows, rankwise averages users. Not reproduced: serendipity, "
+                    "co-occurrence diversity.",
+    "recbole": "Beyond accuracy (run live: RecBole 1.2.1 metric classes on full top-k lists, "
+               "tests/conformance, 1e-9 per user for arp and long_tail_share): ItemCoverage and GiniIndex "
+               "count the [PAD] token in "
                "num_items (reproduced, catalog_padding=1; give the dataset's items as items=); "
                "AveragePopularity / k over train rows; ShannonEntropy in nats divided by the distinct "
-               "recommended items (reproduced); TailPercentage with tail_ratio 0.1, cold items never tail. "
+               "recommended items (reproduced); TailPercentage with tail_ratio 0.1 (or > 1: a count bound), "
+               "cold items never tail. "
                "Not reproduced: rounding to 4 decimals.",
 }
 for _name, _knobs in BEYOND_PRESETS.items():

@@ -20,6 +20,7 @@ import pytest
 
 import rankwise
 from rankwise import _beyond as B
+from rankwise.conventions import BEYOND_METRICS
 
 HERE = Path(__file__).parent
 P = rankwise.PRESETS
@@ -149,3 +150,12 @@ def compare(case: Case, fixture: dict, engine: str) -> int:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.library}-{c.variant}")
 def test_preset_matches_library_beyond_fixture(case, engine):
     assert compare(case, _fixture(case.library), engine)
+
+
+@pytest.mark.parametrize("library", sorted(BEYOND_METRICS))
+def test_every_claimed_metric_is_checked_live(library):
+    """Each metric a preset claims (conventions.BEYOND_METRICS) has live values in its fixture and a case."""
+    fixture = _fixture(library)
+    variants = {c.variant for c in CASES if c.library == library}
+    checked = {key.partition("@")[0] for v in variants for key in fixture["results"][v]}
+    assert set(BEYOND_METRICS[library]) <= checked, set(BEYOND_METRICS[library]) - checked
