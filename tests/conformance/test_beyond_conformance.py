@@ -159,3 +159,26 @@ def test_every_claimed_metric_is_checked_live(library):
     variants = {c.variant for c in CASES if c.library == library}
     checked = {key.partition("@")[0] for v in variants for key in fixture["results"][v]}
     assert set(BEYOND_METRICS[library]) <= checked, set(BEYOND_METRICS[library]) - checked
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_recommenders_novelty_gap_is_pooling(engine):
+    """MS novelty on lists of every length equals the mean over recommendation rows of rankwise's
+    item novelty (recommenders preset): per-user novelty weighted by n_u. The preset's per-user mean
+    differs only by that weighting."""
+    results = _fixture("recommenders")["results"]["pooled"]
+    case = Case("recommenders", "pooled", P["recommenders"])
+    args = inputs(_dataset(), case)
+    args.pop("scored")
+    ks = sorted(int(key.partition("@")[2]) for key in results)
+    res = rankwise.evaluate(**args, k=ks, metrics=["novelty"], convention=case.convention.replace(metrics=None),
+                            backend=engine)
+    lengths = {u: len(lst) for u, lst in _dataset()["recs"]}
+    for k in ks:
+        rows = [(min(lengths[r["user"]], k), r[f"novelty@{k}"]) for r in res.per_user.iter_rows(named=True)
+                if lengths[r["user"]]]
+        pooled = sum(n * v for n, v in rows) / sum(n for n, _ in rows)
+        assert _close(pooled, results[f"novelty@{k}"]["mean"]), (k, pooled, results[f"novelty@{k}"]["mean"])
+        if k > 1:  # lists shorter than k: the per-user mean is another number
+            mean = res.summary.filter((pl.col("metric") == "novelty") & (pl.col("k") == k))["value"].item()
+            assert not _close(mean, results[f"novelty@{k}"]["mean"])

@@ -25,7 +25,7 @@ def tables(ds, k, min_len=1):
 def main():
     args = parse_args(__doc__)
     ds = Dataset(args.dataset)
-    default, full = {}, {}
+    default, full, pooled = {}, {}, {}
     full_len = max(args.ks)
     for k in args.ks:
         train, reco, features = tables(ds, k)
@@ -38,6 +38,7 @@ def main():
                                       pe.diversity(train, reco, item_feature_df=features, **FEATURES),
                                       "python_evaluation.diversity(train, top-%d reco, item_feature_df, "
                                       "item_sim_measure='item_feature_vector'); per user: user_diversity" % k)
+        pooled["novelty@%d" % k] = entry([], pe.novelty(train, reco), "python_evaluation.novelty(train, top-%d reco)" % k)
         train, reco, _ = tables(ds, k, min_len=full_len)
         full["novelty@%d" % k] = entry([], pe.novelty(train, reco),
                                        "python_evaluation.novelty(train, top-%d reco of the lists with >= %d items)"
@@ -47,9 +48,10 @@ def main():
         "only for its item set, novelty for row counts); reco_df = (userID, itemID) of every user's top k (users "
         "with an empty list have no rows; no list holds a train pair of its user, as MS requires); item_feature_df "
         "= (itemID, features = the embedding as a numpy array). Variant 'full_lists': only the %d users whose list "
-        "has >= %d items, so every list has k items at every k. pandas %s." % (
+        "has >= %d items, so every list has k items at every k; 'pooled': novelty on every list (a mean over "
+        "recommendation rows). pandas %s." % (
             sum(1 for lst in ds.recs.values() if len(lst) >= full_len), full_len, pd.__version__))
-    write(args.out, "recommenders", "recommenders", ds, encoding, {"default": default, "full_lists": full})
+    write(args.out, "recommenders", "recommenders", ds, encoding, {"default": default, "full_lists": full, "pooled": pooled})
 
 
 if __name__ == "__main__":
