@@ -343,8 +343,9 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
                                   pl.col(c.item).alias(ITEM))
             return canonical, users
     if isinstance(schema[c.item], pl.List):
-        df = _explode_lists(lf, c, "recommendations").collect()
-        df = df.with_columns(pl.when(pl.col(ITEM).is_not_null()).then(pl.col(RANK)).alias(RANK))
+        df, repeats, users = _explode_lists(lf, c, "recommendations")
+        if not repeats and conv.min_score is None:
+            return df.lazy(), users  # positions 1..n, no item repeated: already canonical
     elif c.rank in schema:
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.rank).alias(RANK)).collect()
         _check_nulls(df, [USER, ITEM, RANK], "recommendations", c)
@@ -378,8 +379,10 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
     return _positions(df).lazy(), None
 
 
-def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool = False) -> pl.LazyFrame:
-    """One row per user with a list of items -> one row per (user, position, item)."""
+def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str,
+                   with_relevance: bool = False) -> tuple[pl.DataFrame, bool, pl.Series]:
+    """One row per user with a list of items -> one row per (user, position, item), position 1..n
+    (null for the one row of an empty list); whether some list repeats an item; the users."""
     schema = lf.collect_schema()
     cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]
     if with_relevance and c.relevance in schema:
@@ -393,29 +396,27 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool
             rows=_show(repeated.sort(USER), c),
             hint="Concatenate each user's lists, or pass the long form (one row per item).",
         )
-    holes = df.filter(pl.col(ITEM).list.eval(pl.element().is_null()).list.any())
+    items = pl.col(ITEM)
+    holes = df.filter(items.list.drop_nulls().list.len() < items.list.len())
     if holes.height:  # [None] too: only an empty list means "no items"
         raise NullValueError(
             f"{what}: {holes.height} lists in {c.item!r} hold a null item.", rows=_show(holes, c),
             hint=f"Drop nulls from the lists: pl.col({c.item!r}).list.drop_nulls() (an empty list is a user "
             "with no items).",
         )
-    df = df.with_columns(pl.col(ITEM).list.len().alias("_n"))
     if REL in df.columns:
-        bad = df.filter(pl.col(REL).list.len() != pl.col("_n"))
+        bad = df.filter(pl.col(REL).list.len() != items.list.len())
         if bad.height:
             raise InvalidRelevanceError(
                 f"{what}: the {c.relevance!r} list and the {c.item!r} list differ in length.",
-                rows=_show(bad.drop("_n"), c),
+                rows=_show(bad, c),
                 hint="Give one relevance per item, in the same order.",
             )
-        df = df.explode([ITEM, REL], empty_as_null=True)
-    else:
-        df = df.explode(ITEM, empty_as_null=True)
-    out = df.with_columns(
-        (pl.int_range(pl.len(), dtype=pl.Int64).over(USER) + 1).alias(RANK)
-    ).drop("_n")
-    return out.lazy()
+    repeats = df.select((items.list.n_unique() < items.list.len()).any()).item()
+    users = df.get_column(USER).alias(c.user)
+    positions = pl.int_ranges(1, items.list.len() + 1, dtype=pl.Int64).alias(RANK)
+    df = df.with_columns(positions).explode([ITEM, RANK] + ([REL] if REL in df.columns else []), empty_as_null=True)
+    return df.select(USER, RANK, ITEM, *([REL] if REL in df.columns else [])), bool(repeats), users
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
@@ -502,8 +503,10 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
             return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users
     if isinstance(schema[c.item], pl.List):
-        df = _explode_lists(lf, c, "ground truth", with_relevance=True).drop(RANK).collect()
+        df, repeats, users = _explode_lists(lf, c, "ground truth", with_relevance=True)
+        df = df.drop(RANK)
     else:
+        repeats, users = True, None  # not known without the check below
         cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]
         if c.relevance in schema:
             cols.append(pl.col(c.relevance).alias(REL))
@@ -524,14 +527,14 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
             f"ground truth: {bad.height} relevance values are null, NaN, infinite or negative.",
             rows=_show(bad, c), hint="Relevance must be a finite number >= 0.",
         )
-    dup = df.filter(present & pl.struct(USER, ITEM).is_duplicated())
+    dup = df.filter(present & pl.struct(USER, ITEM).is_duplicated()) if repeats else df.clear()
     if dup.height:
         raise DuplicateItemError(
             f"ground truth: {dup.height} rows repeat a (user, item) label.",
             rows=_show(dup.sort(USER, ITEM), c),
             hint="Keep one label per (user, item), e.g. the maximum relevance.",
         )
-    return df.select(USER, ITEM, REL).lazy(), None
+    return df.select(USER, ITEM, REL).lazy(), users
 
 
 # -- shared checks ---------------------------------------------------------------------------------
