@@ -34,8 +34,8 @@ class Case:
     library: str
     variant: str
     convention: rankwise.Convention
-    items: str | None = "catalog"  # catalog: the dataset's catalog; vocabulary: every item of the dataset
-    # (catalog, train, recommended: RecBole's item tokens); None: no items=
+    items: str = "catalog"  # items=: the dataset's catalog, or "vocabulary": every item of the dataset
+    # (catalog, train, recommended: RecBole's item tokens)
     view: str = "all"  # all: every list; nonempty: no empty list (the library sees only rows); full: only the
     # lists with >= 10 items (RecBole's full top-K)
 
@@ -79,7 +79,7 @@ def inputs(data: dict, case: Case) -> dict:
                                       "item": [[i for i, _ in lab] for _, lab in data["truth"]]},
                                      schema={"user": pl.Int64, "item": pl.List(pl.Int64)}),
         "train": train,
-        "items": {"catalog": data["catalog"], "vocabulary": vocabulary, None: None}[case.items],
+        "items": vocabulary if case.items == "vocabulary" else data["catalog"],
         "item_features": pl.DataFrame({"item": [i for i, _ in data["embeddings"]],
                                        "embedding": [v for _, v in data["embeddings"]]},
                                       schema={"item": pl.Int64, "embedding": pl.List(pl.Float64)}),
