@@ -1,7 +1,8 @@
 -- rankwise: beyond-accuracy catalog metrics (issue 10), one row per (metric, k).
 --
--- Inputs: recommendations(user_id, rank, item_id, score), train(user_id, item_id), items(item_id)
--- (may be empty: then C = the train items), cutoffs(k). See sql/beyond_user.sql.
+-- Inputs: recommendations(user_id, rank, item_id, score), items(item_id) (may be empty: then C = the
+-- train items), cutoffs(k), and the stages train_popularity (sql/beyond_popularity.sql) and exposure
+-- (sql/beyond_exposure.sql). See sql/beyond_user.sql.
 -- Parameters: $catalog 'items' | 'train' | 'recommended'; $catalog_outside 'ignore' | 'count';
 --   $catalog_padding 0 | 1; $coverage_scale 'ratio' | 'count' | 'percent';
 --   $gini 'catalog' | 'catalog_n1' | 'recommended_n1' | 'catalog_n1_complement';
@@ -13,17 +14,6 @@
 --   personalization   1 - (sum c^2 - sum n_u) / (k U (U - 1))      (linear time: exposure counts)
 --   score_entropy     Shannon entropy (nats) of the softmax of the pooled top-k scores
 WITH
-top AS (
-    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, r.item_id, CAST(r.score AS DOUBLE) AS score
-    FROM recommendations AS r
-    JOIN cutoffs AS c ON r.rank <= c.k
-    WHERE r.item_id IS NOT NULL
-),
-exposure AS (
-    SELECT tp.k, tp.item_id, CAST(COUNT(*) AS BIGINT) AS exposure
-    FROM top AS tp
-    GROUP BY tp.k, tp.item_id
-),
 n_items_given AS (
     SELECT COUNT(*) AS n FROM items
 ),
@@ -32,8 +22,8 @@ catalog AS (
     FROM items AS i CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
     WHERE $catalog = 'items' AND g.n > 0
     UNION ALL
-    SELECT CAST(c.k AS BIGINT) AS k, t.item_id
-    FROM (SELECT DISTINCT tr.item_id FROM train AS tr) AS t CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
+    SELECT CAST(c.k AS BIGINT) AS k, tp.item_id
+    FROM train_popularity AS tp CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
     WHERE $catalog = 'train' OR ($catalog = 'items' AND g.n = 0)
     UNION ALL
     SELECT e.k, e.item_id
@@ -68,16 +58,17 @@ ranked AS (
 gini_sums AS (
     SELECT rk.k, SUM(rk.r * rk.c) AS rc_sum FROM ranked AS rk GROUP BY rk.k
 ),
-lists AS (
-    SELECT tp.k, tp.user_id, CAST(COUNT(*) AS DOUBLE) AS n FROM top AS tp GROUP BY tp.k, tp.user_id
-),
+-- a user with items has one at rank 1, inside every cutoff: U = those users; sum n_u = sum c
 list_stats AS (
-    SELECT l.k, CAST(COUNT(*) AS DOUBLE) AS n_users, SUM(l.n) AS n_sum FROM lists AS l GROUP BY l.k
+    SELECT CAST(c.k AS BIGINT) AS k, CAST(u.n AS DOUBLE) AS n_users
+    FROM (SELECT COUNT(*) AS n FROM recommendations AS r WHERE r.rank = 1 AND r.item_id IS NOT NULL) AS u
+    CROSS JOIN cutoffs AS c
 ),
 scored AS (
-    SELECT tp.k, tp.score - MAX(tp.score) OVER (PARTITION BY tp.k) AS d
-    FROM top AS tp
-    WHERE tp.score IS NOT NULL
+    SELECT c.k, CAST(r.score AS DOUBLE) - MAX(CAST(r.score AS DOUBLE)) OVER (PARTITION BY c.k) AS d
+    FROM recommendations AS r
+    JOIN cutoffs AS c ON r.rank <= c.k
+    WHERE r.item_id IS NOT NULL AND r.score IS NOT NULL
 ),
 score_stats AS (
     SELECT s.k, LN(SUM(EXP(s.d))) - SUM(EXP(s.d) * s.d) / SUM(EXP(s.d)) AS score_entropy
@@ -94,7 +85,7 @@ per_k AS (
                 ELSE COALESCE(i.n_all, 0.0) + $catalog_padding END AS n_gini,
            COALESCE(i.c_sum, 0.0) AS c_sum, COALESCE(i.c2_sum, 0.0) AS c2_sum, COALESCE(i.clogc, 0.0) AS clogc,
            COALESCE(g.rc_sum, 0.0) AS rc_sum,
-           COALESCE(l.n_users, 0.0) AS n_users, COALESCE(l.n_sum, 0.0) AS n_sum,
+           COALESCE(l.n_users, 0.0) AS n_users, COALESCE(i.c_sum, 0.0) AS n_sum,
            s.score_entropy
     FROM cutoffs AS c
     LEFT JOIN item_stats AS i ON i.k = c.k

@@ -1,17 +1,9 @@
 -- rankwise: per-item exposure and popularity (issue 10), one row per (item, k) over C ∪ the
--- recommended items. Inputs and catalog rule as sql/beyond_catalog.sql.
+-- recommended items. Inputs (the stages train_popularity and exposure included) and catalog rule as
+-- sql/beyond_catalog.sql.
 -- Parameters: $catalog 'items' | 'train' | 'recommended'; $popularity 'users' | 'rows'.
 -- Output: item_id, k, exposure (users whose top k holds the item), popularity (0 without train rows).
 WITH
-top AS (
-    SELECT CAST(c.k AS BIGINT) AS k, r.item_id
-    FROM recommendations AS r
-    JOIN cutoffs AS c ON r.rank <= c.k
-    WHERE r.item_id IS NOT NULL
-),
-exposure AS (
-    SELECT tp.k, tp.item_id, CAST(COUNT(*) AS BIGINT) AS exposure FROM top AS tp GROUP BY tp.k, tp.item_id
-),
 n_items_given AS (
     SELECT COUNT(*) AS n FROM items
 ),
@@ -20,16 +12,13 @@ catalog AS (
     FROM items AS i CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
     WHERE $catalog = 'items' AND g.n > 0
     UNION ALL
-    SELECT CAST(c.k AS BIGINT) AS k, t.item_id
-    FROM (SELECT DISTINCT tr.item_id FROM train AS tr) AS t CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
+    SELECT CAST(c.k AS BIGINT) AS k, tp.item_id
+    FROM train_popularity AS tp CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
     WHERE $catalog = 'train' OR ($catalog = 'items' AND g.n = 0)
 ),
 pop AS (
-    SELECT t.item_id,
-           CASE WHEN $popularity = 'users' THEN CAST(COUNT(DISTINCT t.user_id) AS BIGINT)
-                ELSE CAST(COUNT(*) AS BIGINT) END AS popularity
-    FROM train AS t
-    GROUP BY t.item_id
+    SELECT tp.item_id, CASE WHEN $popularity = 'users' THEN tp.pop_users ELSE tp.pop_rows END AS popularity
+    FROM train_popularity AS tp
 )
 SELECT COALESCE(e.item_id, ct.item_id) AS item_id, COALESCE(e.k, ct.k) AS k,
        COALESCE(e.exposure, 0) AS exposure, COALESCE(p.popularity, 0) AS popularity

@@ -1,9 +1,13 @@
 -- rankwise: beyond-accuracy per-user metrics (issue 10), one row per (user, k).
 --
 -- Inputs (tables or views):
---   recommendations(user_id, rank, item_id, score)  rank = position 1..n; a NULL item_id marks a
---                                                    user whose list is empty (score unused here)
+--   recommendations(user_id, rank, item_id, score)  rank = position 1..n per user (so a user with
+--                                                    items has one at rank 1, inside every cutoff);
+--                                                    a NULL item_id marks a user whose list is empty
 --   train(user_id, item_id)                          training interactions, one row each
+--   train_popularity, rank_buckets, exposure         the stages sql/beyond_popularity.sql,
+--                                                    beyond_ranks.sql and beyond_exposure.sql,
+--                                                    computed once per run
 --   items(item_id)                                   the catalog (may be empty: then the train items)
 --   item_features(item_id, feature, value)           long feature vectors (may be empty: ild NULL)
 --   ground_truth(user_id, item_id, relevance)        relevance for serendipity (may be empty: 0)
@@ -21,11 +25,15 @@
 --   long_tail_share = share of L_u in the tail
 --   ild = sum over pairs of (1 - cos) / pairs, with sum_{i<j} cos = (|sum_i unit(f_i)|^2 - m) / 2
 --   serendipity = mean over L_u of max((N+1-rank)/N - (N+1-poprank(i))/N, 0) * rel(u, i), N = |C|
+-- Each list row is read once: summed in its rank bucket (rank_buckets), a cutoff adds up the buckets
+-- up to it. Item values come from one row per recommended item (`warm` = has train rows), so
+-- every join of list rows is an inner join and no joined column is tested for NULL.
 WITH
-pop AS (
-    SELECT t.item_id, CAST(COUNT(DISTINCT t.user_id) AS BIGINT) AS pop_users, CAST(COUNT(*) AS BIGINT) AS pop_rows
-    FROM train AS t
-    GROUP BY t.item_id
+cut AS (
+    SELECT c.k, COUNT(*) AS ix
+    FROM cutoffs AS c
+    JOIN cutoffs AS c2 ON c2.k <= c.k
+    GROUP BY c.k
 ),
 totals AS (
     SELECT CASE WHEN $popularity = 'users' THEN CAST(COUNT(DISTINCT t.user_id) AS DOUBLE)
@@ -37,7 +45,7 @@ popularity AS (
            CAST(CASE WHEN $popularity = 'users' THEN p.pop_users ELSE p.pop_rows END AS DOUBLE) AS pop,
            CAST(CASE WHEN $arp_popularity = 'users' THEN p.pop_users ELSE p.pop_rows END AS DOUBLE) AS apop,
            CAST(CASE WHEN $serendipity_popularity = 'users' THEN p.pop_users ELSE p.pop_rows END AS DOUBLE) AS spop
-    FROM pop AS p
+    FROM train_popularity AS p
 ),
 -- the long tail: outside the short head (most popular first, ties by id, until the head holds
 -- $long_tail_ratio of sum pop), or the least popular share of train items / pop <= ratio
@@ -52,7 +60,7 @@ head_order AS (
     FROM popularity AS p
 ),
 item_stats AS (
-    SELECT h.item_id, h.pop, p.apop, CAST(h.poprank AS DOUBLE) AS poprank,
+    SELECT h.item_id, 1 AS warm, h.pop, p.apop, CAST(h.poprank AS DOUBLE) AS poprank,
            CASE WHEN $long_tail = 'head_share'
                 THEN (CASE WHEN h.pop_before >= $long_tail_ratio * h.pop_sum THEN 1 ELSE 0 END)
                 WHEN $long_tail_ratio > 1 THEN (CASE WHEN h.pop <= $long_tail_ratio THEN 1 ELSE 0 END)
@@ -62,11 +70,43 @@ item_stats AS (
     FROM head_order AS h
     JOIN popularity AS p ON p.item_id = h.item_id
 ),
-top AS (
-    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, r.item_id, CAST(r.rank AS DOUBLE) AS rank
+-- one row per recommended item; a cold item (no train row) has warm = 0
+item_values AS (
+    SELECT ri.item_id, COALESCE(s.warm, 0) AS warm, COALESCE(s.pop, 0.0) AS pop, COALESCE(s.apop, 0.0) AS apop,
+           COALESCE(s.poprank, 0.0) AS poprank,
+           CASE WHEN COALESCE(s.warm, 0) = 1 THEN s.is_tail
+                WHEN $long_tail = 'head_share' THEN 1 ELSE 0 END AS is_tail
+    FROM (SELECT DISTINCT e.item_id FROM exposure AS e) AS ri
+    LEFT JOIN item_stats AS s ON s.item_id = ri.item_id
+),
+terms AS (
+    SELECT v.item_id, v.warm, v.poprank,
+           CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN 0 ELSE 1 END AS counted,
+           CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN CAST(NULL AS DOUBLE)
+                WHEN $cold_items = 'zero_novelty' AND v.warm = 0 THEN 0.0
+                ELSE -LN(GREATEST(v.pop, 1.0) / t.total)
+                     / (CASE WHEN $novelty_normalize = 'log_users' THEN NULLIF(LN(t.total), 0.0)
+                             ELSE LN($info_log_base) END) END AS info,
+           CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN CAST(NULL AS DOUBLE) ELSE v.apop END AS apop,
+           CAST(v.is_tail AS DOUBLE) AS tail
+    FROM item_values AS v
+    CROSS JOIN totals AS t
+),
+buckets AS (
+    SELECT r.user_id, rb.ix, CAST(COUNT(*) AS BIGINT) AS n_items, CAST(SUM(m.counted) AS BIGINT) AS n_counted,
+           SUM(m.info) AS info_sum, SUM(m.apop) AS apop_sum, SUM(m.tail) AS tail_sum
     FROM recommendations AS r
-    JOIN cutoffs AS c ON r.rank <= c.k
-    WHERE r.item_id IS NOT NULL
+    JOIN rank_buckets AS rb ON rb.rank = r.rank
+    JOIN terms AS m ON m.item_id = r.item_id
+    GROUP BY r.user_id, rb.ix
+),
+sums AS (
+    SELECT b.user_id, ct.k, CAST(SUM(b.n_items) AS BIGINT) AS n_items, CAST(SUM(b.n_counted) AS BIGINT) AS n_counted,
+           COALESCE(SUM(b.info_sum), 0.0) AS info_sum, COALESCE(SUM(b.apop_sum), 0.0) AS apop_sum,
+           SUM(b.tail_sum) AS tail_sum
+    FROM buckets AS b
+    JOIN cut AS ct ON b.ix <= ct.ix
+    GROUP BY b.user_id, ct.k
 ),
 n_items_given AS (
     SELECT COUNT(*) AS n FROM items
@@ -76,12 +116,12 @@ catalog AS (
     FROM items AS i CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
     WHERE $catalog = 'items' AND g.n > 0
     UNION ALL
-    SELECT CAST(c.k AS BIGINT) AS k, t.item_id
-    FROM (SELECT DISTINCT tr.item_id FROM train AS tr) AS t CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
+    SELECT CAST(c.k AS BIGINT) AS k, tp.item_id
+    FROM train_popularity AS tp CROSS JOIN cutoffs AS c CROSS JOIN n_items_given AS g
     WHERE $catalog = 'train' OR ($catalog = 'items' AND g.n = 0)
     UNION ALL
-    SELECT DISTINCT tp.k, tp.item_id
-    FROM top AS tp
+    SELECT e.k, e.item_id
+    FROM exposure AS e
     WHERE $catalog = 'recommended'
 ),
 catalog_size AS (
@@ -92,31 +132,18 @@ relevant AS (
     FROM ground_truth AS g
     WHERE g.item_id IS NOT NULL AND g.relevance > 0 AND g.relevance >= $relevance_threshold
 ),
-terms AS (
-    SELECT tp.user_id, tp.k,
-           CASE WHEN $cold_items = 'drop' AND s.item_id IS NULL THEN 0 ELSE 1 END AS counted,
-           CASE WHEN $cold_items = 'drop' AND s.item_id IS NULL THEN CAST(NULL AS DOUBLE)
-                WHEN $cold_items = 'zero_novelty' AND s.item_id IS NULL THEN 0.0
-                ELSE -LN(GREATEST(COALESCE(s.pop, 0.0), 1.0) / t.total)
-                     / (CASE WHEN $novelty_normalize = 'log_users' THEN NULLIF(LN(t.total), 0.0)
-                             ELSE LN($info_log_base) END) END AS info,
-           CASE WHEN $cold_items = 'drop' AND s.item_id IS NULL THEN CAST(NULL AS DOUBLE)
-                ELSE COALESCE(s.apop, 0.0) END AS apop,
-           CAST(COALESCE(s.is_tail, CASE WHEN $long_tail = 'head_share' THEN 1 ELSE 0 END) AS DOUBLE) AS tail,
-           GREATEST((cs.n + 1.0 - tp.rank) / cs.n - COALESCE((cs.n + 1.0 - s.poprank) / cs.n, 0.0), 0.0)
-               * COALESCE(g.rel, 0.0) AS seren
-    FROM top AS tp
-    CROSS JOIN totals AS t
-    LEFT JOIN item_stats AS s ON s.item_id = tp.item_id
-    LEFT JOIN catalog_size AS cs ON cs.k = tp.k
-    LEFT JOIN relevant AS g ON g.user_id = tp.user_id AND g.item_id = tp.item_id
-),
-sums AS (
-    SELECT m.user_id, m.k, CAST(COUNT(*) AS BIGINT) AS n_items, CAST(SUM(m.counted) AS BIGINT) AS n_counted,
-           COALESCE(SUM(m.info), 0.0) AS info_sum, COALESCE(SUM(m.apop), 0.0) AS apop_sum,
-           SUM(m.tail) AS tail_sum, SUM(m.seren) AS seren_sum
-    FROM terms AS m
-    GROUP BY m.user_id, m.k
+-- serendipity: only the list rows with a relevant label count (the term is 0 elsewhere)
+seren AS (
+    SELECT r.user_id, CAST(c.k AS BIGINT) AS k,
+           SUM(GREATEST((cs.n + 1.0 - CAST(r.rank AS DOUBLE)) / cs.n
+                        - (CASE WHEN m.warm = 1 THEN (cs.n + 1.0 - m.poprank) / cs.n ELSE 0.0 END), 0.0)
+               * g.rel) AS seren_sum
+    FROM recommendations AS r
+    JOIN relevant AS g ON g.user_id = r.user_id AND g.item_id = r.item_id
+    JOIN cutoffs AS c ON r.rank <= c.k
+    JOIN terms AS m ON m.item_id = r.item_id
+    LEFT JOIN catalog_size AS cs ON cs.k = c.k
+    GROUP BY r.user_id, c.k
 ),
 -- ild without pairs: unit vectors, their sum per list, its squared norm
 unit AS (
@@ -130,14 +157,18 @@ unit_items AS (
     SELECT DISTINCT un.item_id FROM unit AS un
 ),
 ild_m AS (
-    SELECT tp.user_id, tp.k, CAST(COUNT(*) AS DOUBLE) AS m
-    FROM top AS tp JOIN unit_items AS ui ON ui.item_id = tp.item_id
-    GROUP BY tp.user_id, tp.k
+    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, CAST(COUNT(*) AS DOUBLE) AS m
+    FROM recommendations AS r
+    JOIN unit_items AS ui ON ui.item_id = r.item_id
+    JOIN cutoffs AS c ON r.rank <= c.k
+    GROUP BY r.user_id, c.k
 ),
 ild_s AS (
-    SELECT tp.user_id, tp.k, un.feature, SUM(un.u) AS s
-    FROM top AS tp JOIN unit AS un ON un.item_id = tp.item_id
-    GROUP BY tp.user_id, tp.k, un.feature
+    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, un.feature, SUM(un.u) AS s
+    FROM recommendations AS r
+    JOIN unit AS un ON un.item_id = r.item_id
+    JOIN cutoffs AS c ON r.rank <= c.k
+    GROUP BY r.user_id, c.k, un.feature
 ),
 ild_q AS (
     SELECT x.user_id, x.k, SUM(x.s * x.s) AS q FROM ild_s AS x GROUP BY x.user_id, x.k
@@ -145,21 +176,26 @@ ild_q AS (
 n_features AS (
     SELECT COUNT(*) AS n FROM item_features
 ),
-users AS (
-    SELECT DISTINCT r.user_id FROM recommendations AS r
+-- the users with items (each has rank 1, so a row at every k) and the users with an empty list
+lists AS (
+    SELECT s.user_id, CAST(s.k AS BIGINT) AS k, s.n_items, s.n_counted, s.info_sum, s.apop_sum, s.tail_sum
+    FROM sums AS s
+    UNION ALL
+    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, CAST(0 AS BIGINT) AS n_items, CAST(0 AS BIGINT) AS n_counted,
+           0.0 AS info_sum, 0.0 AS apop_sum, 0.0 AS tail_sum
+    FROM recommendations AS r
+    CROSS JOIN cutoffs AS c
+    WHERE r.item_id IS NULL
 ),
 per_user AS (
-    SELECT u.user_id, CAST(c.k AS BIGINT) AS k,
-           COALESCE(s.n_items, 0) AS n_items, COALESCE(s.n_counted, 0) AS n_counted,
-           COALESCE(s.info_sum, 0.0) AS info_sum, COALESCE(s.apop_sum, 0.0) AS apop_sum,
-           COALESCE(s.tail_sum, 0.0) AS tail_sum, COALESCE(s.seren_sum, 0.0) AS seren_sum,
+    SELECT l.user_id, l.k, l.n_items, l.n_counted, l.info_sum, l.apop_sum, l.tail_sum,
+           COALESCE(sr.seren_sum, 0.0) AS seren_sum,
            COALESCE(im.m, 0.0) AS m, COALESCE(iq.q, 0.0) AS q, nf.n AS n_features
-    FROM users AS u
-    CROSS JOIN cutoffs AS c
+    FROM lists AS l
     CROSS JOIN n_features AS nf
-    LEFT JOIN sums AS s ON s.user_id = u.user_id AND s.k = c.k
-    LEFT JOIN ild_m AS im ON im.user_id = u.user_id AND im.k = c.k
-    LEFT JOIN ild_q AS iq ON iq.user_id = u.user_id AND iq.k = c.k
+    LEFT JOIN seren AS sr ON sr.user_id = l.user_id AND sr.k = l.k
+    LEFT JOIN ild_m AS im ON im.user_id = l.user_id AND im.k = l.k
+    LEFT JOIN ild_q AS iq ON iq.user_id = l.user_id AND iq.k = l.k
 ),
 denominators AS (
     SELECT p.*,

@@ -367,10 +367,10 @@ def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
 # -- through evaluate(): per_user columns, summary rows, per_item, errors -----------------------------
 
 
-@pytest.mark.parametrize("engine", ["polars", "duckdb"])  # beyond-accuracy metrics run on these two for now
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "duckdb-parquet"])  # DuckDB scans a Parquet path itself
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_evaluate_gives_the_oracles_values(seed, engine):
-    backend = engine
+def test_evaluate_gives_the_oracles_values(seed, engine, tmp_path):
+    backend = engine.split("-")[0]
     recs, scores, truth, train, items, features, ks = _dataset(seed)
     embedding = all(set(f) == {"0", "1", "2"} for f in features.values())
     recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, embedding)
@@ -385,6 +385,9 @@ def test_evaluate_gives_the_oracles_values(seed, engine):
     items_in = None if side.items is None else side.items.rename({"item_id": "item"})
     if not recs:
         return
+    if engine == "duckdb-parquet":
+        recs_in.write_parquet(tmp_path / "recs.parquet")
+        recs_in = str(tmp_path / "recs.parquet")
     res = rankwise.evaluate(recs_in, truth_in, k=ks, metrics=["precision", *user_metrics, *catalog_metrics],
                             train=train_in, items=items_in, item_features=feats, backend=backend)
     conv = Convention()

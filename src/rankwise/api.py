@@ -351,7 +351,8 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
 
 def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
     names, side, _ = beyond
-    users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name)
+    users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
+                                        source=prep.sources.get("recommendations"))
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
                              confidence)
     excluded = pl.DataFrame(_beyond.excluded_rows(users, names), schema=_shape.EXCLUDED_SCHEMA, orient="row")
