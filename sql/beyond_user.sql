@@ -48,27 +48,34 @@ popularity AS (
     FROM train_popularity AS p
 ),
 -- the long tail: outside the short head (most popular first, ties by id, until the head holds
--- $long_tail_ratio of sum pop), or the least popular share of train items / pop <= ratio
-head_order AS (
-    SELECT p.item_id, p.pop, p.spop,
-           SUM(p.pop) OVER (ORDER BY p.pop DESC, p.item_id ASC
+-- $long_tail_ratio of sum pop), or the least popular share of train items / pop <= ratio; one sort,
+-- in the order the rule reads (pop descending for the head, ascending for the tail items)
+tail_order AS (
+    SELECT p.item_id, p.pop,
+           SUM(p.pop) OVER (ORDER BY CASE WHEN $long_tail = 'head_share' THEN -p.pop ELSE p.pop END, p.item_id
                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - p.pop AS pop_before,
-           ROW_NUMBER() OVER (ORDER BY p.pop ASC, p.item_id ASC) AS asc_pos,
+           ROW_NUMBER() OVER (ORDER BY CASE WHEN $long_tail = 'head_share' THEN -p.pop ELSE p.pop END,
+                                       p.item_id) AS position,
            SUM(p.pop) OVER () AS pop_sum,
-           COUNT(*) OVER () AS n_train_items,
-           DENSE_RANK() OVER (ORDER BY p.spop DESC) AS poprank
+           COUNT(*) OVER () AS n_train_items
     FROM popularity AS p
 ),
+-- serendipity's popularity rank: 1 + the number of distinct popularity values above the item's
+pop_ranks AS (
+    SELECT v.spop, CAST(DENSE_RANK() OVER (ORDER BY v.spop DESC) AS DOUBLE) AS poprank
+    FROM (SELECT DISTINCT p.spop FROM popularity AS p) AS v
+),
 item_stats AS (
-    SELECT h.item_id, 1 AS warm, h.pop, p.apop, CAST(h.poprank AS DOUBLE) AS poprank,
+    SELECT h.item_id, 1 AS warm, h.pop, p.apop, r.poprank,
            CASE WHEN $long_tail = 'head_share'
                 THEN (CASE WHEN h.pop_before >= $long_tail_ratio * h.pop_sum THEN 1 ELSE 0 END)
                 WHEN $long_tail_ratio > 1 THEN (CASE WHEN h.pop <= $long_tail_ratio THEN 1 ELSE 0 END)
-                ELSE (CASE WHEN CAST(h.asc_pos AS DOUBLE)
+                ELSE (CASE WHEN CAST(h.position AS DOUBLE)
                                 <= GREATEST(FLOOR($long_tail_ratio * CAST(h.n_train_items AS DOUBLE)), 1.0)
                            THEN 1 ELSE 0 END) END AS is_tail
-    FROM head_order AS h
+    FROM tail_order AS h
     JOIN popularity AS p ON p.item_id = h.item_id
+    JOIN pop_ranks AS r ON r.spop = p.spop
 ),
 -- one row per recommended item; a cold item (no train row) has warm = 0
 item_values AS (

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -64,6 +65,14 @@ class SideInputs:
     train: pl.DataFrame | None = None
     items: pl.DataFrame | None = None
     features: pl.DataFrame | None = None
+
+    @cached_property
+    def popularity(self) -> pl.DataFrame | None:
+        """(item_id, pop_users, pop_rows) per train item, computed once (None without train)."""
+        if self.train is None:
+            return None
+        return self.train.lazy().group_by(ITEM).agg(pl.col(USER).n_unique().cast(pl.Int64).alias("pop_users"),
+                                                    pl.len().cast(pl.Int64).alias("pop_rows")).collect()
 
 
 def prepare_side_inputs(train=None, items=None, item_features=None, item_col: str = "item",
@@ -202,6 +211,22 @@ def _top(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     return pl.concat([rows.filter(pl.col("rank") <= k).with_columns(pl.lit(k, pl.Int64).alias("k")) for k in ks])
 
 
+def _buckets(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """The items with rank <= max(k), each once, with ``ix``: the position among the sorted cutoffs of
+    the smallest k >= rank. Cutoff number j sums the buckets 0..j (:func:`_cumulative`), so a list row
+    is read once whatever the number of cutoffs (as sql/beyond_ranks.sql)."""
+    ks = sorted(ks)
+    ix = pl.sum_horizontal([(pl.col("rank") > k).cast(pl.Int32) for k in ks[:-1]]) if len(ks) > 1 else pl.lit(0)
+    return recs.filter(pl.col(ITEM).is_not_null() & (pl.col("rank") <= ks[-1])).with_columns(
+        ix.cast(pl.Int32).alias("ix"))
+
+
+def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, aggs: list) -> pl.LazyFrame:
+    """Per (keys, k): ``aggs`` over the buckets up to k (``per_bucket`` holds keys, ix and the sums)."""
+    cut = pl.LazyFrame({"k": sorted(ks), "kx": range(len(ks))}, schema={"k": pl.Int64, "kx": pl.Int32})
+    return per_bucket.join(cut, how="cross").filter(pl.col("ix") <= pl.col("kx")).group_by(*keys, "k").agg(aggs)
+
+
 def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     users = recs.select(USER).unique()
     return users.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
@@ -218,10 +243,7 @@ def _popularity(side: SideInputs, item_dtype=pl.Int64) -> tuple[pl.LazyFrame, di
     if side.train is None:
         empty = pl.LazyFrame(schema={ITEM: item_dtype, "pop_users": pl.Int64, "pop_rows": pl.Int64})
         return empty, {"users": 0, "rows": 0}
-    t = side.train.lazy()
-    pop = t.group_by(ITEM).agg(pl.col(USER).n_unique().cast(pl.Int64).alias("pop_users"),
-                               pl.len().cast(pl.Int64).alias("pop_rows"))
-    return pop, {"users": side.train[USER].n_unique(), "rows": side.train.height}
+    return side.popularity.lazy(), {"users": side.train[USER].n_unique(), "rows": side.train.height}
 
 
 def _tail_items(pop: pl.LazyFrame, conv: Convention) -> pl.LazyFrame:
@@ -238,16 +260,16 @@ def _tail_items(pop: pl.LazyFrame, conv: Convention) -> pl.LazyFrame:
     return ordered.select(ITEM, ((pl.int_range(pl.len()) + 1).cast(pl.Float64) <= n_tail).alias("is_tail"))
 
 
-def _catalog(recs_top: pl.LazyFrame, side: SideInputs, conv: Convention, ks) -> pl.LazyFrame:
-    """(k, item_id) of C at each k."""
+def _catalog(expo: pl.LazyFrame, side: SideInputs, conv: Convention, ks) -> pl.LazyFrame:
+    """(k, item_id) of C at each k (``expo``: the exposure, :func:`exposure`)."""
     if conv.catalog == "recommended":
-        return recs_top.select("k", ITEM).unique()
+        return expo.select("k", ITEM)
     if conv.catalog == "items" and side.items is not None:
         base = side.items.lazy()
     elif side.train is not None:
-        base = side.train.lazy().select(ITEM).unique()
+        base = side.popularity.lazy().select(ITEM)
     else:
-        base = pl.LazyFrame(schema={ITEM: recs_top.collect_schema()[ITEM]})
+        base = pl.LazyFrame(schema={ITEM: expo.collect_schema()[ITEM]})
     return base.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
 
 
@@ -265,7 +287,6 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     recs = recs.lazy()
     ids = _ids(recs)
     pop, totals = _popularity(side, ids[1])
-    top = _top(recs, ks)
     pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
     acol = "pop_users" if conv.arp_popularity == "users" else "pop_rows"
     total = float(totals[conv.popularity])
@@ -279,27 +300,31 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
     tail = _tail_items(pop, conv)
     cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
-    catalog_n = _catalog(top, side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
+    catalog_n = _catalog(exposure(recs, ks), side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
     spop = pl.col("pop_users" if conv.serendipity_popularity == "users" else "pop_rows")
     poprank = pop.select(ITEM, spop.rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
-    rows = (top.join(pop, on=ITEM, how="left").join(tail, on=ITEM, how="left")
-            .join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
-            .join(_relevant(truth, conv, ids), on=[USER, ITEM], how="left")
-            .with_columns(
-                pl.when(counted).then(info).alias("info"),
-                pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).alias("apop"),
-                pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).alias("tail"),
-                (pl.max_horizontal((pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
-                                   - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0),
-                                   pl.lit(0.0)) * pl.col("rel").fill_null(0.0)).alias("seren"),
-                counted.cast(pl.Int64).alias("counted"),
-            ))
-    per = rows.group_by(USER, "k").agg(
+    item_values = pop.join(tail, on=ITEM, how="left").join(poprank, on=ITEM, how="left")  # train items
+    rows = _buckets(recs, ks).join(item_values, on=ITEM, how="left").with_columns(
+        pl.when(counted).then(info).alias("info"),
+        pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).alias("apop"),
+        pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).alias("tail"),
+        counted.cast(pl.Int64).alias("counted"))
+    per_bucket = rows.group_by(USER, "ix").agg(
         pl.len().cast(pl.Int64).alias("n_items"), pl.col("counted").sum().alias("n_counted"),
         pl.col("info").sum().alias("info_sum"), pl.col("apop").sum().alias("apop_sum"),
-        pl.col("tail").sum().alias("tail_sum"), pl.col("seren").sum().alias("seren_sum"))
-    out = _users(recs, ks).join(per, on=[USER, "k"], how="left").with_columns(
-        pl.col("n_items", "n_counted").fill_null(0), pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").fill_null(0.0))
+        pl.col("tail").sum().alias("tail_sum"))
+    per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in ("n_items", "n_counted", "info_sum",
+                                                                        "apop_sum", "tail_sum")])
+    # serendipity: only the list rows with a relevant label count (the term is 0 elsewhere)
+    relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks)
+    seren = (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
+             .group_by(USER, "k").agg((pl.max_horizontal(
+                 (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
+                 - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
+                 * pl.col("rel")).sum().alias("seren_sum")))
+    out = (_users(recs, ks).join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
+           .with_columns(pl.col("n_items", "n_counted").fill_null(0),
+                         pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").fill_null(0.0)))
     kf = pl.col("k").cast(pl.Float64)
     if conv.list_denominator == "k":
         den_all = den_counted = kf
@@ -311,7 +336,7 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
         (pl.col("apop_sum") / den_counted).alias("arp"),
         (pl.col("tail_sum") / den_all).alias("long_tail_share"),
         (pl.col("seren_sum") / den_all).alias("serendipity"),
-    ).join(_ild_polars(top, side, conv), on=[USER, "k"], how="left")
+    ).join(_ild_polars(_top(recs, ks), side, conv), on=[USER, "k"], how="left")
     m, q = pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0)
     pairs = m * (m - 1) / 2
     dist = pairs - (q - m) / 2  # sum over pairs of 1 - cos
@@ -358,22 +383,27 @@ def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.Laz
 
 
 def exposure(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
-    """(k, item_id, exposure): c(i), the users whose top k holds i."""
-    return _top(recs.lazy(), ks).group_by("k", ITEM).agg(pl.len().cast(pl.Int64).alias("exposure"))
+    """(k, item_id, exposure): c(i), the users whose top k holds i (counted per rank bucket)."""
+    per_bucket = _buckets(recs.lazy(), ks).group_by("ix", ITEM).agg(pl.len().cast(pl.Int64).alias("n"))
+    return _cumulative(per_bucket, [ITEM], ks, [pl.col("n").sum().alias("exposure")]).select("k", ITEM, "exposure")
 
 
-def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.DataFrame:
+def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
+                   expo: pl.DataFrame | None = None) -> pl.DataFrame:
     """(metric, k, value, n_users) for item_coverage, gini, exposure_entropy, personalization,
-    score_entropy (NaN without a score column); n_users = users with n_u > 0."""
+    score_entropy (NaN without a score column); n_users = users with n_u > 0. ``expo``: the
+    :func:`exposure` frame when already computed."""
     recs = recs.lazy()
-    top = _top(recs, ks)
-    expo = exposure(recs, ks)
-    cat = _catalog(top, side, conv, ks).with_columns(pl.lit(True).alias("in_c"))
+    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()  # read three times below
+    cat = _catalog(expo, side, conv, ks).with_columns(pl.lit(True).alias("in_c"))
     both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True).with_columns(
         pl.col("exposure").fill_null(0), pl.col("in_c").fill_null(False))
-    lists = top.group_by("k", USER).agg(pl.len().cast(pl.Float64).alias("n"))
     per_k = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
-    users = lists.group_by("k").agg(pl.len().cast(pl.Float64).alias("U"), pl.col("n").sum().alias("sum_n"))
+    # a user with items has one at rank 1, inside every cutoff (canonical ranks): U = those users;
+    # sum n_u = sum c
+    n_lists = recs.filter((pl.col("rank") == 1) & pl.col(ITEM).is_not_null()).select(pl.len()).collect().item()
+    users = expo.group_by("k").agg(pl.lit(float(n_lists)).alias("U"), pl.col("exposure").sum().cast(pl.Float64)
+                                   .alias("sum_n"))
     pad = float(conv.catalog_padding)
     c = pl.col("exposure").cast(pl.Float64)
     stats = both.group_by("k").agg(
@@ -390,7 +420,7 @@ def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -
     ranked = expo.sort("k", "exposure").with_columns(
         (pl.int_range(pl.len()).over("k") + 1).cast(pl.Float64).alias("r"))
     gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64).alias("sum_rc"))
-    sc = _score_entropy_polars(top)
+    sc = _score_entropy_polars(recs, ks)
     s = (per_k.join(stats, on="k", how="left").join(users, on="k", how="left").join(gsum, on="k", how="left")
          .join(sc, on="k", how="left").with_columns(pl.col("U", "sum_n", "C", "sum_rc", "E").fill_null(0.0))
          .collect())
@@ -430,23 +460,24 @@ def _catalog_values(r: dict, conv: Convention, pad: float) -> list[tuple]:
             ("personalization", k, pers, n), ("score_entropy", k, nan if score is None else score, n)]
 
 
-def _score_entropy_polars(top: pl.LazyFrame) -> pl.LazyFrame:
-    if "score" not in top.collect_schema():
+def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    if "score" not in recs.collect_schema():
         return pl.LazyFrame(schema={"k": pl.Int64, "score_entropy": pl.Float64})
     s = pl.col("score").cast(pl.Float64)
-    d = top.filter(pl.col("score").is_not_null()).with_columns((s - s.max().over("k")).alias("d"))
+    d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns((s - s.max().over("k")).alias("d"))
     z = pl.col("d").exp().sum()
     return d.group_by("k").agg((z.log() - (pl.col("d").exp() * pl.col("d")).sum() / z).alias("score_entropy"))
 
 
-def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.DataFrame:
+def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
+             expo: pl.DataFrame | None = None) -> pl.DataFrame:
     """(item_id, k, exposure, popularity) over C ∪ the recommended items; popularity by the
     ``popularity`` knob (0 for an item with no train row)."""
     recs = recs.lazy()
     pop, _ = _popularity(side, _ids(recs)[1])
-    top = _top(recs, ks)
-    cat = _catalog(top, side, conv, ks).select("k", ITEM)
-    both = exposure(recs, ks).join(cat, on=["k", ITEM], how="full", coalesce=True)
+    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()
+    cat = _catalog(expo, side, conv, ks).select("k", ITEM)
+    both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True)
     pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
     return (both.join(pop.select(ITEM, pl.col(pcol).alias("popularity")), on=ITEM, how="left")
             .select(ITEM, "k", pl.col("exposure").fill_null(0), pl.col("popularity").fill_null(0))
@@ -466,8 +497,8 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = N
     train, items, item_features, ground_truth, cutoffs (missing side inputs become empty tables), then
     compute the :data:`STAGES` once. ``source``: a DuckDB SELECT of the canonical recommendations
     (``Prepared.sources``), scanned by DuckDB instead of ``recs``."""
-    if source is not None:  # a validated Parquet file: DuckDB reads it, only the top max(k) counts
-        con.execute(f"CREATE OR REPLACE TEMP VIEW recommendations AS SELECT s.user_id, s.rank, s.item_id, "
+    if source is not None:  # a validated Parquet file: DuckDB reads it once, only the top max(k) counts
+        con.execute(f"CREATE OR REPLACE TEMP TABLE recommendations AS SELECT s.user_id, s.rank, s.item_id, "
                     f"CAST(NULL AS DOUBLE) AS score FROM ({source}) AS s WHERE s.rank <= {int(max(ks))}")
         schema = recs.collect_schema()  # the types the source casts to
         uid, iid = schema[USER], schema[ITEM]
@@ -488,10 +519,15 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = N
     con.register("ground_truth", truth.select(USER, ITEM, "relevance") if truth is not None else
                  pl.DataFrame(schema={USER: uid, ITEM: iid, "relevance": pl.Float64}))
     con.register("cutoffs", pl.DataFrame({"k": list(ks)}, schema={"k": pl.Int64}))
-    # integer ids in a range of up to 2^24 are grouped in arrays, not hash tables (3x faster per item)
-    con.execute("SET perfect_ht_threshold = 24")
+    # DuckDB would pre-aggregate the item side of the per-user join and merge aggregate states per list
+    # row: 3.6 s of CPU at 10M rows against about 1 s for plain sums
+    con.execute("SET disabled_optimizers = 'partial_aggregate_pushdown'")
     for name, table in STAGES.items():
+        # exposure: (bucket, item) keys in a range of up to 2^24 are counted in an array, not a hash table
+        # (2-3x faster; slower for the per-user sums, so only here)
+        con.execute(f"SET perfect_ht_threshold = {24 if name == 'beyond_exposure' else 12}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_sql_files.read(name)}")
+    con.execute("RESET perfect_ht_threshold")
 
 
 def _run(con, name: str, conv: Convention) -> pl.DataFrame:
@@ -557,7 +593,8 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
             users, catalog, items = duckdb_user(con, conv), duckdb_catalog(con, conv), duckdb_per_item(con, conv)
     else:
         users = polars_user(recs, side, ks, conv, truth=truth).collect()
-        catalog, items = polars_catalog(recs, side, ks, conv), per_item(recs, side, ks, conv)
+        expo = exposure(recs, ks).collect()
+        catalog, items = polars_catalog(recs, side, ks, conv, expo), per_item(recs, side, ks, conv, expo)
     wanted = [n for n in names if n in USER_COLUMNS]
     users = users.select(USER, pl.col("k").cast(pl.Int64), *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
     catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
