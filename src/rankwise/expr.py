@@ -298,12 +298,15 @@ class _Rows:
 
     def flag(self, i):
         """1 if the item at position i + 1 is relevant, else 0."""
-        return self.relevant.list.contains(self.item(i)).fill_null(False).cast(pl.Int32).alias(f"_f{i}")
+        return self.relevant.list.contains(self.item(i)).fill_null(False).cast(pl.Int32)
+
+    def hits_to(self, i):
+        """hits@(i + 1), built as a chain so that every cutoff reuses the shorter sums."""
+        return self.flag(0) if i == 0 else self.hits_to(i - 1) + self.flag(i)
 
     def gain(self, i):
         """gain(relevance of the item at position i + 1); labels with relevance 0 earn 0."""
-        conv, thr = self.conv, self.conv.relevance_threshold
-        if conv.gain == "binary":
+        if self.conv.gain == "binary":
             return self.flag(i).cast(pl.Float64)
         if self.rel is None:  # relevance 1: linear gain 1, exp2 gain 2^1 - 1 = 1
             return self.truth.fill_null(pl.lit([])).list.contains(self.item(i)).fill_null(False).cast(pl.Float64)
@@ -316,30 +319,11 @@ class _Rows:
         return {"binary": ((r > 0) & (r >= thr)).cast(pl.Float64), "linear": r,
                 "exp2": pl.lit(2.0).pow(r) - 1.0}[self.conv.gain]
 
-    # -- per cutoff --
-    def flags(self, k):
-        return [self.flag(i) for i in range(k)]
-
-    def hits(self, k):
-        return pl.sum_horizontal(self.flags(k)).cast(pl.Float64)
-
-    def _cum(self, k):
-        """hits@i for i = 1..k, as a list of expressions."""
-        cum = pl.cum_sum_horizontal(*self.flags(k))
-        return [cum.struct.field(f"_f{i}") for i in range(k)]
-
-    def precision_sum(self, k):
-        cum = self._cum(k)
-        return pl.sum_horizontal([f * c / (i + 1.0) for i, (f, c) in enumerate(zip(self.flags(k), cum))])
-
-    def hits_sum(self, k):
-        cum = self._cum(k)
-        return pl.sum_horizontal([f * c for f, c in zip(self.flags(k), cum)]).cast(pl.Float64)
-
+    # -- the per-(user, k) statistics of sql/per_user.sql, from the lists --
     def first_hit(self, k):
-        if self.conv.rr_cutoff:
-            return pl.coalesce([pl.when(f == 1).then(pl.lit(i + 1)) for i, f in enumerate(self.flags(k))]
-                               + [pl.lit(0)])
+        if self.conv.rr_cutoff:  # the largest f_i (k - i) marks the first hit
+            marks = pl.max_horizontal([self.flag(i) * (k - i) for i in range(k)])
+            return pl.when(marks > 0).then(k + 1 - marks).otherwise(0)
         # the first hit anywhere in the list
         hit = pl.concat_list([self.relevant, self.recs]).list.eval(
             pl.element().is_first_distinct().not_()).list.slice(self.n_rel)
@@ -371,54 +355,27 @@ class _Rows:
         return pl.sum_horizontal([ordered.list.get(i, null_on_oob=True).fill_null(0.0) * _discount(i + 1, b)
                                   for i in range(k)])
 
-    # -- the metrics (the formulas of rankwise.metrics; null where undefined) --
+    def stats(self, k: int) -> dict[str, pl.Expr]:
+        """The statistics the metric registry's formulas read (rankwise._expressions)."""
+        flags, hits_to = [self.flag(i) for i in range(k)], [self.hits_to(i) for i in range(k)]
+        hits_all = self.recs.list.set_intersection(self.relevant).list.len()
+        return {
+            "k": pl.lit(k, dtype=pl.Int64), "n_recs": self.n_recs, "n_rel": self.n_rel,
+            "n_candidates": self.n_recs + self.n_rel - hits_all,
+            "hits": hits_to[-1].cast(pl.Float64),
+            "precision_sum": pl.sum_horizontal([f * h / (i + 1.0) for i, (f, h) in enumerate(zip(flags, hits_to))]),
+            "hits_sum": pl.sum_horizontal([f * h for f, h in zip(flags, hits_to)]).cast(pl.Float64),
+            "r_hits": pl.sum_horizontal([pl.when(self.n_rel > i).then(f).otherwise(0)
+                                         for i, f in enumerate(flags)]).cast(pl.Float64),
+            "first_hit": self.first_hit(k), "dcg": self.dcg(k), "idcg": self.idcg(k),
+        }
+
     def defined(self, name: str, k: int, beta: float) -> pl.Expr:
-        conv = self.conv
-        kk = pl.lit(float(k))
-        hits, n_rel = self.hits(k), self.n_rel.cast(pl.Float64)
-
-        def divide(num, den):
-            return pl.when(den != 0).then(num / den)
-
-        def ap_den():
-            return {"n_hits": hits, "n_rel": n_rel, "min_k_nrel": pl.min_horizontal(kk, n_rel), "k": kk,
-                    "min_k_len": pl.min_horizontal(kk, self.n_recs.cast(pl.Float64))}[conv.ap_denominator]
-
-        if name == "precision":
-            hits_all = self.recs.list.set_intersection(self.relevant).list.len()
-            den = {"k": kk, "min_k_len": pl.min_horizontal(kk, self.n_recs),
-                   "min_k_nrel": pl.min_horizontal(kk, n_rel),
-                   "min_k_candidates": pl.min_horizontal(kk, self.n_recs + self.n_rel - hits_all),
-                   }[conv.precision_denominator].cast(pl.Float64)
-            return divide(hits, den)
-        if name == "recall":
-            return divide(hits, n_rel)
-        if name == "fbeta":
-            p, r, b2 = self.defined("precision", k, beta), self.defined("recall", k, beta), beta * beta
-            return pl.when(p.is_null() | r.is_null()).then(None).when(p + r > 0).then(
-                (1.0 + b2) * p * r / (b2 * p + r)).otherwise(0.0)
-        if name == "map":
-            den = ap_den()
-            return pl.when(den > 0).then(self.precision_sum(k) / den).otherwise(0.0)
-        if name == "mar":
-            den = ap_den()
-            return pl.when(den > 0).then(divide(self.hits_sum(k), n_rel) / den).otherwise(0.0)
-        if name == "mrr":
-            first = self.first_hit(k)
-            return pl.when(first > 0).then(1.0 / first).otherwise(0.0)
-        if name == "dcg":
-            return self.dcg(k)
-        if name == "ndcg":
-            idcg = self.idcg(k)
-            fallback = pl.lit(0.0) if conv.zero_ideal == "zero" else pl.lit(None, dtype=pl.Float64)
-            return pl.when(idcg > 0).then(self.dcg(k) / idcg).otherwise(fallback)
-        if name == "hit_rate":
-            return pl.when(hits > 0).then(1.0).otherwise(0.0)
-        if name == "r_precision":
-            r_hits = pl.sum_horizontal([pl.when(self.n_rel > i).then(f).otherwise(0)
-                                        for i, f in enumerate(self.flags(k))]).cast(pl.Float64)
-            return divide(r_hits, pl.min_horizontal(kk, n_rel))
-        raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
+        """The metric's formula from the registry over this row's statistics (null = undefined)."""
+        if name not in _metrics.BY_NAME:
+            raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
+        stats = self.stats(k)
+        return _metrics.BY_NAME[name].build(self.conv, beta, stats.__getitem__)
 
     def scored(self) -> pl.Expr:
         """The row is in the convention's users and is a valid input (else the metric is NaN)."""

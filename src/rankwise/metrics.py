@@ -27,6 +27,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import polars as pl
+
 from . import _expressions as E
 from .errors import ParameterError
 
@@ -43,7 +45,8 @@ class Metric:
     needs: the inputs it reads.
     knobs: the convention knobs that move it, beyond those that move every metric (EVERY_METRIC).
     build: the Polars expression of its per-user value over the per-(user, k) statistics
-        (``rankwise._expressions``), given the convention and F-beta's beta.
+        (``rankwise._expressions``), given the convention, F-beta's beta and (optionally) where the
+        statistics come from.
     """
 
     name: str
@@ -61,7 +64,7 @@ class Metric:
 
 
 def _ignore_beta(builder):
-    return lambda conv, beta: builder(conv)
+    return lambda conv, beta, col=pl.col: builder(conv, col)
 
 
 REGISTRY: tuple[Metric, ...] = (
