@@ -429,3 +429,42 @@ def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():
         rankwise.evaluate(recs, None, k=2, metrics=["ild"], train=train)
     with pytest.raises(rankwise.ParameterError, match="ground_truth"):
         rankwise.evaluate(recs, None, k=2, metrics=["precision", "novelty"], train=train)
+
+
+# -- score_entropy through evaluate() (document 001: Evidently's ScoreDistribution) --------------------
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_score_entropy_through_evaluate_by_hand(engine):
+    backend = engine
+    # two users, scores ln 2 and 0 each: pooled top 2 = {ln 2, 0, ln 2, 0}, exp = {2, 1, 2, 1}, Z = 6,
+    # softmax (1/3, 1/6, 1/3, 1/6): H = -(2/3 ln 1/3 + 1/3 ln 1/6) = 2/3 ln 3 + 1/3 ln 6 nats
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 12, 13],
+                         "score": [math.log(2), 0.0, math.log(2), 0.0]})
+    res = rankwise.evaluate(recs, None, k=[1, 2], metrics=["score_entropy"], backend=backend)
+    got = {r["k"]: r for r in res.summary.iter_rows(named=True)}
+    assert math.isclose(got[2]["value"], 2 / 3 * math.log(3) + 1 / 3 * math.log(6), rel_tol=1e-14)
+    assert math.isclose(got[1]["value"], math.log(2), rel_tol=1e-14)  # top 1: {ln 2, ln 2}, uniform
+    assert got[2]["n_users"] == 2 and math.isnan(got[2]["ci_low"])
+    # with a rank column the ranks decide the top k and each row keeps its own score: top 1 = the
+    # rank-1 rows, scores 0 and ln 3 -> softmax (1/4, 3/4): ln 4 - 3/4 ln 3
+    ranked = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 12, 13], "rank": [1, 2, 1, 2],
+                           "score": [0.0, 5.0, math.log(3), 7.0]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 99]})
+    res = rankwise.evaluate(ranked, truth, k=1, metrics=["precision", "score_entropy"], backend=backend)
+    entropy = res.summary.filter(pl.col("metric") == "score_entropy")["value"].item()
+    assert math.isclose(entropy, math.log(4) - 0.75 * math.log(3), rel_tol=1e-14)
+    assert res.per_user["precision@1"].to_list() == [1.0, 0.0]  # the accuracy metrics are unchanged
+
+
+def test_score_entropy_without_scores_names_the_column(tmp_path):
+    recs = pl.DataFrame({"user": [1, 2], "item": [10, 11], "rank": [1, 1]})
+    with pytest.raises(rankwise.ParameterError, match=r"score_entropy.*'score'") as info:
+        rankwise.evaluate(recs, None, k=1, metrics=["score_entropy"])
+    assert "score_col=" in str(info.value)
+    with pytest.raises(rankwise.ParameterError, match="'pred'"):
+        rankwise.evaluate(recs, None, k=1, metrics=["score_entropy"], score_col="pred")
+    bad = recs.with_columns(score=pl.Series([0.5, float("nan")]))
+    with pytest.raises(rankwise.errors.InvalidScoreError, match="NaN") as info:
+        rankwise.evaluate(bad, None, k=1, metrics=["score_entropy"], backend="duckdb")
+    assert "Hint:" in str(info.value)

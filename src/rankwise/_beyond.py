@@ -553,12 +553,53 @@ def duckdb_per_item(con, conv: Convention) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------------
 # what evaluate() asks for
 
-METRICS = USER_COLUMNS + ("item_coverage", "gini", "exposure_entropy", "personalization")  # through evaluate()
+METRICS = USER_COLUMNS + CATALOG_METRICS  # through evaluate()
 _NEEDS = {"novelty": ("train",), "arp": ("train",), "long_tail_share": ("train",), "ild": ("item_features",),
           "serendipity": ("train", "ground_truth")}
 _UNDEFINED = {"novelty": "no recommended item at k", "arp": "no recommended item at k",
               "long_tail_share": "no recommended item at k", "serendipity": "no recommended item at k",
               "ild": "fewer than 2 items with features at k"}
+
+
+def with_scores(prep, recommendations, columns):
+    """``prep`` (a :class:`rankwise._inputs.Prepared`) whose ``recs`` carry the recommendations' score
+    column, for score_entropy: each canonical (user, item) row gets the score of the input row the
+    input rules keep (the best-ranked occurrence: by rank when there is a rank column, else by score
+    descending). A missing score column is a ParameterError naming it; null, NaN or non-numeric
+    scores are typed errors with the rows."""
+    import dataclasses
+
+    from ._inputs import RANK, SCORE, to_lazyframe
+    from .errors import InvalidScoreError
+
+    raw = to_lazyframe(recommendations, "recommendations", columns)
+    schema = raw.collect_schema()
+    c = columns
+    if c.score not in schema or isinstance(schema.get(c.item), pl.List):
+        raise ParameterError(
+            f"Metric 'score_entropy' needs a score column {c.score!r} in long recommendations; they have "
+            f"columns {list(schema)}.",
+            hint="Pass the recommendations with one score per (user, item) row, naming it with score_col=, "
+                 "or leave score_entropy out of metrics.")
+    if not schema[c.score].is_numeric():
+        raise InvalidScoreError(f"recommendations: {c.score!r} must be numeric for score_entropy, got "
+                                f"{schema[c.score]}.", rows=raw.head(_SHOW).collect(),
+                                hint=f"Cast it, e.g. pl.col({c.score!r}).cast(pl.Float64).")
+    order = [pl.col(c.rank)] if c.rank in schema else [-pl.col(c.score)]
+    scores = (raw.filter(pl.col(c.item).is_not_null()).sort([pl.col(c.user), *order], maintain_order=True)
+              .select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM),
+                      pl.col(c.score).cast(pl.Float64).alias(SCORE))
+              .unique([USER, ITEM], keep="first", maintain_order=True).collect())
+    bad = scores.filter(pl.col(SCORE).is_null() | ~pl.col(SCORE).is_finite())
+    if bad.height:
+        raise InvalidScoreError(f"recommendations: {bad.height} values of {c.score!r} are null, NaN or infinite "
+                                "(score_entropy pools the scores).", rows=bad.head(_SHOW),
+                                hint="Drop or fill those rows, or leave score_entropy out of metrics.")
+    recs = prep.recs.lazy()
+    key = recs.collect_schema()
+    scores = scores.lazy().with_columns(pl.col(USER).cast(key[USER]), pl.col(ITEM).cast(key[ITEM]))
+    recs = recs.join(scores, on=[USER, ITEM], how="left", maintain_order="left").select(USER, RANK, ITEM, SCORE)
+    return dataclasses.replace(prep, recs=recs)  # the accuracy engines ignore the extra column
 
 
 def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> None:
@@ -585,6 +626,8 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     in DuckDB (engine="duckdb"; ``source``: see :func:`register`) or the Polars expressions (every other
     engine)."""
     truth = truth if "serendipity" in names else None
+    if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
+        source = None
     if engine == "duckdb":
         import duckdb
 

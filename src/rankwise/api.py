@@ -227,8 +227,8 @@ def evaluate(
         asked for by name in ``metrics``): train interactions (user, item), the catalog (a table with
         an item column or a sequence of ids), item features long (item, feature[, value]) or (item,
         embedding). Per-user ones (novelty, arp, long_tail_share, ild, serendipity) are columns of
-        ``per_user``; catalog ones (item_coverage, gini, exposure_entropy, personalization) are
-        summary rows only; ``Result.per_item`` holds each item's exposure and popularity.
+        ``per_user``; catalog ones (item_coverage, gini, exposure_entropy, personalization,
+        score_entropy: from the recommendations' score column) are summary rows only; ``Result.per_item`` holds each item's exposure and popularity.
         ``ground_truth`` may be None when only metrics that do not read it are asked for.
     segments : a table (user, segment) or the name of a ground-truth column: ``Result.segments`` holds
         every per-user mean per segment with its t interval; users in no segment are counted in
@@ -294,6 +294,8 @@ def evaluate(
         truth = prepare_truth(truth, columns)  # once for every run
     prepared = {name: prepared.get(name) or prepare(_from_spark(recs), truth, columns, conv)
                 for name, recs in runs.items()}
+    if "score_entropy" in beyond_names:  # the scores ride along with the canonical rows
+        prepared = {name: _beyond.with_scores(prep, _from_spark(runs[name]), columns) for name, prep in prepared.items()}
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
                           memory_limit=memory_limit, confidence=confidence, beyond=beyond)
