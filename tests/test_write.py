@@ -25,8 +25,9 @@ def result():
 
 def test_frames_schema_and_metadata(result):
     tables = _write.frames(result)
-    for name, schema in _write.TABLES.items():
-        assert tables[name].schema == pl.Schema(schema)
+    assert set(tables) == {"runs", "per_user", "summary"}  # no beyond-accuracy metrics: no per_item
+    for name in tables:
+        assert tables[name].schema == pl.Schema(_write.TABLES[name])
     runs, per_user, summary = tables["runs"], tables["per_user"], tables["summary"]
     assert runs.height == 1 and runs["convention"][0] == "default" and runs["n_users"][0] == N_USERS
     knobs = json.loads(runs["convention_knobs"][0])
@@ -169,3 +170,67 @@ def test_cli_output(tmp_path, capsys):
         con.execute("CREATE TABLE rankwise_per_user (x INTEGER)")
     assert main(["evaluate", str(recs), str(truth), "--output", str(bad)]) == 3
     assert "WriteSchemaError" in capsys.readouterr().err
+
+
+# -- per_item (beyond-accuracy metrics) ---------------------------------------------------------------
+
+TRAIN = pl.DataFrame({"user": [7, 8, 8], "item": [10, 10, 12]})
+# by hand: top 1 = {1: 10, 2: 10, 3: 12}, top 2 adds item 11 (user 1); the catalog is the train items
+# {10, 12}; popularity = distinct train users (10: 7 and 8; 12: 8; 11: none)
+PER_ITEM = {("10", 1): (2, 2), ("12", 1): (1, 1), ("10", 2): (2, 2), ("11", 2): (1, 0), ("12", 2): (1, 1)}
+
+
+@pytest.fixture
+def beyond_result():
+    return rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision", "novelty", "item_coverage"], train=TRAIN)
+
+
+def _per_item(frame: pl.DataFrame) -> dict:
+    return {(str(r["item_id"]), r["k"]): (r["exposure"], r["popularity"]) for r in frame.iter_rows(named=True)}
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb", "delta"])
+def test_per_item_is_written_and_read_back(beyond_result, result, tmp_path, suffix):
+    target = tmp_path / ("runs" if suffix == "delta" else f"runs{suffix}")
+    read = (lambda t: pl.read_delta(str(target / t))) if suffix == "delta" else (lambda t: _read(target, suffix, t))
+    kwargs = {"format": "delta"} if suffix == "delta" else {}
+    out = beyond_result.write(target, **kwargs)
+    assert set(out) == {"runs", "per_user", "summary", "per_item"}
+    beyond_result.write(target, **kwargs)
+    per_item, runs = read("per_item"), read("runs")
+    assert per_item.columns == list(_write.PER_ITEM_SCHEMA) and per_item["run_id"].n_unique() == 2
+    assert set(per_item["run_id"]) == set(runs["run_id"])
+    for run_id in runs["run_id"]:
+        assert _per_item(per_item.filter(pl.col("run_id") == run_id)) == PER_ITEM
+    result.write(target, mode="replace", **kwargs)  # starting over without per_item clears the old one
+    if suffix == ".duckdb":
+        with duckdb.connect(str(target)) as con:
+            assert con.sql("SELECT COUNT(*) FROM information_schema.tables "
+                           "WHERE table_name = 'rankwise_per_item'").fetchall() == [(0,)]
+    elif suffix == "delta":
+        assert read("per_item").height == 0 and read("runs").height == 1
+    else:
+        assert list((target / "per_item").glob(f"*{suffix}")) == []
+
+
+def test_per_item_schema_mismatch_writes_nothing(beyond_result, tmp_path):
+    target = tmp_path / "runs.parquet"
+    (target / "per_item").mkdir(parents=True)
+    pl.DataFrame({"item": [1]}).write_parquet(target / "per_item" / "old.parquet")
+    with pytest.raises(rankwise.WriteSchemaError, match="per_item"):
+        beyond_result.write(target)
+    assert not any((target / t).exists() and list((target / t).iterdir()) for t in ("per_user", "summary", "runs"))
+
+
+def test_postgres_per_item(beyond_result, pg_dsn):
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    try:
+        beyond_result.write("postgresql://postgres@127.0.0.1:54329/postgres", prefix=f"{schema}.rankwise_")
+        with psycopg.connect(pg_dsn) as con:
+            rows = con.execute(f'SELECT item_id, k, exposure, popularity FROM "{schema}".rankwise_per_item').fetchall()
+        assert {(i, k): (e, p) for i, k, e, p in rows} == PER_ITEM
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -2,8 +2,9 @@
 
 Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts over):
 - ``postgresql://user@host:port/db`` (or ``postgres://``): tables ``<prefix>runs``,
-  ``<prefix>per_user``, ``<prefix>summary``; ``prefix`` may name a schema ("analytics.rankwise_",
-  created if missing). Needs psycopg. One transaction: all three tables or none.
+  ``<prefix>per_user``, ``<prefix>summary`` (and ``<prefix>per_item``, see below); ``prefix`` may
+  name a schema ("analytics.rankwise_", created if missing). Needs psycopg. One transaction: all the
+  tables or none.
 - ``runs.duckdb`` / ``runs.db``: the same tables in a DuckDB file, one transaction; a file another
   process holds is retried for a few seconds, then :class:`WriteLockedError`.
 - ``runs.parquet`` / ``runs.csv`` / ``runs.jsonl``: a dataset DIRECTORY of that name with one
@@ -12,8 +13,11 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
   Read one table with e.g. ``pl.scan_parquet("runs.parquet/per_user/*.parquet")``,
   ``read_parquet('runs.parquet/per_user/*.parquet')`` in DuckDB or ``spark.read.parquet(...)``.
   The runs file is written last: a run is complete when its row in ``runs`` exists.
-- ``delta:path`` (or ``format="delta"``): three Delta Lake tables under ``path`` (``deltalake``,
-  the ``delta`` extra): ACID appends that any Delta reader sees.
+- ``delta:path`` (or ``format="delta"``): one Delta Lake table per table under ``path``
+  (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees.
+
+``per_item`` is written when the result has one (beyond-accuracy metrics: ``Result.per_item``), with
+the same checks, staging and transaction as the others; ``mode="replace"`` clears an old one too.
 
 Schema (stable: it does not depend on the metrics, the k values or the convention):
 
@@ -21,10 +25,11 @@ Schema (stable: it does not depend on the metrics, the k values or the conventio
               inputs_fingerprint, n_users, metrics, ks
     per_user: run_id, run_name, user_id, metric, k, value
     summary:  run_id, run_name, metric, k, value, n_users, ci_low, ci_high
+    per_item: run_id, run_name, item_id, k, exposure, popularity
 
 The knobs are stored once per run (``convention_knobs`` as JSON, sorted keys); ``run_name`` is the
 run's name in a multi-run evaluate (NULL for one run); ``inputs_fingerprint`` a SHA-256 of the
-canonical input tables; ``user_id`` text; ``value`` NULL where undefined. Appending to a table or
+canonical input tables; ``user_id`` and ``item_id`` text; ``value`` NULL where undefined. Appending to a table or
 dataset with other columns raises :class:`WriteSchemaError` before anything is written.
 """
 
@@ -56,8 +61,11 @@ PER_USER_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "user_id": pl.Str
                    "k": pl.Int64, "value": pl.Float64}
 SUMMARY_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "metric": pl.String, "k": pl.Int64,
                   "value": pl.Float64, "n_users": pl.Int64, "ci_low": pl.Float64, "ci_high": pl.Float64}
-TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_SCHEMA}
-WRITE_ORDER = ("per_user", "summary", "runs")  # runs last: a run is complete when its runs row exists
+PER_ITEM_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "item_id": pl.String, "k": pl.Int64,
+                   "exposure": pl.Int64, "popularity": pl.Int64}
+TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_SCHEMA, "per_item": PER_ITEM_SCHEMA}
+# runs last: a run is complete when its runs row exists; per_item only when the result has one
+WRITE_ORDER = ("per_user", "summary", "per_item", "runs")
 _SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB), as information_schema spells them
     pl.String: ("text", "VARCHAR"), pl.Int64: ("bigint", "BIGINT"),
     pl.Float64: ("double precision", "DOUBLE"), pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
@@ -94,7 +102,7 @@ def _as_text(name: str, dtype) -> pl.Expr:
 
 
 def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
-    """{"runs", "per_user", "summary"}: the three frames as written (one run_id per run)."""
+    """{"runs", "per_user", "summary"[, "per_item"]}: the frames as written (one run_id per run)."""
     from . import __version__
 
     if not isinstance(_source(result), pl.DataFrame):
@@ -123,7 +131,15 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
         "convention": result.convention.name, "convention_knobs": knobs,
         "inputs_fingerprint": fingerprint(result.prepared.get(name)), "n_users": n_users.get(name, 0),
         "metrics": metrics, "ks": ks} for name in names], schema=RUNS_SCHEMA)
-    return {"runs": runs, "per_user": per_user, "summary": summary}
+    out = {"runs": runs, "per_user": per_user, "summary": summary}
+    if getattr(result, "per_item", None) is not None:
+        items = result.per_item
+        run = pl.col("run") if "run" in items.columns else pl.lit(None, dtype=pl.String)
+        run_id = run.replace_strict(ids, return_dtype=pl.String) if "run" in items.columns else pl.lit(ids[None])
+        out["per_item"] = items.select(run_id.alias("run_id"), run.alias("run_name"),
+                                       _as_text("item", items.schema["item"]).alias("item_id"), "k", "exposure",
+                                       "popularity").cast(PER_ITEM_SCHEMA)
+    return out
 
 
 def _source(result):
@@ -138,8 +154,8 @@ def _per_user_rows(result) -> pl.DataFrame:
     run = ["run"] if "run" in _source(result).columns else []
     if hasattr(result, "long"):
         user = _as_text(result.user_col, result.long.schema[result.user_col])
-        long = result.long.select(*run, user.alias("user_id"), "k",
-                                  *result.request.names)
+        metrics = [n for n in dict.fromkeys(result.request.names) if n in result.long.columns]  # catalog
+        long = result.long.select(*run, user.alias("user_id"), "k", *metrics)  # metrics are summary rows only
         rows = long.unpivot(index=[*run, "user_id", "k"], variable_name="metric", value_name="value")
     else:
         user_col = result.per_user.columns[len(run)]
@@ -212,29 +228,30 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
             hint=f"Move the old file away (e.g. to {root.name}.v01{root.suffix}), or write to another path.")
     run_id = tables["runs"]["run_id"][0]
     stamp = tables["runs"]["run_at"][0].strftime("%Y%m%dT%H%M%S%fZ")
-    for name in WRITE_ORDER:  # check every existing schema before writing anything
+    names = [name for name in WRITE_ORDER if name in tables]
+    for name in names:  # check every existing schema before writing anything
         if mode == "append":
             _check_dataset(root / name, fmt, suffix, TABLES[name])
     staged, out = {}, {}
     try:
-        for name in WRITE_ORDER:  # 1. every table to a hidden temporary file (no reader's glob matches it)
+        for name in names:  # 1. every table to a hidden temporary file (no reader's glob matches it)
             folder = root / name
             folder.mkdir(parents=True, exist_ok=True)
             final = folder / f"run-{stamp}-{run_id}{suffix}"
             staged[name] = (folder / f".{final.name}.{os.getpid()}.tmp", final)
             _write_file(tables[name], staged[name][0], fmt)
-        for name in WRITE_ORDER:  # 2. rename into place, runs last: microseconds between the three
+        for name in names:  # 2. rename into place, runs last: microseconds between them
             os.replace(*staged[name])
             out[name] = str(staged[name][1])
-        for folder in {root, *(root / name for name in WRITE_ORDER)}:
+        for folder in {root, *(root / name for name in names)}:
             _fsync_directory(folder)
-        if mode == "replace":  # the new run is complete: now drop the others
+        if mode == "replace":  # the new run is complete: now drop the others (an old per_item too)
             for name in WRITE_ORDER:
                 for old in (root / name).glob(f"*{suffix}"):
-                    if old.name != staged[name][1].name:
+                    if name not in staged or old.name != staged[name][1].name:
                         old.unlink(missing_ok=True)
     except BaseException as error:  # an error leaves nothing of this run behind (a kill -9: hidden .tmp files)
-        if len(out) < len(WRITE_ORDER):
+        if len(out) < len(names):
             for temporary, final in staged.values():
                 with contextlib.suppress(OSError):
                     temporary.unlink(missing_ok=True)
@@ -300,7 +317,7 @@ def _write_error(path: Path, error: OSError) -> WriteError:
 
 
 def _delta(root: Path, tables: dict, mode: str) -> dict:
-    """Three Delta tables; each append is one ACID commit (delta-rs retries a commit that races)."""
+    """One Delta table per table; each append is one ACID commit (delta-rs retries a commit that races)."""
     try:
         import deltalake
         from deltalake.exceptions import DeltaError
@@ -308,8 +325,11 @@ def _delta(root: Path, tables: dict, mode: str) -> dict:
         raise MissingDependencyError("Writing Delta Lake tables needs deltalake.",
                                      hint='pip install "rankwise[delta]"') from error
     out = {}
+    if mode == "replace" and "per_item" not in tables and (root / "per_item" / "_delta_log").is_dir():
+        tables = {**tables, "per_item": pl.DataFrame(schema=PER_ITEM_SCHEMA)}  # starting over clears it
+    names = [name for name in WRITE_ORDER if name in tables]
     try:
-        for name in WRITE_ORDER:  # every check before any write
+        for name in names:  # every check before any write
             location = root / name
             if mode == "append" and (location / "_delta_log").is_dir():
                 fields = [f.name for f in deltalake.DeltaTable(str(location)).schema().fields]
@@ -318,7 +338,7 @@ def _delta(root: Path, tables: dict, mode: str) -> dict:
                     and not (location / "_delta_log").is_dir():
                 raise WriteError(f"{str(location)!r} exists and is not a Delta table.",
                                  hint="Write to another path, or remove it.")
-        for name in WRITE_ORDER:
+        for name in names:
             location = root / name
             deltalake.write_deltalake(str(location), tables[name].to_arrow(),
                                       mode="overwrite" if mode == "replace" else "append")
@@ -358,15 +378,17 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
                 "current_database() AND lower(schema_name) = lower(?) ORDER BY table_name, column_index",
                 [where]).fetchall():
             existing.setdefault(table, []).append((column, dtype))
-        for name in WRITE_ORDER:  # every check before any write
+        names = [name for name in WRITE_ORDER if name in tables]
+        for name in names:  # every check before any write
             expected = [(c, _SQL_TYPES[d.base_type()][1]) for c, d in TABLES[name].items()]
             if (prefix + name).lower() in existing and mode == "append":
                 _check(f"{path}:{where}.{prefix + name}", existing[(prefix + name).lower()], expected)
         out = {}
-        for name in WRITE_ORDER:
+        if mode == "replace":  # starting over: an old per_item goes too
+            for name in WRITE_ORDER:
+                con.execute(f"DROP TABLE IF EXISTS {_quote(where)}.{_quote(prefix + name)}")
+        for name in names:
             table = f"{_quote(where)}.{_quote(prefix + name)}"
-            if mode == "replace":
-                con.execute(f"DROP TABLE IF EXISTS {table}")
             columns = ", ".join(f"{_quote(c)} {_SQL_TYPES[d.base_type()][1]}" for c, d in TABLES[name].items())
             con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
             con.register("_rankwise_rows", tables[name])
@@ -426,7 +448,7 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
                          hint="Check the URI: postgresql://user[:password]@host:port/database.") from error
     out = {}
     try:
-        with con, con.transaction():  # all three tables or none
+        with con, con.transaction():  # all the tables or none
             # one rankwise writer at a time per schema and prefix: concurrent CREATE TABLE IF NOT EXISTS races
             con.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankwise.write:{schema}.{prefix}",))
             if schema:
@@ -435,17 +457,19 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
             if current is None:
                 raise WriteError("PostgreSQL has no current schema (no schema of search_path exists).",
                                  hint="Name one: prefix='analytics.rankwise_' (created if missing).")
-            for name in WRITE_ORDER:
+            names = [name for name in WRITE_ORDER if name in tables]
+            for name in names:
                 expected = [(c, _SQL_TYPES[d.base_type()][0]) for c, d in TABLES[name].items()]
                 existing = con.execute(
                     "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
                     "AND table_name = %s ORDER BY ordinal_position", (current, prefix + name)).fetchall()
                 if existing and mode == "append":
                     _check(f"{where} {current}.{prefix + name}", [tuple(r) for r in existing], expected)
-            for name in WRITE_ORDER:
+            if mode == "replace":  # starting over: an old per_item goes too
+                for name in WRITE_ORDER:
+                    con.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(current, prefix + name)))
+            for name in names:
                 table = sql.Identifier(current, prefix + name)
-                if mode == "replace":
-                    con.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
                 columns = sql.SQL(", ").join(
                     sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_SQL_TYPES[d.base_type()][0]))
                     for c, d in TABLES[name].items())

@@ -73,7 +73,7 @@ class Result:
         return f"rankwise.Result\n{self.summary}\nexcluded:\n{self.excluded}"
 
     def write(self, target, *, mode: str = "append", prefix: str = "rankwise_", **options) -> dict:
-        """Write the runs, per-user rows and summary with run metadata (see ``rankwise._write``)."""
+        """Write the runs, per-user rows, summary (and per_item) with run metadata (``rankwise._write``)."""
         from ._write import write
 
         return write(self, target, mode=mode, prefix=prefix, **options)
@@ -228,7 +228,8 @@ def evaluate(
         an item column or a sequence of ids), item features long (item, feature[, value]) or (item,
         embedding). Per-user ones (novelty, arp, long_tail_share, ild, serendipity) are columns of
         ``per_user``; catalog ones (item_coverage, gini, exposure_entropy, personalization,
-        score_entropy: from the recommendations' score column) are summary rows only; ``Result.per_item`` holds each item's exposure and popularity.
+        score_entropy: from the recommendations' score column) are summary rows only;
+        ``Result.per_item`` holds each item's exposure and popularity (``write`` stores it too).
         ``ground_truth`` may be None when only metrics that do not read it are asked for.
     segments : a table (user, segment) or the name of a ground-truth column: ``Result.segments`` holds
         every per-user mean per segment with its t interval; users in no segment are counted in
