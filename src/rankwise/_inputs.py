@@ -84,6 +84,7 @@ class Prepared:
     sources: dict = field(default_factory=dict)
     rec_users: pl.Series | None = None
     truth_users: pl.Series | None = None
+    rec_lists: pl.DataFrame | None = None  # list-form recommendations (user_id, item_id: list), checked
 
     @cached_property
     def recommendations(self) -> pl.DataFrame:
@@ -274,7 +275,7 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     """
     with reading(recommendations, "recommendations"):
         recs_raw = to_lazyframe(recommendations, "recommendations", columns)
-        recs, rec_users = _recommendations(recs_raw, columns, convention)
+        recs, rec_users, rec_lists = _recommendations(recs_raw, columns, convention)
     gt = ground_truth if isinstance(ground_truth, Truth) else prepare_truth(ground_truth, columns)
     csv = [what for what, data in (("recommendations", recommendations), ("ground truth", gt.data))
            if isinstance(data, (str, Path)) and Path(data).suffix.lower() in _CSV]
@@ -288,7 +289,10 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
             gt.data, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
             has=gt.raw_schema)
     sources = {k: v for k, v in sources.items() if v is not None}
-    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, gt.users)
+    if rec_lists is not None:  # the canonical types (_align_dtypes may have widened them)
+        schema = recs.collect_schema()
+        rec_lists = rec_lists.select(pl.col(USER).cast(schema[USER]), pl.col(ITEM).cast(pl.List(schema[ITEM])))
+    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, gt.users, rec_lists)
 
 
 # -- file inputs read by DuckDB directly -----------------------------------------------------------
@@ -330,8 +334,10 @@ _GLOB = re.compile(r"([*?\[])")
 # -- recommendations -------------------------------------------------------------------------------
 
 
-def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl.LazyFrame, pl.Series | None]:
-    """The canonical recommendations, and their distinct users when the streaming checks found them."""
+def _recommendations(lf: pl.LazyFrame, c: Columns,
+                     conv: Convention) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None]:
+    """The canonical recommendations; their distinct users when the checks found them; the checked
+    lists when they came in list form."""
     schema = lf.collect_schema()
     _require(schema, [c.user, c.item], "recommendations")
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
@@ -341,11 +347,12 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
             # every rule holds and ranks are already 1..n: a plain lazy scan, nothing renumbered
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.rank).cast(pl.Int64).alias(RANK),
                                   pl.col(c.item).alias(ITEM))
-            return canonical, users
+            return canonical, users, None
     if isinstance(schema[c.item], pl.List):
-        df, repeats, users = _explode_lists(lf, c, "recommendations")
-        if not repeats and conv.min_score is None:
-            return df.lazy(), users  # positions 1..n, no item repeated: already canonical
+        lists, repeats, users = _checked_lists(lf, c, "recommendations")
+        if not repeats and conv.min_score is None:  # positions 1..n, no item repeated: already canonical
+            return _exploded(lists), users, lists
+        df = _exploded(lists).collect()
     elif c.rank in schema:
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.rank).alias(RANK)).collect()
         _check_nulls(df, [USER, ITEM, RANK], "recommendations", c)
@@ -376,13 +383,13 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention) -> tuple[pl
             hint="Pass scores (score_col=...), or use a convention with min_score=None.",
         )
     df = _handle_duplicates(df, conv.duplicates, c)
-    return _positions(df).lazy(), None
+    return _positions(df).lazy(), None, None
 
 
-def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str,
+def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
                    with_relevance: bool = False) -> tuple[pl.DataFrame, bool, pl.Series]:
-    """One row per user with a list of items -> one row per (user, position, item), position 1..n
-    (null for the one row of an empty list); whether some list repeats an item; the users."""
+    """Check list-form input (one row per user, a list of items[, a parallel list of relevances]):
+    the lists (user_id, item_id[, relevance]), whether some list repeats an item, and the users."""
     schema = lf.collect_schema()
     cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]
     if with_relevance and c.relevance in schema:
@@ -413,10 +420,16 @@ def _explode_lists(lf: pl.LazyFrame, c: Columns, what: str,
                 hint="Give one relevance per item, in the same order.",
             )
     repeats = df.select((items.list.n_unique() < items.list.len()).any()).item()
-    users = df.get_column(USER).alias(c.user)
-    positions = pl.int_ranges(1, items.list.len() + 1, dtype=pl.Int64).alias(RANK)
-    df = df.with_columns(positions).explode([ITEM, RANK] + ([REL] if REL in df.columns else []), empty_as_null=True)
-    return df.select(USER, RANK, ITEM, *([REL] if REL in df.columns else [])), bool(repeats), users
+    return df, bool(repeats), df.get_column(USER).alias(c.user)
+
+
+def _exploded(lists: pl.DataFrame) -> pl.LazyFrame:
+    """(user, items[, relevances]) lists -> (user, position, item[, relevance]) rows, positions 1..n;
+    an empty list keeps one row with nulls (the user is present with no items)."""
+    rel = [REL] if REL in lists.columns else []
+    positions = pl.int_ranges(1, pl.col(ITEM).list.len() + 1, dtype=pl.Int64).alias(RANK)
+    return lists.lazy().with_columns(positions).explode([ITEM, RANK, *rel], empty_as_null=True).select(
+        USER, RANK, ITEM, *rel)
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
@@ -503,8 +516,8 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
             return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users
     if isinstance(schema[c.item], pl.List):
-        df, repeats, users = _explode_lists(lf, c, "ground truth", with_relevance=True)
-        df = df.drop(RANK)
+        lists, repeats, users = _checked_lists(lf, c, "ground truth", with_relevance=True)
+        df = _exploded(lists).drop(RANK).collect()
     else:
         repeats, users = True, None  # not known without the check below
         cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]

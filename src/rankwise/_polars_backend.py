@@ -35,7 +35,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     label_stats = labels.group_by(USER).agg(
         pl.col("is_rel").sum().alias("n_rel"), pl.col(ITEM).count().alias("n_judged"), pl.lit(1).alias("in_truth")
     )
-    rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
+    if prep.rec_lists is not None:  # list form: the lengths, not a group-by over every row
+        rec_stats = prep.rec_lists.lazy().select(
+            USER, pl.col(ITEM).list.len().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
+    else:
+        rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"),
+                                            pl.lit(1).alias("in_recs"))
     everyone = rec_stats.join(label_stats, on=USER, how="full", coalesce=True, nulls_equal=True).with_columns(
         pl.col("n_recs", "n_rel", "n_judged", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
     )
@@ -45,7 +50,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # a relevance of 0 is never relevant and has gain 0 under every rule: such labels earn nothing
     earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
     # a recommendation below the largest k earns nothing, unless a metric looks past k (sql: reach)
-    within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
+    if prep.rec_lists is not None:
+        within_reach = _earning_rows(prep.rec_lists, earning, max(ks) if conv.rr_cutoff else None)
+    else:
+        within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
     pair = _pair_key(recs.collect_schema())
     judged = (
         within_reach.with_columns(pair).join(earning.with_columns(pair).drop(USER, ITEM), on="_pair", how="inner")
@@ -151,6 +159,20 @@ class PolarsEngine:
 
 
 # -- expression builders ---------------------------------------------------------------------------
+
+
+def _earning_rows(lists: pl.DataFrame, earning: pl.LazyFrame, reach: int | None) -> pl.LazyFrame:
+    """The (user, rank, item) rows of list-form recommendations whose item has an earning label,
+    found on the lists (the position of each item that follows its copy in labels + list) instead of
+    joining every recommended row: the same rows the long-form join keeps, at a fraction of the cost.
+    Only the first ``reach`` positions count (None: all)."""
+    labels = earning.group_by(USER).agg(pl.col(ITEM).alias("_earning"))
+    items = pl.col(ITEM) if reach is None else pl.col(ITEM).list.head(reach)
+    after_labels = pl.concat_list("_earning", items).list.eval(pl.element().is_first_distinct().not_().arg_true())
+    found = (lists.lazy().join(labels, on=USER, how="inner", nulls_equal=True)
+             .select(USER, ITEM, (after_labels - pl.col("_earning").list.len()).alias("_at")))
+    return found.select(USER, (pl.col("_at").cast(pl.List(pl.Int64)) + 1).alias(RANK),
+                        pl.col(ITEM).list.gather("_at").alias(ITEM)).explode(RANK, ITEM).drop_nulls(RANK)
 
 
 def _discount(log_base: float):
