@@ -301,14 +301,14 @@ class _Rows:
         return self.relevant.list.contains(self.item(i)).fill_null(False).cast(pl.Int32)
 
     def hits_to(self, i):
-        """hits@(i + 1), built as a chain so that every cutoff reuses the shorter sums."""
-        return self.flag(0) if i == 0 else self.hits_to(i - 1) + self.flag(i)
+        """hits@(i + 1), one flat sum (Polars' CSE shares the flags; a chain of sums it does not)."""
+        return pl.sum_horizontal([self.flag(j) for j in range(i + 1)])
 
     def gain(self, i):
         """gain(relevance of the item at position i + 1); labels with relevance 0 earn 0."""
-        if self.conv.gain == "binary":
-            return self.flag(i).cast(pl.Float64)
-        if self.rel is None:  # relevance 1: linear gain 1, exp2 gain 2^1 - 1 = 1
+        if self.conv.gain == "binary" or (self.rel is None and 1.0 >= self.conv.relevance_threshold):
+            return self.flag(i).cast(pl.Float64)  # every relevant label earns 1 (relevance 1: 2^1 - 1 = 1)
+        if self.rel is None:  # relevance 1 below the threshold: not relevant, but it still earns 1
             return self.truth.fill_null(pl.lit([])).list.contains(self.item(i)).fill_null(False).cast(pl.Float64)
         found = pl.concat_list([self.truth, self.item(i)]).list.eval(
             pl.element().head(pl.len() - 1).index_of(pl.element().last())).list.first()
