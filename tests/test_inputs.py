@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 import pandas as pd
 import polars as pl
 import polars.testing as plt
@@ -49,6 +50,31 @@ def test_list_form_equals_long_form(expected, backend):
     truth = TRUTH.group_by("user", maintain_order=True).agg("item", "relevance")
     res = rankwise.evaluate(recs, truth, k=[1, 2, 3], backend=backend)
     plt.assert_frame_equal(res.per_user, expected.per_user, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("preset", [p for p in sorted(rankwise.PRESETS) if rankwise.PRESETS[p].min_score is None])
+def test_list_form_equals_long_form_every_preset(preset):
+    """The list-form fast path (hits found on the lists) against the long-form join, on random lists
+    with graded labels, users in one input only, labels past the cutoffs and a cutoff past every list."""
+    rng = np.random.default_rng(7)
+    recs, truth = [], []
+    for user in range(300):
+        catalog = rng.permutation(60)
+        if user % 7:
+            recs.append((user, catalog[: rng.integers(1, 25)].tolist()))
+        if user % 5:
+            labels = rng.choice(60, size=rng.integers(1, 12), replace=False).tolist()
+            truth.append((user, labels, rng.choice([0.0, 1.0, 2.0, 3.0], size=len(labels)).tolist()))
+    lists = pl.DataFrame(recs, schema={"user": pl.Int64, "item": pl.List(pl.Int64)}, orient="row")
+    labels = pl.DataFrame(truth, schema={"user": pl.Int64, "item": pl.List(pl.Int64),
+                                         "relevance": pl.List(pl.Float64)}, orient="row")
+    long = lists.explode("item").with_columns(rank=pl.int_range(1, pl.len() + 1).over("user"))
+    conv = rankwise.PRESETS[preset]
+    ks = [1, 3, 10, 40]
+    fast = rankwise.evaluate(lists, labels, k=ks, convention=conv, backend="polars")
+    joined = rankwise.evaluate(long, labels.explode("item", "relevance"), k=ks, convention=conv, backend="polars")
+    plt.assert_frame_equal(fast.per_user, joined.per_user, rel_tol=1e-12)
+    plt.assert_frame_equal(fast.summary, joined.summary, rel_tol=1e-12)
 
 
 def test_scores_rank_descending_with_documented_ties(backend):
