@@ -91,8 +91,8 @@ terms AS (
            CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN 0 ELSE 1 END AS counted,
            CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN CAST(NULL AS DOUBLE)
                 WHEN $cold_items = 'zero_novelty' AND v.warm = 0 THEN 0.0
-                ELSE -LN(GREATEST(v.pop, 1.0) / t.total)
-                     / (CASE WHEN $novelty_normalize = 'log_users' THEN NULLIF(LN(t.total), 0.0)
+                ELSE -LN(GREATEST(v.pop, 1.0) / NULLIF(t.total, 0.0))
+                     / (CASE WHEN $novelty_normalize = 'log_users' THEN NULLIF(LN(GREATEST(t.total, 1.0)), 0.0)
                              ELSE LN($info_log_base) END) END AS info,
            CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN CAST(NULL AS DOUBLE) ELSE v.apop END AS apop,
            CAST(v.is_tail AS DOUBLE) AS tail
@@ -142,8 +142,9 @@ relevant AS (
 -- serendipity: only the list rows with a relevant label count (the term is 0 elsewhere)
 seren AS (
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k,
-           SUM(GREATEST((cs.n + 1.0 - CAST(r.rank AS DOUBLE)) / cs.n
-                        - (CASE WHEN m.warm = 1 THEN (cs.n + 1.0 - m.poprank) / cs.n ELSE 0.0 END), 0.0)
+           SUM(GREATEST((cs.n + 1.0 - CAST(r.rank AS DOUBLE)) / NULLIF(cs.n, 0.0)
+                        - (CASE WHEN m.warm = 1 THEN (cs.n + 1.0 - m.poprank) / NULLIF(cs.n, 0.0) ELSE 0.0 END),
+                        0.0)
                * g.rel) AS seren_sum
     FROM recommendations AS r
     JOIN relevant AS g ON g.user_id = r.user_id AND g.item_id = r.item_id

@@ -468,3 +468,36 @@ def test_score_entropy_without_scores_names_the_column(tmp_path):
     with pytest.raises(rankwise.errors.InvalidScoreError, match="NaN") as info:
         rankwise.evaluate(bad, None, k=1, metrics=["score_entropy"], backend="duckdb")
     assert "Hint:" in str(info.value)
+
+
+# -- backend="postgres": the rendered script run in PostgreSQL -----------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_postgres_backend_equals_polars(seed, pg_dsn):
+    recs, scores, truth, train, items, features, ks = _dataset(seed)
+    recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, False)
+    recs_in = recs_df.filter(pl.col("item_id").is_not_null()).select(
+        pl.col("user_id").alias("user"), pl.col("item_id").alias("item"), "rank")
+    metrics = ["precision", *B.USER_COLUMNS, "item_coverage", "gini", "exposure_entropy", "personalization"]
+    kwargs = dict(k=ks, metrics=metrics, train=side.train.rename({"user_id": "user", "item_id": "item"}),
+                  items=None if side.items is None else side.items.rename({"item_id": "item"}),
+                  item_features=side.features.rename({"item_id": "item"}), convention="evidently")
+    truth_in = truth_df.rename({"user_id": "user", "item_id": "item"})
+    want = rankwise.evaluate(recs_in, truth_in, backend="polars", **kwargs)
+    got = rankwise.evaluate(recs_in, truth_in, backend="postgresql://postgres@127.0.0.1:54329/postgres", **kwargs)
+    for a, b in zip(want.per_user.iter_rows(), got.per_user.iter_rows(), strict=True):
+        assert all(_close9(x, y) for x, y in zip(a, b)), (a, b)
+    for a, b in zip(want.summary.iter_rows(), got.summary.iter_rows(), strict=True):
+        assert a[:2] == b[:2] and _close9(a[2], b[2]) and a[3] == b[3], (a, b)
+    assert want.per_item.equals(got.per_item)
+    with pytest.raises(rankwise.ParameterError, match="score_entropy"):
+        rankwise.evaluate(recs_in.with_columns(score=pl.lit(0.5)), None, k=2, metrics=["score_entropy"],
+                          backend="postgresql://postgres@127.0.0.1:54329/postgres")
+
+
+def _close9(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = (float("nan") if v is None else v for v in (a, b))
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b

@@ -205,6 +205,53 @@ def _probe_inequality_join(dialect):
                for j in tree.find_all(exp.Join))
 
 
+BEYOND_TABLES = {"recommendations": "recommendations", "train": "train", "item_features": "item_features"}
+
+
+def _beyond_script(dialect, metrics=("novelty", "ild", "gini"), **kw):
+    from rankwise._render_beyond import render_beyond
+
+    return render_beyond(list(metrics), [2], "default", dialect, BEYOND_TABLES,
+                         schema="ds" if dialect == "bigquery" else None, **kw)
+
+
+def _run_beyond_duckdb(train: pl.DataFrame, features: pl.DataFrame):
+    con = duckdb.connect()
+    con.register("recommendations", pl.DataFrame({"user": [1, 1], "item": [5, 6], "rank": [1, 2]}))
+    con.register("train", train)
+    con.register("item_features", features)
+    script = _beyond_script("duckdb")
+    for statement in script.setup:
+        con.execute(statement)
+    return con.sql(script.per_user).pl()
+
+
+def _probe_beyond_score_entropy(dialect):
+    _beyond_script(dialect, metrics=("score_entropy",))
+
+
+def _probe_beyond_checks(dialect):
+    """evaluate() refuses a train row with a NULL item (NullValueError); the script does not."""
+    with pytest.raises(Exception):
+        _run_beyond_duckdb(pl.DataFrame({"user": [7, 8], "item": [5, None]}),
+                           pl.DataFrame({"item": [5], "feature": ["a"], "value": [1.0]}))
+
+
+def _probe_beyond_embeddings(dialect):
+    users = _run_beyond_duckdb(pl.DataFrame({"user": [7], "item": [5]}),
+                               pl.DataFrame({"item": [5, 6], "embedding": [[1.0, 0.0], [0.0, 1.0]]}))
+    assert users["ild"].to_list() == [1.0]
+
+
+def _probe_beyond_no_session_setting(dialect):
+    assert not any(s.startswith("SET ") for s in _beyond_script(dialect).setup)
+
+
+def _probe_beyond_temporary_stages(dialect):
+    stages = [s for s in _beyond_script(dialect).setup if s.startswith("CREATE") and "beyond_exposure" in s.split("\n")[0]]
+    assert len(stages) == 1 and stages[0].startswith("CREATE TEMPORARY")
+
+
 # gap (by the start of its text) -> probe of the behaviour without the gap, and where it can run:
 # static probes render every dialect; the executed ones run the duckdb script (the renderer builds
 # the input views the same way for every dialect)
@@ -217,6 +264,11 @@ PROBES = {
     "temporary views": (_probe_temporary_views, render.DIALECTS),
     "NULLS LAST": (_probe_nulls_last, render.DIALECTS),
     "JOIN ... ON with an inequality": (_probe_inequality_join, render.DIALECTS),
+    "beyond-accuracy: score_entropy": (_probe_beyond_score_entropy, render.DIALECTS),
+    "beyond-accuracy: input checks": (_probe_beyond_checks, ("duckdb",)),
+    "beyond-accuracy: item_features as embeddings": (_probe_beyond_embeddings, ("duckdb",)),
+    "beyond-accuracy: outer joins": (_probe_beyond_no_session_setting, render.DIALECTS),
+    "beyond-accuracy: temporary stage tables": (_probe_beyond_temporary_stages, render.DIALECTS),
 }
 UNPROBED = {  # why these gaps have no automatic probe
     "the id type check": "what happens instead is each engine's own type rule, not the script's",
@@ -274,3 +326,19 @@ def test_cli_sql(capsys):
     assert out == rankwise.sql(k=[5, 10], dialect="snowflake")
     assert main(["sql", "--dialect", "nope"]) == 2
     assert "Unknown dialect" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dialect", render.DIALECTS)
+def test_beyond_script_renders_and_parses_back(dialect):
+    """Every beyond-accuracy metric but score_entropy renders for every dialect, each statement
+    parses back in that dialect, and rankwise.sql adds the beyond script to the accuracy one."""
+    from rankwise import _beyond
+
+    script = _beyond_script(dialect, metrics=[m for m in _beyond.METRICS if m not in ("score_entropy", "serendipity")])
+    for statement in script.statements():
+        sqlglot.parse_one(statement, read=dialect)
+    both = rankwise.sql(["ndcg", "novelty"], k=2, dialect=dialect, tables={**BEYOND_TABLES, "ground_truth": "g"},
+                        schema="ds" if dialect == "bigquery" else None)
+    assert "rankwise_per_user" in both and "beyond_exposure" in both
+    with pytest.raises(rankwise.ParameterError, match="needs train"):
+        rankwise.sql(["novelty"], k=2, dialect=dialect, schema="ds" if dialect == "bigquery" else None)

@@ -604,7 +604,7 @@ def with_scores(prep, recommendations, columns):
 
 def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> None:
     """A metric whose input was not given is a ParameterError naming the argument."""
-    given = {"train": side.train is not None, "items": side.items is not None,
+    given = {"train": side.train is not None and side.train.height > 0, "items": side.items is not None,
              "item_features": side.features is not None, "ground_truth": has_truth}
     for name in names:
         needs = list(_NEEDS.get(name, ()))
@@ -614,21 +614,29 @@ def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> 
         missing = [n for n in needs if not given[n]]
         if missing:
             raise ParameterError(
-                f"Metric {name!r} needs {' and '.join(missing)}, which {'was' if len(missing) == 1 else 'were'} not given.",
+                f"Metric {name!r} needs {' and '.join(missing)}, which {'was' if len(missing) == 1 else 'were'} "
+                "not given (or empty).",
                 hint=f"Pass evaluate(..., {', '.join(f'{n}=...' for n in missing)}) (CLI: "
                      f"{', '.join('--' + n.replace('_', '-') for n in missing)}).")
 
 
 def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str,
-        source: str | None = None):
+        source: str | None = None, postgres=None):
     """The beyond-accuracy values of one run: (user rows (user_id, k, n_items, *user metrics), catalog
     rows (metric, k, value, n_users), per_item (item_id, k, exposure, popularity)), by the shipped SQL
-    in DuckDB (engine="duckdb"; ``source``: see :func:`register`) or the Polars expressions (every other
-    engine)."""
+    in DuckDB (engine="duckdb"; ``source``: see :func:`register`), the rendered script in PostgreSQL
+    (engine="postgres"; ``postgres``: the PostgresEngine, see :func:`postgres_run`) or the Polars
+    expressions (every other engine)."""
     truth = truth if "serendipity" in names else None
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
         source = None
-    if engine == "duckdb":
+    if engine == "postgres":
+        if "score_entropy" in names:
+            raise ParameterError("score_entropy does not run on backend='postgres' (the rendered script keeps ranks, "
+                                 "not scores; a declared gap of rankwise.render.GAPS).",
+                                 hint="Evaluate score_entropy with backend='duckdb' or 'polars'.")
+        users, catalog, items = postgres_run(postgres, recs, truth, side, ks, conv)
+    elif engine == "duckdb":
         import duckdb
 
         with duckdb.connect() as con:
@@ -642,6 +650,42 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     users = users.select(USER, pl.col("k").cast(pl.Int64), *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
     catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
     return users, catalog, items
+
+
+def postgres_run(engine, recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention):
+    """(users, catalog, per_item) from the script rankwise.sql renders for PostgreSQL, run over
+    the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
+    import uuid
+
+    from ._postgres_backend import _fetch, _upload
+    from ._render_beyond import render_beyond
+
+    recs = recs.lazy().collect()
+    ids = _ids(recs.lazy())
+    frames = {"recommendations": recs.select(USER, "rank", ITEM),
+              "train": side.train if side.train is not None else None,
+              "items": side.items, "item_features": side.features,
+              "ground_truth": None if truth is None else truth.lazy().collect().select(USER, ITEM, "relevance")}
+    prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+    tables = {name: f"{prefix}in_{name}" for name, frame in frames.items() if frame is not None}
+    script = render_beyond([m for m in METRICS if m != "score_entropy"], list(ks), conv, "postgres", tables,
+                           user_col=USER, item_col=ITEM, prefix=prefix) if "train" in tables else None
+    with engine.connect() as conn, conn.transaction(force_rollback=True), conn.cursor() as cur:
+        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
+        for name, table in tables.items():
+            _upload(cur, table, frames[name])
+        if script is None:  # no train: an empty one with the recommendations' id types
+            _upload(cur, f"{prefix}in_train", pl.DataFrame(schema={USER: ids[0], ITEM: ids[1]}))
+            tables["train"] = f"{prefix}in_train"
+            script = render_beyond([m for m in METRICS if m != "score_entropy"], list(ks), conv, "postgres",
+                                   tables, user_col=USER, item_col=ITEM, prefix=prefix)
+        for statement in script.setup:
+            cur.execute(statement)
+        users = _fetch(cur, script.per_user, ids[0])
+        catalog = _fetch(cur, script.catalog)
+        items = _fetch(cur, script.per_item).with_columns(pl.col(ITEM).cast(ids[1]))
+    items = items.with_columns(pl.col("exposure", "popularity").cast(pl.Int64))
+    return users.sort("k", USER), catalog.sort("metric", "k"), items.sort("k", ITEM)
 
 
 def summary_rows(users: pl.DataFrame, catalog: pl.DataFrame, names) -> pl.DataFrame:

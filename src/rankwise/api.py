@@ -277,9 +277,13 @@ def evaluate(
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
     runs = _runs(recommendations)
     if beyond_names:
-        if not isinstance(backend, str) or backend not in ("polars", "duckdb"):
-            raise ParameterError("Beyond-accuracy metrics run on backend='polars' or 'duckdb' for now.",
-                                 hint="Use backend='duckdb' (the shipped SQL) or 'polars'.")
+        if not collect:
+            raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
+                                 hint="Evaluate with collect=True, or render the script: rankwise.sql(metrics=[...]).")
+        if engine.name not in ("polars", "duckdb", "postgres"):
+            raise ParameterError("Beyond-accuracy metrics run on backend='polars', 'duckdb' or 'postgres' for now.",
+                                 hint="Use backend='duckdb' (the shipped SQL) or 'polars', or render the script for "
+                                      "Spark: rankwise.sql(metrics=[...], dialect='spark', tables={...}).")
         if ground_truth is None:
             ground_truth = _no_truth(next(iter(runs.values())), columns)
     beyond = None if not beyond_names else (tuple(beyond_names), side, only_beyond)
@@ -354,8 +358,12 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
 
 def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
     names, side, _ = beyond
+    if not hasattr(prep, "recs"):  # PostgreSQL table names stay in the database: not for these metrics yet
+        raise ParameterError("Beyond-accuracy metrics on PostgreSQL take DataFrames or files, not table names.",
+                             hint="Pass the recommendations as a DataFrame, or render the script: "
+                                  "rankwise.sql(metrics=[...], dialect='postgres', tables={...}).")
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
-                                        source=prep.sources.get("recommendations"))
+                                        source=prep.sources.get("recommendations"), postgres=engine)
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
                              confidence)
     excluded = pl.DataFrame(_beyond.excluded_rows(users, names), schema=_shape.EXCLUDED_SCHEMA, orient="row")

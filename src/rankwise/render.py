@@ -65,6 +65,18 @@ GAPS = (
         "rewritten to CROSS JOIN + WHERE on the syntax tree; same rows"),
     Gap(("clickhouse",), "NULL for missing join partners (join_use_nulls=0 fills 0 or '')",
         "the shipped SQL carries match flags and never tests a joined column for NULL"),
+    # beyond-accuracy metrics (rankwise._render_beyond, sql/beyond_*.sql)
+    Gap(("*",), "beyond-accuracy: score_entropy (the scores of the pooled top k)",
+        "UnsupportedSQLError; evaluate() computes it"),
+    Gap(("*",), "beyond-accuracy: input checks of train, items and item_features (nulls, repeated "
+        "(item, feature), non-finite values) and of the recommendations",
+        "not checked by the script; evaluate() checks them, with typed errors"),
+    Gap(("*",), "beyond-accuracy: item_features as embeddings (a list column)",
+        "long (item, feature, value) rows only; explode the embedding into features 0..d-1"),
+    Gap(("clickhouse",), "beyond-accuracy: outer joins read as NULL where the partner is missing",
+        "the script starts with SET join_use_nulls = 1 (its session only)"),
+    Gap(("bigquery", "trino", "clickhouse", "redshift"), "beyond-accuracy: temporary stage tables",
+        "the stages are ordinary tables <prefix>beyond_...; dropped and recreated on every run"),
 )
 
 
@@ -101,6 +113,10 @@ def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: s
         prefix: str = "rankwise_") -> str:
     """One self-contained SQL script for ``dialect`` computing the per-user table and the summary.
 
+    Beyond-accuracy names in ``metrics`` (``rankwise.BEYOND_METRICS``) add their script
+    (:func:`rankwise._render_beyond.render_beyond`: ``tables`` may also name "train", "items" and
+    "item_features"); with only those, the script is theirs alone.
+
     ``tables`` maps "recommendations" and "ground_truth" to a table name (as the engine spells it,
     e.g. "db.schema.recs") or to a query ("SELECT ..."); default: tables of those names. Ranks come
     from ``rank_col`` (renumbered 1..n per user) or, when ``score_col`` is given, from scores
@@ -111,9 +127,24 @@ def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: s
     >>> "CREATE TABLE rankwise_per_user AS" in script, script.rstrip().endswith("s.k;")
     (True, True)
     """
-    return render(metrics, k, convention, dialect, tables, user_col=user_col, item_col=item_col,
-                  rank_col=rank_col, score_col=score_col, relevance_col=relevance_col, schema=schema,
-                  prefix=prefix).text()
+    from . import _beyond, _render_beyond
+
+    names = [metrics] if isinstance(metrics, str) else (None if metrics is None else list(metrics))
+    beyond = [n for n in names or () if n in _beyond.METRICS]
+    accuracy = None if names is None else [n for n in names if n not in beyond]
+    side = {"train", "items", "item_features"}
+    parts = []
+    if accuracy is None or accuracy:
+        acc_tables = None if tables is None else {key: v for key, v in tables.items() if key not in side}
+        parts.append(render(accuracy, k, convention, dialect, acc_tables, user_col=user_col, item_col=item_col,
+                            rank_col=rank_col, score_col=score_col, relevance_col=relevance_col, schema=schema,
+                            prefix=prefix).text())
+    if beyond:
+        beyond_tables = {"recommendations": "recommendations", **(tables or {})}
+        parts.append(_render_beyond.render_beyond(
+            beyond, k, convention, dialect, beyond_tables, user_col=user_col, item_col=item_col, rank_col=rank_col,
+            score_col=score_col, relevance_col=relevance_col, schema=schema, prefix=prefix).text())
+    return "\n".join(parts)
 
 
 def render(metrics=None, k=10, convention: str | Convention = "default", dialect: str = "duckdb",
