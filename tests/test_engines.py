@@ -273,3 +273,39 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
             assert got[(row["metric"], row["k"])]["n_users"] == row["n_users"], (label, row)
         assert {(r["item_id"], r["k"]): (r["exposure"], r["popularity"]) for r in per_item.iter_rows(named=True)} == \
             {(r["item_id"], r["k"]): (r["exposure"], r["popularity"]) for r in want_items.iter_rows(named=True)}, label
+
+
+def test_spark_backend_beyond_metrics_equal_polars(spark_session):
+    """backend='spark' runs the rendered beyond-accuracy script by spark.sql: the same per-user
+    values, summary and per_item as the Polars engine (to 1e-9); score_entropy is refused (a gap)."""
+    import math
+
+    from test_beyond import _dataset, _frames
+
+    recs, scores, truth, train, items, features, ks = _dataset(3)  # text ids
+    recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, False)
+    recs_in = recs_df.filter(pl.col("item_id").is_not_null()).select(
+        pl.col("user_id").alias("user"), pl.col("item_id").alias("item"), "rank")
+    kwargs = dict(k=list(ks), metrics=["novelty", "arp", "long_tail_share", "ild", "serendipity", "item_coverage",
+                                       "gini", "exposure_entropy", "personalization"],
+                  train=side.train.rename({"user_id": "user", "item_id": "item"}),
+                  items=None if side.items is None else side.items.rename({"item_id": "item"}),
+                  item_features=side.features.rename({"item_id": "item"}))
+    truth_in = truth_df.rename({"user_id": "user", "item_id": "item"})
+    want = rankwise.evaluate(recs_in, truth_in, backend="polars", **kwargs)
+    got = rankwise.evaluate(recs_in, truth_in, backend="spark", **kwargs)
+
+    def same(a, b):
+        if isinstance(a, float) or isinstance(b, float):
+            a, b = (float("nan") if v is None else v for v in (a, b))
+            return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+        return a == b
+
+    for a, b in zip(want.per_user.iter_rows(), got.per_user.iter_rows(), strict=True):
+        assert all(same(x, y) for x, y in zip(a, b)), (a, b)
+    for a, b in zip(want.summary.iter_rows(), got.summary.iter_rows(), strict=True):
+        assert a[:2] == b[:2] and same(a[2], b[2]) and a[3] == b[3], (a, b)
+    assert want.per_item.equals(got.per_item)
+    with pytest.raises(rankwise.ParameterError, match="score_entropy"):
+        rankwise.evaluate(recs_in.with_columns(score=pl.lit(0.5)), None, k=2, metrics=["score_entropy"],
+                          backend="spark")

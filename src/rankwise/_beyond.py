@@ -625,17 +625,18 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     """The beyond-accuracy values of one run: (user rows (user_id, k, n_items, *user metrics), catalog
     rows (metric, k, value, n_users), per_item (item_id, k, exposure, popularity)), by the shipped SQL
     in DuckDB (engine="duckdb"; ``source``: see :func:`register`), the rendered script in PostgreSQL
-    (engine="postgres"; ``postgres``: the PostgresEngine, see :func:`postgres_run`) or the Polars
+    (engine="postgres"; ``postgres``: the PostgresEngine) or Spark (engine="spark"), or the Polars
     expressions (every other engine)."""
     truth = truth if "serendipity" in names else None
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
         source = None
-    if engine == "postgres":
+    if engine in ("postgres", "spark"):
         if "score_entropy" in names:
-            raise ParameterError("score_entropy does not run on backend='postgres' (the rendered script keeps ranks, "
+            raise ParameterError(f"score_entropy does not run on backend={engine!r} (the rendered script keeps ranks, "
                                  "not scores; a declared gap of rankwise.render.GAPS).",
                                  hint="Evaluate score_entropy with backend='duckdb' or 'polars'.")
-        users, catalog, items = postgres_run(postgres, recs, truth, side, ks, conv)
+        users, catalog, items = postgres_run(postgres, recs, truth, side, ks, conv) if engine == "postgres" else \
+            spark_run(recs, truth, side, ks, conv)
     elif engine == "duckdb":
         import duckdb
 
@@ -652,40 +653,75 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     return users, catalog, items
 
 
+def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
+    """({table name: canonical frame}, tables argument of render_beyond, (user, item) dtypes) for
+    running the rendered script over the canonical inputs (train given as an empty frame if missing)."""
+    recs = recs.lazy().collect()
+    ids = _ids(recs.lazy())
+    frames = {"recommendations": recs.select(USER, "rank", ITEM),
+              "train": side.train if side.train is not None else pl.DataFrame(schema={USER: ids[0], ITEM: ids[1]}),
+              "items": side.items, "item_features": side.features,
+              "ground_truth": None if truth is None else truth.lazy().collect().select(USER, ITEM, "relevance")}
+    tables = {name: f"{prefix}in_{name}" for name, frame in frames.items() if frame is not None}
+    return {tables[name]: frame for name, frame in frames.items() if frame is not None}, tables, ids
+
+
+def _script(tables: dict, ks, conv: Convention, dialect: str, prefix: str):
+    from ._render_beyond import render_beyond
+
+    return render_beyond([m for m in METRICS if m != "score_entropy"], list(ks), conv, dialect, tables,
+                         user_col=USER, item_col=ITEM, prefix=prefix)
+
+
+def _typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids: tuple):
+    users = users.with_columns(pl.col(USER).cast(ids[0]), pl.col("k", "n_items").cast(pl.Int64))
+    catalog = catalog.with_columns(pl.col("k", "n_users").cast(pl.Int64), pl.col("value").cast(pl.Float64))
+    items = items.with_columns(pl.col(ITEM).cast(ids[1]), pl.col("k", "exposure", "popularity").cast(pl.Int64))
+    return users.sort("k", USER), catalog.sort("metric", "k"), items.sort("k", ITEM)
+
+
 def postgres_run(engine, recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention):
     """(users, catalog, per_item) from the script rankwise.sql renders for PostgreSQL, run over
     the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
     import uuid
 
     from ._postgres_backend import _fetch, _upload
-    from ._render_beyond import render_beyond
 
-    recs = recs.lazy().collect()
-    ids = _ids(recs.lazy())
-    frames = {"recommendations": recs.select(USER, "rank", ITEM),
-              "train": side.train if side.train is not None else None,
-              "items": side.items, "item_features": side.features,
-              "ground_truth": None if truth is None else truth.lazy().collect().select(USER, ITEM, "relevance")}
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
-    tables = {name: f"{prefix}in_{name}" for name, frame in frames.items() if frame is not None}
-    script = render_beyond([m for m in METRICS if m != "score_entropy"], list(ks), conv, "postgres", tables,
-                           user_col=USER, item_col=ITEM, prefix=prefix) if "train" in tables else None
+    frames, tables, ids = _script_inputs(recs, truth, side, prefix)
+    script = _script(tables, ks, conv, "postgres", prefix)
     with engine.connect() as conn, conn.transaction(force_rollback=True), conn.cursor() as cur:
         cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
-        for name, table in tables.items():
-            _upload(cur, table, frames[name])
-        if script is None:  # no train: an empty one with the recommendations' id types
-            _upload(cur, f"{prefix}in_train", pl.DataFrame(schema={USER: ids[0], ITEM: ids[1]}))
-            tables["train"] = f"{prefix}in_train"
-            script = render_beyond([m for m in METRICS if m != "score_entropy"], list(ks), conv, "postgres",
-                                   tables, user_col=USER, item_col=ITEM, prefix=prefix)
+        for table, frame in frames.items():
+            _upload(cur, table, frame)
         for statement in script.setup:
             cur.execute(statement)
-        users = _fetch(cur, script.per_user, ids[0])
-        catalog = _fetch(cur, script.catalog)
-        items = _fetch(cur, script.per_item).with_columns(pl.col(ITEM).cast(ids[1]))
-    items = items.with_columns(pl.col("exposure", "popularity").cast(pl.Int64))
-    return users.sort("k", USER), catalog.sort("metric", "k"), items.sort("k", ITEM)
+        users, catalog, items = (_fetch(cur, query) for query in (script.per_user, script.catalog, script.per_item))
+    return _typed(users, catalog, items, ids)
+
+
+def spark_run(recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention):
+    """(users, catalog, per_item) from the script rankwise.sql renders for Spark, run by spark.sql
+    over the canonical frames as temporary views (dropped afterwards)."""
+    import uuid
+
+    from ._spark_backend import _adaptive_off, _drop, _to_spark, session, to_polars
+
+    spark = session()
+    prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+    frames, tables, ids = _script_inputs(recs, truth, side, prefix)
+    script = _script(tables, ks, conv, "spark", prefix)
+    try:
+        for table, frame in frames.items():
+            _to_spark(spark, frame).createOrReplaceTempView(table)
+        with _adaptive_off(spark):
+            for statement in script.setup:
+                spark.sql(statement)
+            users, catalog, items = (to_polars(spark.sql(q)) for q in (script.per_user, script.catalog,
+                                                                         script.per_item))
+    finally:
+        _drop(spark, [*frames, *(name for name in script.names.values() if "`" not in name)])
+    return _typed(users, catalog, items, ids)
 
 
 def summary_rows(users: pl.DataFrame, catalog: pl.DataFrame, names) -> pl.DataFrame:

@@ -280,10 +280,6 @@ def evaluate(
         if not collect:
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
                                  hint="Evaluate with collect=True, or render the script: rankwise.sql(metrics=[...]).")
-        if engine.name not in ("polars", "duckdb", "postgres"):
-            raise ParameterError("Beyond-accuracy metrics run on backend='polars', 'duckdb' or 'postgres' for now.",
-                                 hint="Use backend='duckdb' (the shipped SQL) or 'polars', or render the script for "
-                                      "Spark: rankwise.sql(metrics=[...], dialect='spark', tables={...}).")
         if ground_truth is None:
             ground_truth = _no_truth(next(iter(runs.values())), columns)
     beyond = None if not beyond_names else (tuple(beyond_names), side, only_beyond)
@@ -358,10 +354,11 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
 
 def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
     names, side, _ = beyond
-    if not hasattr(prep, "recs"):  # PostgreSQL table names stay in the database: not for these metrics yet
-        raise ParameterError("Beyond-accuracy metrics on PostgreSQL take DataFrames or files, not table names.",
-                             hint="Pass the recommendations as a DataFrame, or render the script: "
-                                  "rankwise.sql(metrics=[...], dialect='postgres', tables={...}).")
+    if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
+        raise ParameterError(f"Beyond-accuracy metrics on backend={engine.name!r} take DataFrames or files, not "
+                             "Spark DataFrames or table names.",
+                             hint="Pass the recommendations as a Polars/pandas DataFrame or a file, or render the "
+                                  f"script: rankwise.sql(metrics=[...], dialect={engine.name!r}, tables={{...}}).")
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
                                         source=prep.sources.get("recommendations"), postgres=engine)
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
