@@ -228,7 +228,9 @@ def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, aggs: list) -> pl.Lazy
 
 
 def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
-    users = recs.select(USER).unique()
+    """(user_id, k) for every user of ``recs``: a user with items has one at rank 1 (canonical ranks),
+    a user with an empty list one null-item row; no pass over every row."""
+    users = recs.filter(pl.col(ITEM).is_null() | (pl.col("rank") == 1)).select(USER).unique()
     return users.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
 
 
@@ -316,7 +318,8 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in ("n_items", "n_counted", "info_sum",
                                                                         "apop_sum", "tail_sum")])
     # serendipity: only the list rows with a relevant label count (the term is 0 elsewhere)
-    relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks)
+    relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks) if truth is not None \
+        else pl.LazyFrame(schema={USER: ids[0], ITEM: ids[1], "rank": pl.Int64, "rel": pl.Float64, "k": pl.Int64})
     seren = (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
              .group_by(USER, "k").agg((pl.max_horizontal(
                  (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
