@@ -67,6 +67,12 @@ __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr"
 
 NAN = float("nan")
 Column = str | pl.Expr
+_E = pl.element()
+# each element's first index in its list (a sort by value then index; runs share their first index)
+_ORDER = pl.int_range(pl.len()).sort_by([_E, pl.int_range(pl.len())])
+_SORTED = _E.gather(_ORDER)
+_RUN_START = pl.when(_SORTED.shift(1).is_null() | (_SORTED != _SORTED.shift(1))).then(pl.int_range(pl.len()))
+_FIRST_INDEX = _ORDER.gather(_RUN_START.forward_fill()).gather(_ORDER.arg_sort())
 
 
 # -- the public functions, one per metric -------------------------------------------------------
@@ -292,82 +298,84 @@ class _Rows:
         self.n_recs = self.recs.list.len()
         self.n_rel = self.relevant.list.len()
 
-    # -- per position (0-based i) --
-    def item(self, i):
-        return self.recs.list.get(i, null_on_oob=True)
+    # -- per position of the first k (k None: the whole list), as lists --
+    def _after(self, labels: pl.Expr, k: int | None) -> pl.Expr:
+        """labels followed by the first k recommendations, the one list the row's work runs on."""
+        return pl.concat_list([labels, self.recs if k is None else self.recs.list.head(k)])
 
-    def flag(self, i):
-        """1 if the item at position i + 1 is relevant, else 0."""
-        return self.relevant.list.contains(self.item(i)).fill_null(False).cast(pl.Int32)
+    def flags(self, k: int | None) -> pl.Expr:
+        """Is the item at each position relevant (a Boolean list)."""
+        if self.rel is None:  # a recommendation that repeats a relevant label
+            return self._after(self.relevant, k).list.eval(_E.is_first_distinct().not_()).list.slice(self.n_rel)
+        thr = self.conv.relevance_threshold
+        return self._label_relevance(k).list.eval(((_E > 0) & (_E >= thr)).fill_null(False))
 
-    def hits_to(self, i):
-        """hits@(i + 1), one flat sum (Polars' CSE shares the flags; a chain of sums it does not)."""
-        return pl.sum_horizontal([self.flag(j) for j in range(i + 1)])
-
-    def gain(self, i):
-        """gain(relevance of the item at position i + 1); labels with relevance 0 earn 0."""
+    def gains(self, k: int) -> pl.Expr:
+        """The gain at each position (0 for an item without a label that earns)."""
         if self.conv.gain == "binary" or (self.rel is None and 1.0 >= self.conv.relevance_threshold):
-            return self.flag(i).cast(pl.Float64)  # every relevant label earns 1 (relevance 1: 2^1 - 1 = 1)
-        if self.rel is None:  # relevance 1 below the threshold: not relevant, but it still earns 1
-            return self.truth.fill_null(pl.lit([])).list.contains(self.item(i)).fill_null(False).cast(pl.Float64)
-        found = pl.concat_list([self.truth, self.item(i)]).list.eval(
-            pl.element().head(pl.len() - 1).index_of(pl.element().last())).list.first()
-        return self._gain_of(self.rel.list.get(found, null_on_oob=True)).fill_null(0.0)
+            return self.flags(k).cast(pl.List(pl.Float64))  # relevance 1 earns 2^1 - 1 = 1 under every gain
+        if self.rel is None:  # relevance 1 below the threshold: not relevant, but a label earns 1
+            truth = self.truth.fill_null(pl.lit([]))
+            return self._after(truth, k).list.eval(_E.is_first_distinct().not_()).list.slice(
+                truth.list.len()).cast(pl.List(pl.Float64))
+        return self._label_relevance(k).list.eval(self._gain_of(_E).fill_null(0.0))
+
+    def _label_relevance(self, k: int | None) -> pl.Expr:
+        """The relevance of each position's label (null without one): each item's first index in
+        labels + list, gathered from the relevance list (an index past the labels gives null)."""
+        truth = self.truth.fill_null(pl.lit([]))
+        first = self._after(truth, k).list.eval(_FIRST_INDEX).list.slice(truth.list.len())
+        return self.rel.fill_null(pl.lit([])).list.gather(first, null_on_oob=True)
 
     def _gain_of(self, r: pl.Expr) -> pl.Expr:
         thr = self.conv.relevance_threshold
         return {"binary": ((r > 0) & (r >= thr)).cast(pl.Float64), "linear": r,
                 "exp2": pl.lit(2.0).pow(r) - 1.0}[self.conv.gain]
 
-    # -- the per-(user, k) statistics of sql/per_user.sql, from the lists --
-    def first_hit(self, k):
-        if self.conv.rr_cutoff:  # the largest f_i (k - i) marks the first hit
-            marks = pl.max_horizontal([self.flag(i) * (k - i) for i in range(k)])
-            return pl.when(marks > 0).then(k + 1 - marks).otherwise(0)
-        # the first hit anywhere in the list
-        hit = pl.concat_list([self.relevant, self.recs]).list.eval(
-            pl.element().is_first_distinct().not_()).list.slice(self.n_rel)
-        return pl.when(hit.list.any()).then(hit.list.arg_max() + 1).otherwise(0)
+    def _discounted(self, gains: pl.Expr) -> pl.Expr:
+        """sum_i gains_i / log_b(i + 1) over a gain list (1-based i; sql/per_user.sql's arithmetic)."""
+        ln_base = math.log(self.conv.log_base)
+        return gains.list.agg((_E / (pl.int_range(2, pl.len() + 2).cast(pl.Float64).log() / ln_base)).sum())
 
-    def dcg(self, k):
-        b = self.conv.log_base
-        return pl.sum_horizontal([self.gain(i) * _discount(i + 1, b) for i in range(k)])
+    def _ideal_ones(self, n: pl.Expr, k: int) -> pl.Expr:
+        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1 (a table lookup)."""
+        table = [0.0]
+        for i in range(1, k + 1):
+            table.append(table[-1] + _discount(i, self.conv.log_base))
+        return pl.lit(pl.Series(table, dtype=pl.Float64)).gather(pl.min_horizontal(n, k))
 
-    def _ideal_sum(self, n: pl.Expr, k: int) -> pl.Expr:
-        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1."""
-        b = self.conv.log_base
-        return pl.sum_horizontal([pl.when(n > i).then(_discount(i + 1, b)).otherwise(0.0) for i in range(k)])
-
-    def idcg(self, k):
-        conv, b = self.conv, self.conv.log_base
+    def idcg(self, k: int) -> pl.Expr:
+        conv = self.conv
         if conv.ideal == "k_ones":
-            return pl.lit(sum(_discount(i, b) for i in range(1, k + 1)))
+            return pl.lit(sum(_discount(i, conv.log_base) for i in range(1, k + 1)))
         binary_gains = conv.gain == "binary" or self.rel is None
         if conv.ideal == "predictions_topk":
             if binary_gains:  # gains are 0/1: the ideal puts the earning ones first
-                return self._ideal_sum(pl.sum_horizontal([self.gain(i) for i in range(k)]), k)
-            ordered = pl.concat_list([self.gain(i) for i in range(k)]).list.sort(descending=True)
-        elif self.rel is None:  # ideal='labels', every label relevance 1
+                return self._ideal_ones(self.gains(k).list.sum().cast(pl.Int64), k)
+            return self._discounted(self.gains(k).list.sort(descending=True))
+        if self.rel is None:  # ideal='labels', every label relevance 1
             earn = conv.gain != "binary" or 1.0 >= conv.relevance_threshold
-            return self._ideal_sum(self.truth.list.len(), k) if earn else pl.lit(0.0)
-        else:
-            ordered = self.rel.list.eval(self._gain_of(pl.element())).list.sort(descending=True)
-        return pl.sum_horizontal([ordered.list.get(i, null_on_oob=True).fill_null(0.0) * _discount(i + 1, b)
-                                  for i in range(k)])
+            return self._ideal_ones(self.truth.list.len().fill_null(0).cast(pl.Int64), k) if earn else pl.lit(0.0)
+        ordered = self.rel.list.eval(self._gain_of(_E)).list.sort(descending=True).list.head(k)
+        return self._discounted(ordered)
 
+    # -- the per-(user, k) statistics of sql/per_user.sql, from the lists --
     def stats(self, k: int) -> dict[str, pl.Expr]:
-        """The statistics the metric registry's formulas read (rankwise._expressions)."""
-        flags, hits_to = [self.flag(i) for i in range(k)], [self.hits_to(i) for i in range(k)]
+        """The statistics the metric registry's formulas read (rankwise._expressions). Each reads the
+        row's lists once (Polars does not share list.eval work between expressions)."""
+        hit = _E.cast(pl.Float64)
+        whole = None if not self.conv.rr_cutoff else k
         hits_all = self.recs.list.set_intersection(self.relevant).list.len()
         return {
             "k": pl.lit(k, dtype=pl.Int64), "n_recs": self.n_recs, "n_rel": self.n_rel,
             "n_candidates": self.n_recs + self.n_rel - hits_all,
-            "hits": hits_to[-1].cast(pl.Float64),
-            "precision_sum": pl.sum_horizontal([f * h / (i + 1.0) for i, (f, h) in enumerate(zip(flags, hits_to))]),
-            "hits_sum": pl.sum_horizontal([f * h for f, h in zip(flags, hits_to)]).cast(pl.Float64),
-            "r_hits": pl.sum_horizontal([pl.when(self.n_rel > i).then(f).otherwise(0)
-                                         for i, f in enumerate(flags)]).cast(pl.Float64),
-            "first_hit": self.first_hit(k), "dcg": self.dcg(k), "idcg": self.idcg(k),
+            "hits": self.flags(k).list.sum().cast(pl.Float64),
+            "precision_sum": self.flags(k).list.agg((hit.cum_sum() * hit / pl.int_range(1, pl.len() + 1)).sum()),
+            "hits_sum": self.flags(k).list.agg((hit.cum_sum() * hit).sum()),
+            "r_hits": self.flags(k).list.head(pl.min_horizontal(k, self.n_rel)).list.sum().cast(pl.Float64) + 0.0,
+            # the first hit within k (rr_cutoff) or anywhere in the list
+            "first_hit": self.flags(whole).list.agg(_E.arg_true().first() + 1).fill_null(0).cast(pl.Int64),
+            "dcg": self._discounted(self.gains(k)), "idcg": self.idcg(k),
         }
 
     def defined(self, name: str, k: int, beta: float) -> pl.Expr:
