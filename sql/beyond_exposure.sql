@@ -3,16 +3,11 @@
 -- as `exposure`.
 --
 -- Inputs: recommendations(user_id, rank, item_id, score) with rank = position 1..n per user (a NULL
--- item_id marks an empty list), cutoffs(k), the stage rank_buckets (sql/beyond_ranks.sql).
+-- item_id marks an empty list), the stages cutoff_buckets and rank_buckets (sql/beyond_cutoffs.sql,
+-- beyond_ranks.sql).
 -- Output: k, item_id, exposure = c(i), the users whose top k holds the item (exposure > 0 only):
 -- counted per rank bucket, then summed over the buckets of each cutoff.
 WITH
-cut AS (
-    SELECT c.k, COUNT(*) AS ix
-    FROM cutoffs AS c
-    JOIN cutoffs AS c2 ON c2.k <= c.k
-    GROUP BY c.k
-),
 buckets AS (
     SELECT rb.ix, r.item_id, CAST(COUNT(*) AS BIGINT) AS n
     FROM recommendations AS r
@@ -22,5 +17,5 @@ buckets AS (
 )
 SELECT ct.k, b.item_id, CAST(SUM(b.n) AS BIGINT) AS exposure
 FROM buckets AS b
-JOIN cut AS ct ON b.ix <= ct.ix
+JOIN cutoff_buckets AS ct ON b.ix <= ct.ix
 GROUP BY ct.k, b.item_id

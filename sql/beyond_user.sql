@@ -5,9 +5,9 @@
 --                                                    items has one at rank 1, inside every cutoff);
 --                                                    a NULL item_id marks a user whose list is empty
 --   train(user_id, item_id)                          training interactions, one row each
---   train_popularity, rank_buckets, exposure         the stages sql/beyond_popularity.sql,
---                                                    beyond_ranks.sql and beyond_exposure.sql,
---                                                    computed once per run
+--   train_popularity, cutoff_buckets, rank_buckets,  the stages sql/beyond_popularity.sql,
+--   exposure                                         beyond_cutoffs.sql, beyond_ranks.sql and
+--                                                    beyond_exposure.sql, computed once per run
 --   items(item_id)                                   the catalog (may be empty: then the train items)
 --   item_features(item_id, feature, value)           long feature vectors (may be empty: ild NULL)
 --   ground_truth(user_id, item_id, relevance)        relevance for serendipity (may be empty: 0)
@@ -29,12 +29,6 @@
 -- up to it. Item values come from one row per recommended item (`warm` = has train rows), so
 -- every join of list rows is an inner join and no joined column is tested for NULL.
 WITH
-cut AS (
-    SELECT c.k, COUNT(*) AS ix
-    FROM cutoffs AS c
-    JOIN cutoffs AS c2 ON c2.k <= c.k
-    GROUP BY c.k
-),
 totals AS (
     SELECT CASE WHEN $popularity = 'users' THEN CAST(COUNT(DISTINCT t.user_id) AS DOUBLE)
                 ELSE CAST(COUNT(*) AS DOUBLE) END AS total
@@ -112,7 +106,7 @@ sums AS (
            COALESCE(SUM(b.info_sum), 0.0) AS info_sum, COALESCE(SUM(b.apop_sum), 0.0) AS apop_sum,
            SUM(b.tail_sum) AS tail_sum
     FROM buckets AS b
-    JOIN cut AS ct ON b.ix <= ct.ix
+    JOIN cutoff_buckets AS ct ON b.ix <= ct.ix
     GROUP BY b.user_id, ct.k
 ),
 n_items_given AS (

@@ -492,7 +492,8 @@ def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
 
 
 # the conventions-free stages every beyond query reads: sql file -> the temporary table it fills
-STAGES = {"beyond_popularity": "train_popularity", "beyond_ranks": "rank_buckets", "beyond_exposure": "exposure"}
+STAGES = {"beyond_popularity": "train_popularity", "beyond_cutoffs": "cutoff_buckets", "beyond_ranks": "rank_buckets",
+          "beyond_exposure": "exposure"}
 
 
 def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = None) -> None:
