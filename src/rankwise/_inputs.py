@@ -404,7 +404,8 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
             hint="Concatenate each user's lists, or pass the long form (one row per item).",
         )
     items = pl.col(ITEM)
-    holes = df.filter(items.list.drop_nulls().list.len() < items.list.len())
+    has_holes = df.get_column(ITEM).explode(empty_as_null=False, keep_nulls=False).null_count() > 0
+    holes = df.filter(items.list.drop_nulls().list.len() < items.list.len()) if has_holes else df.clear()
     if holes.height:  # [None] too: only an empty list means "no items"
         raise NullValueError(
             f"{what}: {holes.height} lists in {c.item!r} hold a null item.", rows=_show(holes, c),
