@@ -342,7 +342,8 @@ def test_side_inputs_accept_containers_and_sequences():
     assert side.train.columns == ["user_id", "item_id"] and side.items["item_id"].to_list() == [3, 4]
     assert side.features.row(0) == (3, "genre", 1.0)  # value defaults to 1 (categorical)
     emb = B.prepare_side_inputs(item_features=pl.DataFrame({"item": ["a"], "embedding": [[0.5, 2.0]]}))
-    assert emb.features.rows() == [("a", "0", 0.5), ("a", "1", 2.0)]
+    assert emb.long_features.rows() == [("a", "0", 0.5), ("a", "1", 2.0)]  # what the SQL reads
+    assert emb.embeddings[0].to_list() == ["a"] and emb.embeddings[1].tolist() == [[0.5, 2.0]]
 
 
 @pytest.mark.parametrize(("kwargs", "error", "words"), [
@@ -381,7 +382,7 @@ def test_evaluate_gives_the_oracles_values(seed, engine, tmp_path):
     user_metrics = ["novelty", "arp", "long_tail_share", "ild", "serendipity"]
     catalog_metrics = ["item_coverage", "gini", "exposure_entropy", "personalization"]
     train_in = side.train.rename({"user_id": "user", "item_id": "item"})
-    feats = side.features.rename({"item_id": "item"})
+    feats = side.long_features.rename({"item_id": "item"})
     items_in = None if side.items is None else side.items.rename({"item_id": "item"})
     if not recs:
         return
@@ -482,7 +483,7 @@ def test_postgres_backend_equals_polars(seed, pg_dsn):
     metrics = ["precision", *B.USER_COLUMNS, "item_coverage", "gini", "exposure_entropy", "personalization"]
     kwargs = dict(k=ks, metrics=metrics, train=side.train.rename({"user_id": "user", "item_id": "item"}),
                   items=None if side.items is None else side.items.rename({"item_id": "item"}),
-                  item_features=side.features.rename({"item_id": "item"}), convention="evidently")
+                  item_features=side.long_features.rename({"item_id": "item"}), convention="evidently")
     truth_in = truth_df.rename({"user_id": "user", "item_id": "item"})
     want = rankwise.evaluate(recs_in, truth_in, backend="polars", **kwargs)
     got = rankwise.evaluate(recs_in, truth_in, backend="postgresql://postgres@127.0.0.1:54329/postgres", **kwargs)

@@ -238,7 +238,7 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
     loaded = {"recommendations": recs_df.select(pl.col("user_id").alias("user"), pl.col("item_id").alias("item"),
                                                 "rank"),
               "train": side.train.rename({"user_id": "user", "item_id": "item"}),
-              "item_features": side.features.rename({"item_id": "item"}),
+              "item_features": side.long_features.rename({"item_id": "item"}),
               "ground_truth": truth_df.rename({"user_id": "user", "item_id": "item"})}
     if side.items is not None:
         loaded["items"] = side.items.rename({"item_id": "item"})
@@ -292,7 +292,7 @@ def test_spark_backend_beyond_metrics_equal_polars(spark_session):
                                        "gini", "exposure_entropy", "personalization"],
                   train=side.train.rename({"user_id": "user", "item_id": "item"}),
                   items=None if side.items is None else side.items.rename({"item_id": "item"}),
-                  item_features=side.features.rename({"item_id": "item"}))
+                  item_features=side.long_features.rename({"item_id": "item"}))
     truth_in = truth_df.rename({"user_id": "user", "item_id": "item"})
     want = rankwise.evaluate(recs_in, truth_in, backend="polars", **kwargs)
     got = rankwise.evaluate(recs_in, truth_in, backend="spark", **kwargs)

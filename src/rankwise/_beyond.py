@@ -59,12 +59,29 @@ _SHOW = 5
 @dataclass(frozen=True)
 class SideInputs:
     """Validated side inputs. ``train`` (user_id, item_id), one row per interaction; ``items``
-    (item_id), distinct; ``features`` long (item_id, feature: String, value: Float64), one row per
-    (item, feature), embeddings exploded to features "0".."d-1". Any of them may be None."""
+    (item_id), distinct; item features either ``features`` long (item_id, feature: String, value:
+    Float64), one row per (item, feature), or ``embeddings`` (item ids, an items x d float matrix).
+    Any of them may be None."""
 
     train: pl.DataFrame | None = None
     items: pl.DataFrame | None = None
     features: pl.DataFrame | None = None
+    embeddings: tuple[pl.Series, np.ndarray] | None = None
+
+    @property
+    def has_features(self) -> bool:
+        return self.features is not None or self.embeddings is not None
+
+    @cached_property
+    def long_features(self) -> pl.DataFrame | None:
+        """The item features as long rows (what the SQL reads): embeddings become features "0".."d-1"."""
+        if self.embeddings is None:
+            return self.features
+        ids, matrix = self.embeddings
+        n, d = matrix.shape
+        return pl.DataFrame({ITEM: pl.Series(ids).gather(np.repeat(np.arange(n), d)),
+                             FEATURE: pl.Series([str(j) for j in range(d)] * n, dtype=pl.String),
+                             VALUE: matrix.ravel()})
 
     @cached_property
     def popularity(self) -> pl.DataFrame | None:
@@ -81,11 +98,13 @@ def prepare_side_inputs(train=None, items=None, item_features=None, item_col: st
     """Validate and canonicalise train / items / item_features (any container evaluate accepts; items
     may also be a sequence of ids). item_features is long (item, feature[, value = 1]) or (item,
     embedding) with a list/array column. Raises typed errors naming the column, rows and a hint."""
+    features = None if item_features is None else _features(item_features, item_col, feature_col, value_col,
+                                                            embedding_col)
     return SideInputs(
         train=None if train is None else _train(train, item_col, user_col),
         items=None if items is None else _items(items, item_col),
-        features=None if item_features is None else _features(item_features, item_col, feature_col,
-                                                               value_col, embedding_col),
+        features=features if isinstance(features, pl.DataFrame) else None,
+        embeddings=features if isinstance(features, tuple) else None,
     )
 
 
@@ -138,7 +157,8 @@ def _items(data, item_col: str) -> pl.DataFrame:
     return df.select(_id_column(df, item_col, "items").alias(ITEM)).unique(maintain_order=True)
 
 
-def _features(data, item_col: str, feature_col: str, value_col: str, embedding_col: str) -> pl.DataFrame:
+def _features(data, item_col: str, feature_col: str, value_col: str,
+              embedding_col: str) -> pl.DataFrame | tuple[pl.Series, np.ndarray]:
     what = "item_features"
     df = _frame(data, what)
     hint = (f"Give long rows ({item_col}, {feature_col}[, {value_col}]) or ({item_col}, {embedding_col}) "
@@ -167,7 +187,7 @@ def _features(data, item_col: str, feature_col: str, value_col: str, embedding_c
     return out
 
 
-def _embeddings(df: pl.DataFrame, item_col: str, col: str) -> pl.DataFrame:
+def _embeddings(df: pl.DataFrame, item_col: str, col: str) -> tuple[pl.Series, np.ndarray]:
     what = "item_features"
     dtype = df.schema[col]
     if isinstance(dtype, pl.Array):
@@ -196,9 +216,10 @@ def _embeddings(df: pl.DataFrame, item_col: str, col: str) -> pl.DataFrame:
     if dup.height:
         raise DuplicateItemError(f"{what}: {dup.height} rows repeat an item in {item_col!r}.",
                                  rows=dup.sort(ITEM).head(_SHOW), hint="Keep one embedding per item.")
-    return (ids.with_columns(pl.col(col).cast(pl.List(pl.Float64)))
-            .explode(col).with_columns(pl.int_range(pl.len()).over(ITEM).cast(pl.String).alias(FEATURE))
-            .select(ITEM, FEATURE, pl.col(col).alias(VALUE)))
+    dim = int(lengths[0]) if lengths.len() else 0
+    matrix = ids.get_column(col).cast(pl.List(pl.Float64)).list.to_array(dim).to_numpy() if dim else \
+        np.zeros((ids.height, 0))
+    return ids.get_column(ITEM), np.asarray(matrix, dtype=np.float64).reshape(ids.height, dim)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -345,7 +366,7 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     dist = pairs - (q - m) / 2  # sum over pairs of 1 - cos
     ild = dist / (pairs if conv.ild_denominator == "pairs" else m)
     short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(None, pl.Float64)
-    no_features = side.features is None
+    no_features = not side.has_features
     out = out.with_columns((pl.lit(None, pl.Float64) if no_features else pl.when(m < 2).then(short).otherwise(ild))
                            .alias("ild"))
     return out.select(USER, "k", "n_items", *[pl.col(c).cast(pl.Float64).fill_nan(None) for c in USER_COLUMNS]) \
@@ -358,8 +379,17 @@ def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.Laz
     from scipy import sparse
 
     schema = {USER: top.collect_schema()[USER], "k": pl.Int64, "m": pl.Int64, "q": pl.Float64}
-    if side.features is None:
+    if not side.has_features:
         return pl.LazyFrame(schema=schema)
+    if side.embeddings is not None:  # dense vectors: lists x unit vectors, a sparse x dense product
+        ids, matrix = side.embeddings
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+        keep = norms > 0  # a zero vector has no direction: the item counts as featureless
+        if not keep.all():
+            ids, matrix, norms = ids.filter(pl.Series(keep)), matrix[keep], norms[keep]
+        unit = matrix / norms[:, None]
+        item_ix = pl.DataFrame({ITEM: ids}).with_row_index("ii")
+        return _ild_sums(top, item_ix, unit, schema)
     f = side.features.lazy()
     f = (f.with_columns((pl.col(VALUE) ** 2).sum().over(ITEM).alias("sq")).filter(pl.col("sq") > 0)
          .with_columns((pl.col(VALUE) / pl.col("sq").sqrt()).alias("u")))
@@ -368,20 +398,25 @@ def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.Laz
     feat_ix = f.select(FEATURE).unique().with_row_index("fi").collect()
     f = f.join(item_ix.lazy(), on=ITEM).join(feat_ix.lazy(), on=FEATURE).select("ii", "fi", "u").collect()
     n_items, n_feats = item_ix.height, feat_ix.height
+    U = sparse.csr_matrix((f["u"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
+    # dense item vectors (long rows of embeddings): a fast sparse x dense product
+    return _ild_sums(top, item_ix, U.toarray() if n_items * n_feats <= 50_000_000 else U, schema)
+
+
+def _ild_sums(top: pl.LazyFrame, item_ix: pl.DataFrame, unit, schema: dict) -> pl.LazyFrame:
+    """(user_id, k, m, q) from the unit item vectors ``unit`` (row ii of item_ix; dense or sparse):
+    S = lists x unit vectors, q = |S row|^2."""
+    from scipy import sparse
+
     lists = top.select(USER, "k", ITEM).join(item_ix.lazy(), on=ITEM, how="inner")
     groups = lists.group_by(USER, "k").agg(pl.len().cast(pl.Int64).alias("m")).with_row_index("gi").collect()
     if groups.height == 0:
         return pl.LazyFrame(schema=schema)
     a = lists.join(groups.lazy().select(USER, "k", "gi"), on=[USER, "k"]).select("gi", "ii").collect()
     A = sparse.csr_matrix((np.ones(a.height), (a["gi"].to_numpy(), a["ii"].to_numpy())),
-                          shape=(groups.height, n_items))
-    U = sparse.csr_matrix((f["u"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
-    if n_items * n_feats <= 50_000_000:  # dense item vectors (embeddings): a fast sparse x dense product
-        S = A @ U.toarray()
-        q = np.einsum("ij,ij->i", S, S)
-    else:
-        S = A @ U
-        q = np.asarray(S.multiply(S).sum(axis=1)).ravel()
+                          shape=(groups.height, item_ix.height))
+    S = A @ unit
+    q = np.einsum("ij,ij->i", S, S) if isinstance(S, np.ndarray) else np.asarray(S.multiply(S).sum(axis=1)).ravel()
     return groups.with_columns(pl.Series("q", q, pl.Float64)).select(USER, "k", "m", "q").lazy()
 
 
@@ -517,7 +552,7 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = N
     iid = pl.Int64 if iid == pl.Null else iid
     con.register("train", side.train if side.train is not None else pl.DataFrame(schema={USER: uid, ITEM: iid}))
     con.register("items", side.items if side.items is not None else pl.DataFrame(schema={ITEM: iid}))
-    con.register("item_features", side.features if side.features is not None else
+    con.register("item_features", side.long_features if side.has_features else
                  pl.DataFrame(schema={ITEM: iid, FEATURE: pl.String, VALUE: pl.Float64}))
     truth = truth.lazy().collect() if isinstance(truth, pl.LazyFrame) else truth
     con.register("ground_truth", truth.select(USER, ITEM, "relevance") if truth is not None else
@@ -609,7 +644,7 @@ def with_scores(prep, recommendations, columns):
 def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> None:
     """A metric whose input was not given is a ParameterError naming the argument."""
     given = {"train": side.train is not None and side.train.height > 0, "items": side.items is not None,
-             "item_features": side.features is not None, "ground_truth": has_truth}
+             "item_features": side.has_features, "ground_truth": has_truth}
     for name in names:
         needs = list(_NEEDS.get(name, ()))
         if name in ("item_coverage", "gini") and conv.catalog != "recommended" and not (
@@ -664,7 +699,7 @@ def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
     ids = _ids(recs.lazy())
     frames = {"recommendations": recs.select(USER, "rank", ITEM),
               "train": side.train if side.train is not None else pl.DataFrame(schema={USER: ids[0], ITEM: ids[1]}),
-              "items": side.items, "item_features": side.features,
+              "items": side.items, "item_features": side.long_features,
               "ground_truth": None if truth is None else truth.lazy().collect().select(USER, ITEM, "relevance")}
     tables = {name: f"{prefix}in_{name}" for name, frame in frames.items() if frame is not None}
     return {tables[name]: frame for name, frame in frames.items() if frame is not None}, tables, ids
