@@ -79,7 +79,7 @@ class SideInputs:
             return self.features
         ids, matrix = self.embeddings
         n, d = matrix.shape
-        return pl.DataFrame({ITEM: pl.Series(ids).gather(np.repeat(np.arange(n), d)),
+        return pl.DataFrame({ITEM: ids.gather(np.repeat(np.arange(n), d)),
                              FEATURE: pl.Series([str(j) for j in range(d)] * n, dtype=pl.String),
                              VALUE: matrix.ravel()})
 

@@ -363,18 +363,18 @@ class _Rows:
     def stats(self, k: int) -> dict[str, pl.Expr]:
         """The statistics the metric registry's formulas read (rankwise._expressions). Each reads the
         row's lists once (Polars does not share list.eval work between expressions)."""
-        hit = _E.cast(pl.Float64)
-        whole = None if not self.conv.rr_cutoff else k
+        hit, flags = _E.cast(pl.Float64), self.flags(k)
         hits_all = self.recs.list.set_intersection(self.relevant).list.len()
         return {
             "k": pl.lit(k, dtype=pl.Int64), "n_recs": self.n_recs, "n_rel": self.n_rel,
             "n_candidates": self.n_recs + self.n_rel - hits_all,
-            "hits": self.flags(k).list.sum().cast(pl.Float64),
-            "precision_sum": self.flags(k).list.agg((hit.cum_sum() * hit / pl.int_range(1, pl.len() + 1)).sum()),
-            "hits_sum": self.flags(k).list.agg((hit.cum_sum() * hit).sum()),
-            "r_hits": self.flags(k).list.head(pl.min_horizontal(k, self.n_rel)).list.sum().cast(pl.Float64) + 0.0,
+            "hits": flags.list.sum().cast(pl.Float64),
+            "precision_sum": flags.list.agg((hit.cum_sum() * hit / pl.int_range(1, pl.len() + 1)).sum()),
+            "hits_sum": flags.list.agg((hit.cum_sum() * hit).sum()),
+            "r_hits": flags.list.head(pl.min_horizontal(k, self.n_rel)).list.sum().cast(pl.Float64) + 0.0,
             # the first hit within k (rr_cutoff) or anywhere in the list
-            "first_hit": self.flags(whole).list.agg(_E.arg_true().first() + 1).fill_null(0).cast(pl.Int64),
+            "first_hit": (flags if self.conv.rr_cutoff else self.flags(None)).list.agg(
+                _E.arg_true().first() + 1).fill_null(0).cast(pl.Int64),
             "dcg": self._discounted(self.gains(k)), "idcg": self.idcg(k),
         }
 
