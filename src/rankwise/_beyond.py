@@ -49,6 +49,7 @@ from .errors import (
 USER_COLUMNS = ("novelty", "arp", "long_tail_share", "ild", "serendipity")
 CATALOG_METRICS = ("item_coverage", "gini", "exposure_entropy", "personalization", "score_entropy")
 FEATURE, VALUE = "feature", "value"
+NO_CATALOG = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64})
 _SHOW = 5
 
 
@@ -409,12 +410,14 @@ def _ild_sums(top: pl.LazyFrame, item_ix: pl.DataFrame, unit, schema: dict) -> p
     from scipy import sparse
 
     lists = top.select(USER, "k", ITEM).join(item_ix.lazy(), on=ITEM, how="inner")
-    groups = lists.group_by(USER, "k").agg(pl.len().cast(pl.Int64).alias("m")).with_row_index("gi").collect()
+    # one aggregation: each (user, k) row of A lists its items' rows ii, so A is built as CSR directly
+    groups = lists.group_by(USER, "k").agg(pl.col("ii")).with_columns(
+        pl.col("ii").list.len().cast(pl.Int64).alias("m")).collect()
     if groups.height == 0:
         return pl.LazyFrame(schema=schema)
-    a = lists.join(groups.lazy().select(USER, "k", "gi"), on=[USER, "k"]).select("gi", "ii").collect()
-    A = sparse.csr_matrix((np.ones(a.height), (a["gi"].to_numpy(), a["ii"].to_numpy())),
-                          shape=(groups.height, item_ix.height))
+    indptr = np.concatenate([[0], np.cumsum(groups["m"].to_numpy())])
+    indices = groups["ii"].explode().to_numpy()
+    A = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(groups.height, item_ix.height))
     S = A @ unit
     q = np.einsum("ij,ij->i", S, S) if isinstance(S, np.ndarray) else np.asarray(S.multiply(S).sum(axis=1)).ravel()
     return groups.with_columns(pl.Series("q", q, pl.Float64)).select(USER, "k", "m", "q").lazy()
@@ -667,6 +670,7 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     (engine="postgres"; ``postgres``: the PostgresEngine) or Spark (engine="spark"), or the Polars
     expressions (every other engine)."""
     truth = truth if "serendipity" in names else None
+    want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
         source = None
     if engine in ("postgres", "spark"):
@@ -681,11 +685,16 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
 
         with duckdb.connect() as con:
             register(con, recs, side, ks, truth, source)
-            users, catalog, items = duckdb_user(con, conv), duckdb_catalog(con, conv), duckdb_per_item(con, conv)
+            users = duckdb_user(con, conv)
+            catalog = duckdb_catalog(con, conv) if want_catalog else NO_CATALOG
+            items = duckdb_per_item(con, conv)
     else:
+        # every pass below reads only the top max(k) of each list: read the input once, keep those rows
+        recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()
         users = polars_user(recs, side, ks, conv, truth=truth).collect()
         expo = exposure(recs, ks).collect()
-        catalog, items = polars_catalog(recs, side, ks, conv, expo), per_item(recs, side, ks, conv, expo)
+        catalog = polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
+        items = per_item(recs, side, ks, conv, expo)
     wanted = [n for n in names if n in USER_COLUMNS]
     users = users.select(USER, pl.col("k").cast(pl.Int64), *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
     catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
