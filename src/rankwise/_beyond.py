@@ -305,10 +305,26 @@ def _relevant(truth, conv: Convention, ids: tuple) -> pl.LazyFrame:
     return t.filter(pl.col(ITEM).is_not_null() & ok).select(USER, ITEM, pl.lit(1.0).alias("rel")).unique()
 
 
-def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth=None) -> pl.LazyFrame:
+_LIST_SUMS = ("novelty", "arp", "long_tail_share", "serendipity")  # from one pass of sums per (user, bucket)
+
+
+def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth=None,
+                names=USER_COLUMNS) -> pl.LazyFrame:
     """(user_id, k, n_items, novelty, arp, long_tail_share, ild, serendipity): one row per user of
-    ``recs`` and k; NaN = undefined. ild is NaN without features, serendipity 0 without truth."""
+    ``recs`` and k; NaN = undefined. ild is NaN without features, serendipity 0 without truth. Only
+    the metrics in ``names`` are computed: the others are null (n_items too without one of _LIST_SUMS)."""
     recs = recs.lazy()
+    out = _users(recs, ks)
+    out = _list_values(out, recs, side, ks, conv, truth) if set(names) & set(_LIST_SUMS) else \
+        out.with_columns(pl.lit(None, pl.Int64).alias("n_items"), *(pl.lit(None, pl.Float64).alias(c) for c in _LIST_SUMS))
+    out = _with_ild(out, recs, side, ks, conv) if "ild" in names else out.with_columns(pl.lit(None, pl.Float64).alias("ild"))
+    return out.select(USER, "k", "n_items", *[pl.col(c).cast(pl.Float64).fill_nan(None) for c in USER_COLUMNS]) \
+        .sort("k", USER)
+
+
+def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
+                 truth) -> pl.LazyFrame:
+    """``users`` (user_id, k) with n_items and _LIST_SUMS: sums per (user, rank bucket), added up per k."""
     ids = _ids(recs)
     pop, totals = _popularity(side, ids[1])
     pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
@@ -347,7 +363,7 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
                  (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
                  - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
                  * pl.col("rel")).sum().alias("seren_sum")))
-    out = (_users(recs, ks).join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
+    out = (users.join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
            .with_columns(pl.col("n_items", "n_counted").fill_null(0),
                          pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").fill_null(0.0)))
     kf = pl.col("k").cast(pl.Float64)
@@ -356,22 +372,25 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     else:
         den_all = pl.when(pl.col("n_items") > 0).then(pl.col("n_items").cast(pl.Float64))
         den_counted = pl.when(pl.col("n_counted") > 0).then(pl.col("n_counted").cast(pl.Float64))
-    out = out.with_columns(
+    return out.with_columns(
         (pl.col("info_sum") / den_counted).alias("novelty"),
         (pl.col("apop_sum") / den_counted).alias("arp"),
         (pl.col("tail_sum") / den_all).alias("long_tail_share"),
         (pl.col("seren_sum") / den_all).alias("serendipity"),
-    ).join(_ild_polars(_top(recs, ks), side, conv), on=[USER, "k"], how="left")
+    )
+
+
+def _with_ild(out: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.LazyFrame:
+    """``out`` (user_id, k, ...) with ild = (pairs - (q - m) / 2) / (pairs or m), from :func:`_ild_polars`."""
+    out = out.join(_ild_polars(_top(recs, ks), side, conv), on=[USER, "k"], how="left")
     m, q = pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0)
     pairs = m * (m - 1) / 2
     dist = pairs - (q - m) / 2  # sum over pairs of 1 - cos
     ild = dist / (pairs if conv.ild_denominator == "pairs" else m)
     short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(None, pl.Float64)
     no_features = not side.has_features
-    out = out.with_columns((pl.lit(None, pl.Float64) if no_features else pl.when(m < 2).then(short).otherwise(ild))
-                           .alias("ild"))
-    return out.select(USER, "k", "n_items", *[pl.col(c).cast(pl.Float64).fill_nan(None) for c in USER_COLUMNS]) \
-        .sort("k", USER)
+    return out.with_columns((pl.lit(None, pl.Float64) if no_features else pl.when(m < 2).then(short).otherwise(ild))
+                            .alias("ild"))
 
 
 def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.LazyFrame:
@@ -691,7 +710,7 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     else:
         # every pass below reads only the top max(k) of each list: read the input once, keep those rows
         recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()
-        users = polars_user(recs, side, ks, conv, truth=truth).collect()
+        users = polars_user(recs, side, ks, conv, truth=truth, names=names).collect()
         expo = exposure(recs, ks).collect()
         catalog = polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
         items = per_item(recs, side, ks, conv, expo)
