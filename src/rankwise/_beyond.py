@@ -191,36 +191,40 @@ def _features(data, item_col: str, feature_col: str, value_col: str,
 def _embeddings(df: pl.DataFrame, item_col: str, col: str) -> tuple[pl.Series, np.ndarray]:
     what = "item_features"
     dtype = df.schema[col]
-    if isinstance(dtype, pl.Array):
-        df = df.with_columns(pl.col(col).arr.to_list())
-    elif not isinstance(dtype, pl.List):
+    if not isinstance(dtype, (pl.Array, pl.List)):
         raise DtypeMismatchError(f"{what}: column {col!r} is {dtype}; an embedding is a list or array of numbers.",
                                  rows=df.head(_SHOW), hint="Give one list of floats per item.")
-    inner = df.schema[col].inner
+    inner = dtype.inner
     if not inner.is_numeric() or inner == pl.Boolean:
         raise DtypeMismatchError(f"{what}: column {col!r} holds {inner}; embeddings are numbers.",
                                  rows=df.head(_SHOW), hint="Cast the lists to floats.")
     _no_nulls(df, [item_col, col], what)
-    lengths = df.select(pl.col(col).list.len()).to_series()
-    if lengths.n_unique() > 1:
-        common = lengths.mode().sort()[0]
-        raise InputError(f"{what}: embeddings in {col!r} have different lengths ({sorted(lengths.unique())[:5]}).",
-                         rows=df.filter(lengths != common).head(_SHOW),
-                         hint=f"Give every item an embedding of the same dimension (most have {common}).")
-    bad = df.filter(pl.col(col).list.eval(pl.element().is_null() | ~pl.element().cast(pl.Float64).is_finite())
-                    .list.any())
-    if bad.height:
-        raise InputError(f"{what}: {bad.height} embeddings in {col!r} hold null, NaN or infinite values.",
-                         rows=bad.head(_SHOW), hint="Replace them with finite numbers, or drop those items.")
+    values = df.get_column(col)
+    if isinstance(dtype, pl.List):
+        lengths = values.list.len()
+        if lengths.n_unique() > 1:
+            common = lengths.mode().sort()[0]
+            raise InputError(f"{what}: embeddings in {col!r} have different lengths ({sorted(lengths.unique())[:5]}).",
+                             rows=df.filter(lengths != common).head(_SHOW),
+                             hint=f"Give every item an embedding of the same dimension (most have {common}).")
+        dim = int(lengths[0]) if lengths.len() else 0
+        values = values.list.to_array(dim) if dim else values
+    else:
+        dim = dtype.size
+    # one float matrix: a null inside a vector becomes NaN, so one finiteness test finds both
+    matrix = np.asarray(values.cast(pl.Array(pl.Float64, dim)).to_numpy(), dtype=np.float64).reshape(df.height, dim) \
+        if dim else np.zeros((df.height, 0))
+    bad = ~np.isfinite(matrix).all(axis=1)
+    if bad.any():
+        raise InputError(f"{what}: {int(bad.sum())} embeddings in {col!r} hold null, NaN or infinite values.",
+                         rows=df.filter(pl.Series(bad)).head(_SHOW),
+                         hint="Replace them with finite numbers, or drop those items.")
     ids = df.select(_id_column(df, item_col, what).alias(ITEM), pl.col(col))
     dup = ids.filter(pl.col(ITEM).is_duplicated())
     if dup.height:
         raise DuplicateItemError(f"{what}: {dup.height} rows repeat an item in {item_col!r}.",
                                  rows=dup.sort(ITEM).head(_SHOW), hint="Keep one embedding per item.")
-    dim = int(lengths[0]) if lengths.len() else 0
-    matrix = ids.get_column(col).cast(pl.List(pl.Float64)).list.to_array(dim).to_numpy() if dim else \
-        np.zeros((ids.height, 0))
-    return ids.get_column(ITEM), np.asarray(matrix, dtype=np.float64).reshape(ids.height, dim)
+    return ids.get_column(ITEM), matrix
 
 
 # --------------------------------------------------------------------------------------------------
