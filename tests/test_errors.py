@@ -126,6 +126,27 @@ def test_list_form_user_twice():
     _raises(rankwise.DuplicateUserError, truth=truth, match="ground truth")
 
 
+@pytest.mark.parametrize("rows, error, match", [
+    # each case also breaks every later rule: the list checks run in the order stated in _checked_lists
+    ([(None, [10]), (1, [10]), (1, [None, 11, 11])], rankwise.NullValueError, "'user' has 1 null"),
+    ([(1, None), (1, [10]), (2, [None, 11, 11])], rankwise.NullValueError, "'item' has 1 null"),
+    ([(1, [10]), (1, [10]), (2, [None, 11, 11])], rankwise.DuplicateUserError, "one row"),
+    ([(1, [10]), (2, [None, 11, 11])], rankwise.NullValueError, "null item"),
+    ([(1, [10]), (2, [11, 11])], rankwise.DuplicateItemError, "repeat an item"),
+])
+def test_list_checks_raise_the_first_broken_rule(rows, error, match):
+    recs = pl.DataFrame(rows, schema={"user": pl.Int64, "item": pl.List(pl.Int64)}, orient="row")
+    _raises(error, recs=recs, match=match)
+
+
+def test_list_truth_checks_raise_the_first_broken_rule():
+    schema = {"user": pl.Int64, "item": pl.List(pl.Int64), "relevance": pl.List(pl.Float64)}
+    truth = pl.DataFrame([(1, [11, 11], [1.0]), (2, [12], [1.0])], schema=schema, orient="row")
+    _raises(rankwise.InvalidRelevanceError, truth=truth, match="differ in length")
+    _raises(rankwise.DuplicateItemError, truth=truth.with_columns(relevance=pl.Series([[1.0, 2.0], [1.0]])),
+            match="repeat a")
+
+
 def test_error_convention_for_users_without_labels():
     recs = pl.DataFrame({"user": [1, 3], "item": [10, 10], "rank": [1, 1]})
     conv = rankwise.Convention(empty_labels="error")

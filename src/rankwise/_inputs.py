@@ -85,6 +85,7 @@ class Prepared:
     rec_users: pl.Series | None = None
     truth_users: pl.Series | None = None
     rec_lists: pl.DataFrame | None = None  # list-form recommendations (user_id, item_id: list), checked
+    truth_lists: pl.DataFrame | None = None  # list-form ground truth (user_id, item_id: list), checked
 
     @cached_property
     def recommendations(self) -> pl.DataFrame:
@@ -256,14 +257,15 @@ class Truth:
     users: pl.Series | None
     raw_schema: pl.Schema
     data: object  # what the caller passed (a path is also read by DuckDB directly)
+    lists: pl.DataFrame | None = None  # (user_id, item_id: list) when it came in list form
 
 
 def prepare_truth(ground_truth, columns: Columns) -> Truth:
     """Validate the ground truth and normalise it to the canonical long table (user, item, relevance)."""
     with reading(ground_truth, "ground truth"):
         raw = to_lazyframe(ground_truth, "ground truth", columns)
-        truth, users = _ground_truth(raw, columns)
-    return Truth(truth, users, raw.collect_schema(), ground_truth)
+        truth, users, lists = _ground_truth(raw, columns)
+    return Truth(truth, users, raw.collect_schema(), ground_truth, lists)
 
 
 def prepare(recommendations, ground_truth, columns: Columns, convention: Convention) -> Prepared:
@@ -289,10 +291,15 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
             gt.data, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
             has=gt.raw_schema)
     sources = {k: v for k, v in sources.items() if v is not None}
-    if rec_lists is not None:  # the canonical types (_align_dtypes may have widened them)
-        schema = recs.collect_schema()
-        rec_lists = rec_lists.select(pl.col(USER).cast(schema[USER]), pl.col(ITEM).cast(pl.List(schema[ITEM])))
-    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, gt.users, rec_lists)
+    rec_lists, truth_lists = (_typed_lists(lists, recs.collect_schema()) for lists in (rec_lists, gt.lists))
+    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, gt.users, rec_lists, truth_lists)
+
+
+def _typed_lists(lists: pl.DataFrame | None, schema: pl.Schema) -> pl.DataFrame | None:
+    """(user_id, item_id: list) in the canonical types (_align_dtypes may have widened them)."""
+    if lists is None:
+        return None
+    return lists.select(pl.col(USER).cast(schema[USER]), pl.col(ITEM).cast(pl.List(schema[ITEM])))
 
 
 # -- file inputs read by DuckDB directly -----------------------------------------------------------
@@ -389,39 +396,48 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
 def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
                    with_relevance: bool = False) -> tuple[pl.DataFrame, bool, pl.Series]:
     """Check list-form input (one row per user, a list of items[, a parallel list of relevances]):
-    the lists (user_id, item_id[, relevance]), whether some list repeats an item, and the users."""
+    the lists (user_id, item_id[, relevance]), whether some list repeats an item, and the users.
+
+    One select computes every check's flag (Polars runs its expressions side by side); the offending
+    rows are looked for only when a flag is set, in the order the checks are stated below."""
     schema = lf.collect_schema()
     cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]
     if with_relevance and c.relevance in schema:
         cols.append(pl.col(c.relevance).alias(REL))
     df = lf.select(cols).collect()
-    _check_nulls(df, [USER, ITEM], what, c)
-    repeated = df.filter(pl.col(USER).is_duplicated())
-    if repeated.height:
+    items = pl.col(ITEM)
+    rel_length = (pl.col(REL).list.len() != items.list.len()) if REL in df.columns else pl.lit(False)
+    flags = df.select(
+        null_user=pl.col(USER).null_count() > 0,
+        null_list=items.null_count() > 0,
+        repeated_user=pl.col(USER).n_unique() < pl.len(),
+        hole=items.list.explode(empty_as_null=False, keep_nulls=False).null_count() > 0,  # [None] too: only an
+        rel_length=rel_length.any(),                                           # empty list means "no items"
+        repeats=(items.list.n_unique() < items.list.len()).any(),
+    ).row(0, named=True)
+    if flags["null_user"] or flags["null_list"]:
+        _check_nulls(df, [USER, ITEM], what, c)
+    if flags["repeated_user"]:
+        repeated = df.filter(pl.col(USER).is_duplicated())
         raise DuplicateUserError(
             f"{what}: in list form each user has one row, but some users have several.",
             rows=_show(repeated.sort(USER), c),
             hint="Concatenate each user's lists, or pass the long form (one row per item).",
         )
-    items = pl.col(ITEM)
-    has_holes = df.get_column(ITEM).explode(empty_as_null=False, keep_nulls=False).null_count() > 0
-    holes = df.filter(items.list.drop_nulls().list.len() < items.list.len()) if has_holes else df.clear()
-    if holes.height:  # [None] too: only an empty list means "no items"
+    if flags["hole"]:
+        holes = df.filter(items.list.drop_nulls().list.len() < items.list.len())
         raise NullValueError(
             f"{what}: {holes.height} lists in {c.item!r} hold a null item.", rows=_show(holes, c),
             hint=f"Drop nulls from the lists: pl.col({c.item!r}).list.drop_nulls() (an empty list is a user "
             "with no items).",
         )
-    if REL in df.columns:
-        bad = df.filter(pl.col(REL).list.len() != items.list.len())
-        if bad.height:
-            raise InvalidRelevanceError(
-                f"{what}: the {c.relevance!r} list and the {c.item!r} list differ in length.",
-                rows=_show(bad, c),
-                hint="Give one relevance per item, in the same order.",
-            )
-    repeats = df.select((items.list.n_unique() < items.list.len()).any()).item()
-    return df, bool(repeats), df.get_column(USER).alias(c.user)
+    if flags["rel_length"]:
+        raise InvalidRelevanceError(
+            f"{what}: the {c.relevance!r} list and the {c.item!r} list differ in length.",
+            rows=_show(df.filter(rel_length), c),
+            hint="Give one relevance per item, in the same order.",
+        )
+    return df, bool(flags["repeats"]), df.get_column(USER).alias(c.user)
 
 
 def _exploded(lists: pl.DataFrame) -> pl.LazyFrame:
@@ -505,8 +521,9 @@ def _positions(df: pl.DataFrame) -> pl.DataFrame:
 # -- ground truth ----------------------------------------------------------------------------------
 
 
-def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series | None]:
-    """The canonical ground truth, and its distinct users when the streaming checks found them."""
+def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None]:
+    """The canonical ground truth, its distinct users when the checks found them, and the checked
+    (user_id, item_id) lists when it came in list form."""
     schema = lf.collect_schema()
     _require(schema, [c.user, c.item], "ground truth")
     has_rel = c.relevance in schema
@@ -515,7 +532,8 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
         users = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
         if users is not None:
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
-            return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users
+            return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users, None
+    lists = None
     if isinstance(schema[c.item], pl.List):
         lists, repeats, users = _checked_lists(lf, c, "ground truth", with_relevance=True)
         df = _exploded(lists).drop(RANK).collect()
@@ -548,7 +566,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
             rows=_show(dup.sort(USER, ITEM), c),
             hint="Keep one label per (user, item), e.g. the maximum relevance.",
         )
-    return df.select(USER, ITEM, REL).lazy(), users
+    return df.select(USER, ITEM, REL).lazy(), users, None if lists is None else lists.select(USER, ITEM)
 
 
 # -- shared checks ---------------------------------------------------------------------------------

@@ -51,7 +51,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
     # a recommendation below the largest k earns nothing, unless a metric looks past k (sql: reach)
     if prep.rec_lists is not None:
-        within_reach = _earning_rows(prep.rec_lists, earning, max(ks) if conv.rr_cutoff else None)
+        # every label will do (the join with `earning` below drops the rest): the truth's own lists if it has them
+        labels_lists = (prep.truth_lists.lazy() if prep.truth_lists is not None
+                        else earning.group_by(USER).agg(pl.col(ITEM)))
+        within_reach = _earning_rows(prep.rec_lists, labels_lists, max(ks) if conv.rr_cutoff else None)
     else:
         within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
     pair = _pair_key(recs.collect_schema())
@@ -161,12 +164,13 @@ class PolarsEngine:
 # -- expression builders ---------------------------------------------------------------------------
 
 
-def _earning_rows(lists: pl.DataFrame, earning: pl.LazyFrame, reach: int | None) -> pl.LazyFrame:
-    """The (user, rank, item) rows of list-form recommendations whose item has an earning label,
-    found on the lists (the position of each item that follows its copy in labels + list) instead of
-    joining every recommended row: the same rows the long-form join keeps, at a fraction of the cost.
+def _earning_rows(lists: pl.DataFrame, labels: pl.LazyFrame, reach: int | None) -> pl.LazyFrame:
+    """The (user, rank, item) rows of list-form recommendations whose item is one of the user's
+    ``labels`` (user_id, item_id: list), found on the lists (the position of each item that follows
+    its copy in labels + list) instead of joining every recommended row: with every earning label
+    among the labels, a superset of the rows the long-form join keeps, at a fraction of the cost.
     Only the first ``reach`` positions count (None: all)."""
-    labels = earning.group_by(USER).agg(pl.col(ITEM).alias("_earning"))
+    labels = labels.select(USER, pl.col(ITEM).alias("_earning"))
     items = pl.col(ITEM) if reach is None else pl.col(ITEM).list.head(reach)
     after_labels = pl.concat_list("_earning", items).list.eval(pl.element().is_first_distinct().not_().arg_true())
     found = (lists.lazy().join(labels, on=USER, how="inner", nulls_equal=True)
