@@ -563,8 +563,11 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = N
     compute the :data:`STAGES` once. ``source``: a DuckDB SELECT of the canonical recommendations
     (``Prepared.sources``), scanned by DuckDB instead of ``recs``."""
     if source is not None:  # a validated Parquet file: DuckDB reads it once, only the top max(k) counts
-        con.execute(f"CREATE OR REPLACE TEMP TABLE recommendations AS SELECT s.user_id, s.rank, s.item_id, "
-                    f"CAST(NULL AS DOUBLE) AS score FROM ({source}) AS s WHERE s.rank <= {int(max(ks))}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE recommendation_rows AS SELECT s.user_id, s.rank, s.item_id "
+                    f"FROM ({source}) AS s WHERE s.rank <= {int(max(ks))}")
+        # no score in a file's scan: a constant in a view, not a stored column of NULLs
+        con.execute("CREATE OR REPLACE TEMP VIEW recommendations AS SELECT r.user_id, r.rank, r.item_id, "
+                    "CAST(NULL AS DOUBLE) AS score FROM recommendation_rows AS r")
         schema = recs.collect_schema()  # the types the source casts to
         uid, iid = schema[USER], schema[ITEM]
     else:
