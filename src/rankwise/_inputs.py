@@ -440,13 +440,15 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
     return df, bool(flags["repeats"]), df.get_column(USER).alias(c.user)
 
 
-def _exploded(lists: pl.DataFrame) -> pl.LazyFrame:
-    """(user, items[, relevances]) lists -> (user, position, item[, relevance]) rows, positions 1..n;
-    an empty list keeps one row with nulls (the user is present with no items)."""
+def _exploded(lists: pl.DataFrame, ranks: bool = True) -> pl.LazyFrame:
+    """(user, items[, relevances]) lists -> (user, position, item[, relevance]) rows, positions 1..n
+    (left out with ``ranks=False``); an empty list keeps one row with nulls (the user is present with
+    no items)."""
     rel = [REL] if REL in lists.columns else []
+    rank = [RANK] if ranks else []
     positions = pl.int_ranges(1, pl.col(ITEM).list.len() + 1, dtype=pl.Int64).alias(RANK)
-    return lists.lazy().with_columns(positions).explode([ITEM, RANK, *rel], empty_as_null=True).select(
-        USER, RANK, ITEM, *rel)
+    return lists.lazy().with_columns(*([positions] if ranks else [])).explode(
+        [ITEM, *rank, *rel], empty_as_null=True).select(USER, *rank, ITEM, *rel)
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
@@ -536,7 +538,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
     lists = None
     if isinstance(schema[c.item], pl.List):
         lists, repeats, users = _checked_lists(lf, c, "ground truth", with_relevance=True)
-        df = _exploded(lists).drop(RANK).collect()
+        df = _exploded(lists, ranks=False).collect()
     else:
         repeats, users = True, None  # not known without the check below
         cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]
