@@ -94,6 +94,11 @@ def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = _spark_backend.session()
     session.sparkContext.setLogLevel("ERROR")
+    # Test data is tiny: compiling Java for every query (whole-stage and expression codegen) costs more
+    # than running it, about 3x per evaluation here. Spark's own test suite runs this interpreted mode;
+    # the generated-code path is exercised at scale by tests/jobs/spark_driver_budget.py (its own session).
+    session.conf.set("spark.sql.codegen.wholeStage", "false")
+    session.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
     yield session
     session.stop()
 

@@ -115,21 +115,32 @@ def run_library(library, dataset_path, venv_root=DEFAULT_VENV_ROOT, ks=DEFAULT_K
 
     ``dataset_path`` is a dataset JSON path or a bare dataset name (``"doc000"`` -> ``datasets/doc000.json``).
     """
-    venv = LIBRARIES[library][0]
+    return run_library_on(library, [dataset_path], venv_root, ks, timeout)[0]
+
+
+def run_library_on(library, dataset_paths, venv_root=DEFAULT_VENV_ROOT, ks=DEFAULT_KS, timeout=1800):
+    """``run_library`` on several datasets: one process per runner script (``runners/_batch.py``), so the
+    library is imported and compiled once; returns the fixture dicts in the order of ``dataset_paths``."""
+    paths = [_dataset_path(p) for p in dataset_paths]
+    scripts = [runner_for(library, p.stem) for p in paths]
+    if None in scripts:
+        raise ValueError("%s has no runner for dataset %s" % (library, paths[scripts.index(None)].stem))
+    python = ensure_venv(LIBRARIES[library][0], venv_root)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # keep runners/__pycache__ out of the repo
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = [Path(tmp) / ("%d.json" % n) for n in range(len(paths))]
+        for script in dict.fromkeys(scripts):
+            pairs = [str(x) for p, o, s in zip(paths, outs, scripts) if s == script for x in (p, o)]
+            subprocess.run([str(python), str(RUNNERS / "_batch.py"), str(RUNNERS / script), "--k", ks, *pairs],
+                           check=True, cwd=str(RUNNERS), timeout=timeout, env=env)
+        return [json.loads(o.read_text()) for o in outs]
+
+
+def _dataset_path(dataset_path):
     dataset_path = Path(dataset_path)
     if not dataset_path.suffix and not dataset_path.exists():
         dataset_path = HERE / "datasets" / (dataset_path.name + ".json")
-    dataset_path = dataset_path.resolve()
-    script = runner_for(library, dataset_path.stem)
-    if script is None:
-        raise ValueError("%s has no runner for dataset %s" % (library, dataset_path.stem))
-    python = ensure_venv(venv, venv_root)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out.json"
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # keep runners/__pycache__ out of the repo
-        subprocess.run([str(python), str(RUNNERS / script), str(dataset_path), str(out), "--k", ks],
-                       check=True, cwd=str(RUNNERS), timeout=timeout, env=env)
-        return json.loads(out.read_text())
+    return dataset_path.resolve()
 
 
 def main(argv=None):

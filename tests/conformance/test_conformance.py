@@ -165,17 +165,16 @@ def test_preset_matches_library_fixture(case, dataset, backend):
 @pytest.mark.parametrize("library", LIVE)
 def test_preset_matches_library_live(library):
     """Run the library now (its virtualenv is built by CI) and compare on every dataset, on both
-    in-process backends (one library run per dataset; the other backends equal these in
+    in-process backends (one library process for all datasets; the other backends equal these in
     test_engines)."""
-    from make_fixtures import DEFAULT_VENV_ROOT, LIBRARIES, run_library  # noqa: PLC0415
+    from make_fixtures import DEFAULT_VENV_ROOT, LIBRARIES, run_library_on  # noqa: PLC0415
 
     venv = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS", DEFAULT_VENV_ROOT)) / LIBRARIES[library][0]
     if not (venv / "bin" / "python").exists():
         if os.environ.get("CI"):
             pytest.fail(f"CI must build the conformance virtualenv {venv} (see .ci/run)")
         pytest.skip(f"no virtualenv {venv}: python tests/conformance/make_fixtures.py --libraries {library}")
-    for dataset in DATASETS:
-        fixture = run_library(library, dataset, venv_root=venv.parent)
+    for dataset, fixture in zip(DATASETS, run_library_on(library, DATASETS, venv_root=venv.parent)):
         for case in (c for c in CASES if c.library == library):
             for backend in ("polars", "duckdb"):
                 compare(case, dataset, fixture, backend)
