@@ -71,3 +71,20 @@ def write_check(path: str, rows: list[tuple[int, str, float]], mapping: dict[str
     )
     df.write_parquet(path)
     print(f"check: wrote {df.height} values for {df['user'].n_unique()} users to {path}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------ beyond-accuracy peers (bench/beyond_bench.py)
+# Line protocol, one line per event on stdout (flushed, so the bench can time each metric and give up on one):
+#   START <name>                 about to compute metric <name>
+#   METRIC {"name", "values", "seconds"}   it finished: values in rankwise names, e.g. {"arp": 12.3}
+#   RESULT {"tool", "timings", ...}        the run ended (timings: import, read = Parquet -> the library's input)
+
+
+def start(name: str) -> float:
+    print(f"START {name}", flush=True)
+    return time.perf_counter()
+
+
+def finished(name: str, values: dict[str, float], started: float) -> None:
+    print("METRIC " + json.dumps({"name": name, "values": {k: float(v) for k, v in values.items()},
+                                  "seconds": round(time.perf_counter() - started, 4)}), flush=True)
