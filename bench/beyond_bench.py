@@ -108,7 +108,7 @@ def peer_python(library: str) -> tuple[Path, dict]:
 
     python = ensure_venv(library, log=lambda msg: print(msg, file=sys.stderr))
     if library not in PYARROW_FOR:
-        return python, {}
+        return python, {"PYTHONPATH": None}  # never rankwise's own path (e.g. a pinned source tree)
     extras = Path.home() / ".cache" / "rankwise-bench" / "beyond-extras" / library
     if not (extras / "pyarrow").exists():
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--target", str(extras),
@@ -117,12 +117,14 @@ def peer_python(library: str) -> tuple[Path, dict]:
 
 
 def run_process(cmd: list, env: dict, budget: float) -> dict:
-    """Run one tool process speaking the START / METRIC / RESULT protocol (bench/peers/_common.py): wall time,
-    peak RSS (os.wait4: the process and its waited-for children), the METRIC lines; a stage running longer than
-    ``budget`` seconds kills the process (its own session) and is reported in ``dnf``."""
+    """Run one tool process speaking the START / METRIC / RESULT protocol (bench/peers/_common.py), in this
+    environment updated by ``env`` (None: unset): its wall time, peak RSS (os.wait4: the process and its
+    waited-for children), the METRIC lines; a stage running longer than ``budget`` seconds kills the process
+    (its own session) and is reported in ``dnf``."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env}, start_new_session=True)
+                            env={k: v for k, v in {**os.environ, **env}.items() if v is not None},
+                            start_new_session=True)
     lines: queue.Queue = queue.Queue()
     stderr: list[str] = []
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True).start()
@@ -148,7 +150,7 @@ def run_process(cmd: list, env: dict, budget: float) -> dict:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     out |= {"wall_s": round(time.perf_counter() - t0, 2), "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),
-            "rc": proc.returncode}
+            "rc": proc.returncode, "loadavg_1m_after": round(os.getloadavg()[0], 2)}
     if proc.returncode and "dnf" not in out:
         raise RuntimeError(f"{cmd[1]} failed (rc {proc.returncode}):\n{''.join(stderr)[-3000:]}")
     return out
@@ -211,8 +213,8 @@ def peers(libraries: list[str], recs: Path, train: Path, args) -> int:
                 values.append((library, metric, v, ours["polars"][metric], ours["duckdb"][metric], status))
     for library, tool, run in rows:
         print(json.dumps({"users": args.users, "library": library, "tool": tool} | run))
-    print("\n| preset / library | tool | process wall s | import s | read s | metrics s | peak RSS GB |")
-    print("|---|---|---:|---:|---:|---|---:|")
+    print("\n| preset / library | tool | process wall s | import s | read s | metrics s | peak RSS GB | load 1 min |")
+    print("|---|---|---:|---:|---:|---|---:|---:|")
     for library, tool, run in rows:
         timings = run.get("result", {}).get("timings", {})
         per = [f"{name} {m['seconds']:.2f}" for name, m in run["metrics"].items()]
@@ -222,7 +224,7 @@ def peers(libraries: list[str], recs: Path, train: Path, args) -> int:
         metrics_cell = f"{total:.2f}" + ("" if tool.startswith("rankwise") else f" ({', '.join(per)})")
         read = "in evaluate" if tool.startswith("rankwise") else f"{timings.get('read', float('nan')):.2f}"
         print(f"| {library} | {tool} | {run['wall_s']:.2f} | {timings.get('import', float('nan')):.2f} | {read} "
-              f"| {metrics_cell} | {run['peak_rss_gb']:.2f} |")
+              f"| {metrics_cell} | {run['peak_rss_gb']:.2f} | {run['loadavg_1m_after']:.1f} |")
     print("\n| preset / library | metric@10 | library | rankwise polars | rankwise duckdb | |")
     print("|---|---|---:|---:|---:|---|")
     for library, metric, v, p, d, status in values:

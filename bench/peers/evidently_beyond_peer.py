@@ -10,7 +10,8 @@ One Report per metric, so each is timed on its own (each Report recomputes the t
   novelty <- NoveltyMetric; arp, item_coverage, gini <- PopularityBias (one Report, three numbers);
   personalization <- PersonalizationMetric.
 Not run: DiversityMetric (ild) builds a dense items x items cosine matrix over every train item and
-recommended item (see beyond_bench.py), ScoreDistribution needs scores (the bench files have ranks).
+item ranked <= k + 1 (510k items, 2.1 TB at 100k users); ScoreDistribution needs scores (the bench
+files have ranks).
 
 Usage: python evidently_beyond_peer.py --recs R.parquet --train T.parquet [--k 10]
                                        [--metrics novelty,popularity_bias,personalization]
