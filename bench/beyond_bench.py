@@ -195,7 +195,7 @@ def peers(libraries: list[str], recs: Path, train: Path, args) -> int:
                    "--metrics", ",".join(todo)] + (["--truth", train] if spec["truth"] else [])
             run = run_process(cmd, env, args.budget)
             rows.append((library, f"{library} {run.get('result', {}).get('version', '')}".strip(), run))
-            for group, m in run["metrics"].items():
+            for m in run["metrics"].values():
                 theirs |= m["values"]
             dnf = run.get("dnf", {}).get("name")
             if dnf and dnf not in spec["groups"]:
