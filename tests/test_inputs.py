@@ -78,6 +78,20 @@ def test_list_form_equals_long_form_every_preset(preset):
         plt.assert_frame_equal(fast.summary, joined.summary, rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("ideal", ["labels", "k_ones", "predictions_topk"])
+def test_polars_rows_come_in_k_user_order(ideal):
+    """The Polars plan builds its rows in (k, user) order without a final sort (the summary adds in
+    that order): users shuffled, some in one input only, a user with no recommendations."""
+    users = np.random.default_rng(3).permutation(300)
+    lists = pl.DataFrame({"user": users[:250], "item": [[u % 7, 7 + u % 5, 20] for u in users[:250]]})
+    lists = lists.with_columns(pl.when(pl.col("user") % 11 == 0).then(pl.lit([], pl.List(pl.Int64)))
+                               .otherwise("item").alias("item"))
+    truth = pl.DataFrame({"user": users[50:][::-1], "item": [[u % 7, 30] for u in users[50:][::-1]]})
+    res = rankwise.evaluate(lists, truth, k=[5, 1, 2], convention=rankwise.Convention(ideal=ideal), backend="polars")
+    keys = res.long.select("k", "user")
+    assert keys.height == 300 * 3 and keys.equals(keys.sort("k", "user"))
+
+
 def test_scores_rank_descending_with_documented_ties(backend):
     recs = pl.DataFrame({"user": [1, 1, 1], "item": [30, 10, 20], "score": [0.5, 0.9, 0.9]})
     truth = pl.DataFrame({"user": [1], "item": [20]})

@@ -85,7 +85,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             ideal_pos=pl.col("gain").rank("ordinal", descending=True).over(USER, "k").cast(pl.Int64))
         sums.append((pl.col("gain") / discount(pl.col("ideal_pos"))).sum().alias("idcg"))
     at_k = expanded.group_by(USER, "k").agg(sums)
-    grid = users.join(cutoffs, how="cross").join(at_k, on=[USER, "k"], how="left", nulls_equal=True)
+    # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
+    grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right").join(
+        at_k, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
     if conv.ideal == "labels":
         idcg_labels = (
             earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
@@ -96,7 +98,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             .group_by(USER, "k")
             .agg((pl.col("gain") / discount(pl.col("pos"))).sum().alias("idcg"))
         )
-        grid = grid.join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True)
+        grid = grid.join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
     elif conv.ideal == "k_ones":
         idcg_ones = (
             pl.LazyFrame({"pos": range(1, max(ks) + 1)}, schema={"pos": pl.Int64})
@@ -105,7 +107,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             .group_by("k")
             .agg((1.0 / discount(pl.col("pos"))).sum().alias("idcg"))
         )
-        grid = grid.join(idcg_ones, on="k", how="left")
+        grid = grid.join(idcg_ones, on="k", how="left", maintain_order="left")
     first_hit = pl.col("first_hit_any")
     if conv.rr_cutoff:
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
@@ -120,7 +122,6 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     return (
         stats.with_columns(**{m.name: empty(m.build(conv, beta)) for m in REGISTRY if m.level == "user"})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
-        .sort("k", USER)
         .collect(engine="streaming" if memory_limit is not None else "auto")
     )
 
