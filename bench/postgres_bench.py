@@ -2,11 +2,12 @@
 
 The data is bench/generate.py's (``data/recs_<N>.parquet``, ``data/truth_<N>.parquet``), the
 recommendations cut to rank <= --max-rank, loaded once into two tables (``rankwise_bench_recs``,
-``rankwise_bench_truth``, suffixed with the size; the load is not timed and is kept for later runs unless --reload). Then,
-each in its own process (wall time and the process's peak RSS):
+``rankwise_bench_truth``, suffixed with the size; the load is not timed and is kept for later runs
+unless --reload). Then, each in its own process (wall time and the process's peak RSS):
 
-  - in-database: ``evaluate("rankwise_bench_recs", "rankwise_bench_truth", backend=DSN)``: the checks and
-    the metric SQL run in PostgreSQL (one backend process: parallel workers off), only results return;
+  - in-database: ``evaluate("rankwise_bench_recs", "rankwise_bench_truth", backend=<psycopg connection>)``:
+    the checks and the metric SQL run in PostgreSQL (one backend process: parallel workers off), only
+    results return;
   - pull + DuckDB: both tables copied out with ``COPY ... TO STDOUT`` (psycopg, the ``engines`` extra) into
     Polars, then ``evaluate(..., backend="duckdb")``.
 
@@ -67,11 +68,13 @@ COLUMNS = {"user_col": "user_id", "item_col": "item_id"}
 
 
 def in_database(dsn: str, users: str) -> pl.DataFrame:
+    import psycopg
+
     import rankwise
 
     names = tables(users)
-    return rankwise.evaluate(names["recs"], names["truth"], k=K, backend=f"postgresql:///?{_uri_query(dsn)}",
-                             **COLUMNS).summary
+    with psycopg.connect(dsn) as con:
+        return rankwise.evaluate(names["recs"], names["truth"], k=K, backend=con, **COLUMNS).summary
 
 
 def pull_and_duckdb(dsn: str, users: str) -> pl.DataFrame:
@@ -89,11 +92,6 @@ def pull_and_duckdb(dsn: str, users: str) -> pl.DataFrame:
             buffer.seek(0)
             frames[name] = pl.read_csv(buffer)
     return rankwise.evaluate(frames["recs"], frames["truth"], k=K, backend="duckdb", **COLUMNS).summary
-
-
-def _uri_query(dsn: str) -> str:
-    """'host=a port=b user=c' -> 'host=a&port=b&user=c' (a libpq URI's query string)."""
-    return "&".join(dsn.split())
 
 
 MODES = {"in-database": in_database, "pull+duckdb": pull_and_duckdb}

@@ -208,12 +208,15 @@ def _embeddings(df: pl.DataFrame, item_col: str, col: str) -> tuple[pl.Series, n
                              rows=df.filter(lengths != common).head(_SHOW),
                              hint=f"Give every item an embedding of the same dimension (most have {common}).")
         dim = int(lengths[0]) if lengths.len() else 0
-        values = values.list.to_array(dim) if dim else values
     else:
         dim = dtype.size
     # one float matrix: a null inside a vector becomes NaN, so one finiteness test finds both
-    matrix = np.asarray(values.cast(pl.Array(pl.Float64, dim)).to_numpy(), dtype=np.float64).reshape(df.height, dim) \
-        if dim else np.zeros((df.height, 0))
+    if dim == 0:
+        matrix = np.zeros((df.height, 0))
+    else:
+        if isinstance(dtype, pl.List):
+            values = values.list.to_array(dim)
+        matrix = np.asarray(values.cast(pl.Array(pl.Float64, dim)).to_numpy(), dtype=np.float64).reshape(df.height, dim)
     bad = ~np.isfinite(matrix).all(axis=1)
     if bad.any():
         raise InputError(f"{what}: {int(bad.sum())} embeddings in {col!r} hold null, NaN or infinite values.",
@@ -319,9 +322,15 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     the metrics in ``names`` are computed: the others are null (n_items too without one of _LIST_SUMS)."""
     recs = recs.lazy()
     out = _users(recs, ks)
-    out = _list_values(out, recs, side, ks, conv, truth) if set(names) & set(_LIST_SUMS) else \
-        out.with_columns(pl.lit(None, pl.Int64).alias("n_items"), *(pl.lit(None, pl.Float64).alias(c) for c in _LIST_SUMS))
-    out = _with_ild(out, recs, side, ks, conv) if "ild" in names else out.with_columns(pl.lit(None, pl.Float64).alias("ild"))
+    if set(names) & set(_LIST_SUMS):
+        out = _list_values(out, recs, side, ks, conv, truth)
+    else:
+        out = out.with_columns(pl.lit(None, pl.Int64).alias("n_items"),
+                               *(pl.lit(None, pl.Float64).alias(c) for c in _LIST_SUMS))
+    if "ild" in names:
+        out = _with_ild(out, recs, side, ks, conv)
+    else:
+        out = out.with_columns(pl.lit(None, pl.Float64).alias("ild"))
     return out.select(USER, "k", "n_items", *[pl.col(c).cast(pl.Float64).fill_nan(None) for c in USER_COLUMNS]) \
         .sort("k", USER)
 

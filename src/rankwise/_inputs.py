@@ -257,7 +257,7 @@ class Truth:
     users: pl.Series | None
     raw_schema: pl.Schema
     data: object  # what the caller passed (a path is also read by DuckDB directly)
-    lists: pl.DataFrame | None = None  # (user_id, item_id: list) when it came in list form
+    lists: pl.DataFrame | None = None  # the checked lists (user_id, item_id[, relevance]) when it came in list form
 
 
 def prepare_truth(ground_truth, columns: Columns) -> Truth:
@@ -411,8 +411,9 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
         null_user=pl.col(USER).null_count() > 0,
         null_list=items.null_count() > 0,
         repeated_user=pl.col(USER).n_unique() < pl.len(),
-        hole=items.list.explode(empty_as_null=False, keep_nulls=False).null_count() > 0,  # [None] too: only an
-        rel_length=rel_length.any(),                                           # empty list means "no items"
+        # a null inside a list, [None] too: only an empty list means "no items"
+        hole=items.list.explode(empty_as_null=False, keep_nulls=False).null_count() > 0,
+        rel_length=rel_length.any(),
         repeats=(items.list.n_unique() < items.list.len()).any(),
     ).row(0, named=True)
     if flags["null_user"] or flags["null_list"]:
@@ -446,9 +447,10 @@ def _exploded(lists: pl.DataFrame, ranks: bool = True) -> pl.LazyFrame:
     no items)."""
     rel = [REL] if REL in lists.columns else []
     rank = [RANK] if ranks else []
-    positions = pl.int_ranges(1, pl.col(ITEM).list.len() + 1, dtype=pl.Int64).alias(RANK)
-    return lists.lazy().with_columns(*([positions] if ranks else [])).explode(
-        [ITEM, *rank, *rel], empty_as_null=True).select(USER, *rank, ITEM, *rel)
+    lf = lists.lazy()
+    if ranks:
+        lf = lf.with_columns(pl.int_ranges(1, pl.col(ITEM).list.len() + 1, dtype=pl.Int64).alias(RANK))
+    return lf.explode([ITEM, *rank, *rel], empty_as_null=True).select(USER, *rank, ITEM, *rel)
 
 
 def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
@@ -525,7 +527,7 @@ def _positions(df: pl.DataFrame) -> pl.DataFrame:
 
 def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None]:
     """The canonical ground truth, its distinct users when the checks found them, and the checked
-    (user_id, item_id) lists when it came in list form."""
+    lists (user_id, item_id[, relevance]) when it came in list form."""
     schema = lf.collect_schema()
     _require(schema, [c.user, c.item], "ground truth")
     has_rel = c.relevance in schema
@@ -534,7 +536,8 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
         users = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
         if users is not None:
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
-            return lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL)), users, None
+            canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL))
+            return canonical, users, None
     lists = None
     if isinstance(schema[c.item], pl.List):
         lists, repeats, users = _checked_lists(lf, c, "ground truth", with_relevance=True)
@@ -568,7 +571,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
             rows=_show(dup.sort(USER, ITEM), c),
             hint="Keep one label per (user, item), e.g. the maximum relevance.",
         )
-    return df.select(USER, ITEM, REL).lazy(), users, None if lists is None else lists.select(USER, ITEM)
+    return df.select(USER, ITEM, REL).lazy(), users, lists
 
 
 # -- shared checks ---------------------------------------------------------------------------------
