@@ -36,8 +36,12 @@ def rows(ds, pad):
     return torch.tensor(idx), torch.tensor(preds, dtype=torch.float64), torch.tensor(target), present
 
 
-def compute(metric_cls, kwargs, data, graded):
-    """Library mean plus per-query values captured through a callable ``aggregation``."""
+def compute(metric_cls, kwargs, data, graded, check_mean=False):
+    """Library mean plus per-query values captured through a callable ``aggregation``.
+
+    The callable returns ``values.mean()``, which is what the default ``aggregation="mean"`` returns
+    (torchmetrics' ``_retrieval_aggregate``), so one run gives both; ``check_mean`` also runs the
+    default and asserts the two means are equal."""
     idx, preds, target, present = data
     tgt = target if graded else (target > 0).long()
     captured = []
@@ -46,8 +50,9 @@ def compute(metric_cls, kwargs, data, graded):
         captured.append(values.clone())
         return values.mean()
 
-    mean = metric_cls(**kwargs)(preds, tgt, indexes=idx)
-    metric_cls(aggregation=capture, **kwargs)(preds, tgt, indexes=idx)
+    mean = metric_cls(aggregation=capture, **kwargs)(preds, tgt, indexes=idx)
+    if check_mean:
+        assert torch.equal(mean, metric_cls(**kwargs)(preds, tgt, indexes=idx)), (metric_cls.__name__, kwargs)
     users = present
     if kwargs.get("empty_target_action") == "skip":
         has_pos = {int(q) for q in idx[tgt > 0].unique()}
@@ -78,7 +83,7 @@ def main():
                 kw = {"top_k": k, "empty_target_action": action}
                 if adaptive:
                     kw["adaptive_k"] = True
-                users, values, mean = compute(cls, kw, data, key in GRADED)
+                users, values, mean = compute(cls, kw, data, key in GRADED, check_mean=(k == args.ks[0]))
                 res["%s@%d" % (key, k)] = entry(list(zip(users, values)), mean, "%s(%s)" % (
                     cls.__name__, ", ".join("%s=%r" % kv for kv in kw.items())))
         if not adaptive:
@@ -98,7 +103,7 @@ def main():
         "with no recommendations and no judgements have no rows and vanish; their ranks fill up with "
         "unrecommended relevant items); adaptive_k = RetrievalPrecision(adaptive_k=True) on the nopad rows "
         "(with padding it would equal default). Per-user values are captured by a callable aggregation, means "
-        "come from the default aggregation='mean'. float64 preds (values come back as float32)."
+        "come from the same run (the callable returns values.mean(), as aggregation='mean' does; checked against a run with the default at the first k). float64 preds (values come back as float32)."
         % (ds.describe_users(), pad, pad))
     write(args.out, "torchmetrics", "torchmetrics", ds, encoding, results,
           torch_version=torch.__version__)
