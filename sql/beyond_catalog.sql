@@ -8,6 +8,8 @@
 --   $gini 'catalog' | 'catalog_n1' | 'recommended_n1' | 'catalog_n1_complement';
 --   $info_log_base > 1; $entropy_normalize 'none' | 'distinct'; $personalization_lists 'actual' | 'full'
 -- Output: metric, k, value, n_users (users with at least one item at rank <= k); NULL = undefined.
+-- The sums over items are exact (integers, or c ln c as DECIMAL(38, 18)): the same in any order, so
+-- the values do not depend on which thread added which item.
 --   item_coverage     covered / (|C| + padding), covered = |union L_u ∩ C| (or |union L_u|)
 --   gini              sum_j (2j - N - 1) c_(j) / (D sum c), c ascending, over C ∪ recommended
 --   exposure_entropy  -sum p log_b p, p = c / sum c, computed as (ln C - sum c ln c / C) / ln b
@@ -43,20 +45,20 @@ item_stats AS (
            CAST(SUM(CASE WHEN a.exposure > 0 THEN 1 ELSE 0 END) AS DOUBLE) AS n_exposed,
            CAST(COUNT(*) AS DOUBLE) AS n_all,
            CAST(SUM(a.exposure) AS DOUBLE) AS c_sum,
-           SUM(CAST(a.exposure AS DOUBLE) * CAST(a.exposure AS DOUBLE)) AS c2_sum,
-           SUM(CASE WHEN a.exposure > 0 THEN CAST(a.exposure AS DOUBLE) * LN(CAST(a.exposure AS DOUBLE))
-                    ELSE 0.0 END) AS clogc
+           CAST(SUM(CAST(a.exposure AS BIGINT) * CAST(a.exposure AS BIGINT)) AS DOUBLE) AS c2_sum,
+           CAST(SUM(CAST(CAST(a.exposure AS DOUBLE) * LN(GREATEST(CAST(a.exposure AS DOUBLE), 1.0))
+                         AS DECIMAL(38, 18))) AS DOUBLE) AS clogc
     FROM all_items AS a
     GROUP BY a.k
 ),
 -- Gini's sum over the exposed items in ascending order: sum_r r c_(r) (equal c: any order, same sum)
 ranked AS (
-    SELECT e.k, CAST(e.exposure AS DOUBLE) AS c,
-           CAST(ROW_NUMBER() OVER (PARTITION BY e.k ORDER BY e.exposure) AS DOUBLE) AS r
+    SELECT e.k, CAST(e.exposure AS BIGINT) AS c,
+           CAST(ROW_NUMBER() OVER (PARTITION BY e.k ORDER BY e.exposure) AS BIGINT) AS r
     FROM exposure AS e
 ),
 gini_sums AS (
-    SELECT rk.k, SUM(rk.r * rk.c) AS rc_sum FROM ranked AS rk GROUP BY rk.k
+    SELECT rk.k, CAST(SUM(rk.r * rk.c) AS DOUBLE) AS rc_sum FROM ranked AS rk GROUP BY rk.k
 ),
 -- a user with items has one at rank 1, inside every cutoff: U = those users; sum n_u = sum c
 list_stats AS (

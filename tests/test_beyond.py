@@ -502,3 +502,23 @@ def _close9(a, b) -> bool:
         a, b = (float("nan") if v is None else v for v in (a, b))
         return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return a == b
+
+
+def test_memory_limit_reaches_the_beyond_duckdb_connection(monkeypatch):
+    """evaluate(memory_limit=...) caps the beyond-accuracy DuckDB connection too, with a spill directory."""
+    seen = {}
+    register = B.register
+
+    def spy(con, *args, **kwargs):
+        seen["limit"], seen["spill"] = con.execute(
+            "SELECT current_setting('memory_limit'), current_setting('temp_directory')").fetchall()[0]
+        return register(con, *args, **kwargs)
+
+    monkeypatch.setattr(B, "register", spy)
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    rankwise.evaluate(recs, None, k=2, metrics=["novelty"], train=recs, backend="duckdb", memory_limit="64MB")
+    with duckdb.connect() as con:
+        con.execute("SET memory_limit = '64000000B'")
+        expected = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    assert seen["limit"] == expected
+    assert "rankwise-duckdb-" in seen["spill"]

@@ -313,6 +313,9 @@ def _relevant(truth, conv: Convention, ids: tuple) -> pl.LazyFrame:
 
 
 _LIST_SUMS = ("novelty", "arp", "long_tail_share", "serendipity")  # from one pass of sums per (user, bucket)
+# float terms are summed as exact decimals (as in sql/beyond_user.sql): the same sum in any order, so the
+# values do not depend on how the threads split the rows
+EXACT = pl.Decimal(38, 18)
 
 
 def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth=None,
@@ -344,10 +347,11 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     acol = "pop_users" if conv.arp_popularity == "users" else "pop_rows"
     total = float(totals[conv.popularity])
     log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
-    if conv.novelty_normalize == "log_users" and total <= 1:
-        log_den = float("nan")  # log U_T = 0: undefined
+    undefined = conv.novelty_normalize == "log_users" and total <= 1  # log U_T = 0
+    if undefined:
+        log_den = 1.0  # finite terms for the sums; novelty is NaN below
     cold = pl.col(pcol).is_null()
-    info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / total).log()) / log_den
+    info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / (total or 1.0)).log()) / log_den
     if conv.cold_items == "zero_novelty":
         info = pl.when(cold).then(0.0).otherwise(info)
     counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
@@ -358,7 +362,7 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     poprank = pop.select(ITEM, spop.rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
     item_values = pop.join(tail, on=ITEM, how="left").join(poprank, on=ITEM, how="left")  # train items
     rows = _buckets(recs, ks).join(item_values, on=ITEM, how="left").with_columns(
-        pl.when(counted).then(info).alias("info"),
+        pl.when(counted).then(info).cast(EXACT).alias("info"),
         pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).alias("apop"),
         pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).alias("tail"),
         counted.cast(pl.Int64).alias("counted"))
@@ -375,10 +379,10 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
              .group_by(USER, "k").agg((pl.max_horizontal(
                  (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
                  - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
-                 * pl.col("rel")).sum().alias("seren_sum")))
+                 * pl.col("rel")).cast(EXACT).sum().alias("seren_sum")))
     out = (users.join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
            .with_columns(pl.col("n_items", "n_counted").fill_null(0),
-                         pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").fill_null(0.0)))
+                         pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").cast(pl.Float64).fill_null(0.0)))
     kf = pl.col("k").cast(pl.Float64)
     if conv.list_denominator == "k":
         den_all = den_counted = kf
@@ -386,7 +390,7 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
         den_all = pl.when(pl.col("n_items") > 0).then(pl.col("n_items").cast(pl.Float64))
         den_counted = pl.when(pl.col("n_counted") > 0).then(pl.col("n_counted").cast(pl.Float64))
     return out.with_columns(
-        (pl.col("info_sum") / den_counted).alias("novelty"),
+        (pl.lit(float("nan")) if undefined else pl.col("info_sum") / den_counted).alias("novelty"),
         (pl.col("apop_sum") / den_counted).alias("arp"),
         (pl.col("tail_sum") / den_all).alias("long_tail_share"),
         (pl.col("seren_sum") / den_all).alias("serendipity"),
@@ -443,7 +447,7 @@ def _ild_sums(top: pl.LazyFrame, item_ix: pl.DataFrame, unit, schema: dict) -> p
 
     lists = top.select(USER, "k", ITEM).join(item_ix.lazy(), on=ITEM, how="inner")
     # one aggregation: each (user, k) row of A lists its items' rows ii, so A is built as CSR directly
-    groups = lists.group_by(USER, "k").agg(pl.col("ii")).with_columns(
+    groups = lists.group_by(USER, "k").agg(pl.col("ii").sort()).with_columns(  # a fixed order of the terms
         pl.col("ii").list.len().cast(pl.Int64).alias("m")).collect()
     if groups.height == 0:
         return pl.LazyFrame(schema=schema)
@@ -485,14 +489,15 @@ def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
         (c > 0).sum().cast(pl.Float64).alias("E"),
         pl.len().cast(pl.Float64).alias("N_all"),
         c.sum().alias("C"),
-        (c * c).sum().alias("sum_c2"),
-        pl.when(c > 0).then(c * c.log()).otherwise(0.0).sum().alias("clogc"),
+        (pl.col("exposure").cast(pl.Int64) ** 2).sum().cast(pl.Float64).alias("sum_c2"),  # exact sums (any order)
+        pl.when(c > 0).then(c * c.log()).otherwise(0.0).cast(EXACT).sum().cast(pl.Float64).alias("clogc"),
     )
     # gini numerator sum_r (2 (Z + r) - N - 1) c_(r) over the exposed items ascending (ties: equal c,
     # any order gives the same sum); r and c_(r) come from a sort of the exposed items per k
     ranked = expo.sort("k", "exposure").with_columns(
-        (pl.int_range(pl.len()).over("k") + 1).cast(pl.Float64).alias("r"))
-    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64).alias("sum_rc"))
+        (pl.int_range(pl.len()).over("k") + 1).cast(pl.Int64).alias("r"))
+    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64)
+                                    .alias("sum_rc"))
     sc = _score_entropy_polars(recs, ks)
     s = (per_k.join(stats, on="k", how="left").join(users, on="k", how="left").join(gsum, on="k", how="left")
          .join(sc, on="k", how="left").with_columns(pl.col("U", "sum_n", "C", "sum_rc", "E").fill_null(0.0))
@@ -698,12 +703,13 @@ def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> 
 
 
 def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str,
-        source: str | None = None, postgres=None):
+        source: str | None = None, postgres=None, memory_limit: int | None = None):
     """The beyond-accuracy values of one run: (user rows (user_id, k, n_items, *user metrics), catalog
     rows (metric, k, value, n_users), per_item (item_id, k, exposure, popularity)), by the shipped SQL
     in DuckDB (engine="duckdb"; ``source``: see :func:`register`), the rendered script in PostgreSQL
     (engine="postgres"; ``postgres``: the PostgresEngine) or Spark (engine="spark"), or the Polars
-    expressions (every other engine)."""
+    expressions (every other engine). ``memory_limit`` (bytes) caps DuckDB's memory as in the accuracy
+    engine: beyond it DuckDB spills to a temporary directory (removed afterwards)."""
     truth = truth if "serendipity" in names else None
     want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
@@ -716,13 +722,28 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
         users, catalog, items = postgres_run(postgres, recs, truth, side, ks, conv) if engine == "postgres" else \
             spark_run(recs, truth, side, ks, conv)
     elif engine == "duckdb":
+        import tempfile
+        from contextlib import ExitStack
+
         import duckdb
 
-        with duckdb.connect() as con:
-            register(con, recs, side, ks, truth, source)
-            users = duckdb_user(con, conv)
-            catalog = duckdb_catalog(con, conv) if want_catalog else NO_CATALOG
-            items = duckdb_per_item(con, conv)
+        from .errors import RankwiseError
+
+        with ExitStack() as stack:
+            spill = None if memory_limit is None else stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="rankwise-duckdb-"))  # removed after the connection closes
+            con = stack.enter_context(duckdb.connect())
+            if memory_limit is not None:
+                con.execute("SET memory_limit = ?", [f"{memory_limit}B"])
+                con.execute("SET temp_directory = ?", [spill])
+            try:
+                register(con, recs, side, ks, truth, source)
+                users = duckdb_user(con, conv)
+                catalog = duckdb_catalog(con, conv) if want_catalog else NO_CATALOG
+                items = duckdb_per_item(con, conv)
+            except duckdb.OutOfMemoryException as error:
+                raise RankwiseError(f"DuckDB ran out of memory: {str(error).splitlines()[0]}",
+                                    hint="Raise memory_limit, or free memory.") from error
     else:
         # every pass below reads only the top max(k) of each list: read the input once, keep those rows
         recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()

@@ -328,7 +328,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     shaped = {}
     for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
         if beyond is not None and beyond[2]:  # only beyond-accuracy metrics: no accuracy engine run
-            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence)
+            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
             continue
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
         _shape.check(out, conv, user_col)
@@ -339,7 +339,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             rows = out.per_user
         parts = (rows, _shape.summary(out.summary, request, confidence), _shape.excluded(prep, out.counts, conv), None)
         if beyond is not None:
-            parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence)
+            parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
         shaped[name] = parts
     if beyond is not None:
         request = MetricRequest((*([] if beyond[2] else request.names), *beyond[0]), request.ks, request.beta)
@@ -352,7 +352,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
 
 
-def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
+def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
     names, side, _ = beyond
     if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
         raise ParameterError(f"Beyond-accuracy metrics on backend={engine.name!r} take DataFrames or files, not "
@@ -360,7 +360,8 @@ def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
                              hint="Pass the recommendations as a Polars/pandas DataFrame or a file, or render the "
                                   f"script: rankwise.sql(metrics=[...], dialect={engine.name!r}, tables={{...}}).")
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
-                                        source=prep.sources.get("recommendations"), postgres=engine)
+                                        source=prep.sources.get("recommendations"), postgres=engine,
+                                        memory_limit=memory_limit)
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
                              confidence)
     excluded = pl.DataFrame(_beyond.excluded_rows(users, names), schema=_shape.EXCLUDED_SCHEMA, orient="row")
@@ -368,10 +369,11 @@ def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence):
     return users.rename({"user_id": user_col}), summary, excluded, items
 
 
-def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence):
+def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
     """The accuracy result of one run joined with its beyond-accuracy values (per user and k)."""
     rows, summary, excluded, _ = parts
-    users, b_summary, b_excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence)
+    users, b_summary, b_excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
+                                                         memory_limit)
     names = beyond[0]
     user_names = [n for n in names if n in users.columns]
     rows = rows.join(users.with_columns(pl.col(user_col).cast(rows.schema[user_col])), on=[user_col, "k"],
@@ -379,9 +381,10 @@ def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidenc
     return rows, pl.concat([summary, b_summary]), pl.concat([excluded, b_excluded]), items
 
 
-def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence):
+def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
     """A run with only beyond-accuracy metrics: its users are the recommendations' users."""
-    users, summary, excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence)
+    users, summary, excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
+                                                     memory_limit)
     rows = users.sort("k", user_col).select(user_col, "k", pl.lit(None, pl.Int64).alias("n_recs"),
                                            pl.lit(None, pl.Int64).alias("n_rel"), pl.exclude(user_col, "k"))
     return rows, summary, excluded, items

@@ -1,0 +1,45 @@
+"""Beyond-accuracy values are the same to the last bit, run after run (issue 10).
+
+A float sum depends on the order of its terms: an engine that adds a user's terms, or the catalog's
+items, in the order its threads finish moves the last bit between runs. 100k users are enough for
+both engines' thread pools to split the work (smaller inputs run on one thread and pass by luck).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import rankwise
+
+N_USERS, LENGTH, N_ITEMS = 100_000, 20, 50_000
+METRICS = ["novelty", "arp", "long_tail_share", "serendipity", "item_coverage", "gini", "exposure_entropy",
+           "personalization"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    users = np.repeat(np.arange(N_USERS), LENGTH)
+    ranks = np.tile(np.arange(1, LENGTH + 1), N_USERS)
+    items = (rng.zipf(1.3, size=len(users)) * 7 + users) % N_ITEMS  # skewed exposure, per-user spread
+    recs = pl.DataFrame({"user": users, "rank": ranks, "item": items}).unique(["user", "item"], keep="first")
+    recs = recs.sort("user", "rank").with_columns(pl.int_range(pl.len()).over("user").add(1).alias("rank"))
+    train = pl.DataFrame({"user": rng.integers(0, N_USERS, 600_000), "item": rng.zipf(1.2, 600_000) % N_ITEMS})
+    labelled = rng.random(recs.height) < 0.2
+    truth = recs.filter(pl.Series(labelled)).select("user", "item", pl.lit(1.0).alias("relevance"))
+    return recs, truth, train
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_beyond_values_are_bit_identical_run_after_run(data, engine):
+    recs, truth, train = data
+    runs = [rankwise.evaluate(recs, truth, k=[5, 10, 20], metrics=METRICS, train=train, backend=engine)
+            for _ in range(3)]
+    for other in runs[1:]:
+        for table in ("per_user", "summary", "per_item"):
+            first, again = getattr(runs[0], table), getattr(other, table)
+            assert first.columns == again.columns and first.height == again.height
+            moved = [c for c in first.columns if not first[c].equals(again[c])]
+            assert moved == [], f"{table}: {moved} moved between runs"
