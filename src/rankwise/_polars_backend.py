@@ -70,35 +70,41 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
                                   pl.col("is_rel").sum().alias("hits_all")),
         on=USER, how="left", nulls_equal=True,
     ).with_columns(pl.col("first_hit_any", "hits_all").fill_null(0))
-    expanded = judged.join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k"))
-    sums = [
-        pl.col("is_rel").sum().alias("hits"),
-        (pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).filter(hit).sum().alias("precision_sum"),
-        pl.col("hits_so_far").filter(hit).sum().alias("hits_sum"),
-        (hit & (pl.col(RANK) <= pl.col("n_rel"))).sum().alias("r_hits"),
-        (pl.col("gain") / discount(pl.col(RANK))).sum().alias("dcg"),
-    ]
+    # each user's sums run in rank order (the same terms in the same order every run), read at each k
+    running = judged.filter(pl.col(RANK) <= max(ks)).with_columns(
+        pl.col("hits_so_far").alias("hits"),
+        pl.when(hit).then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).otherwise(0.0)
+        .cum_sum().over(USER).alias("precision_sum"),
+        pl.when(hit).then(pl.col("hits_so_far")).otherwise(0).cum_sum().over(USER).alias("hits_sum"),
+        (hit & (pl.col(RANK) <= pl.col("n_rel"))).cast(pl.Int64).cum_sum().over(USER).alias("r_hits"),
+        (pl.col("gain") / discount(pl.col(RANK))).cum_sum().over(USER).alias("dcg"),
+    )
+    at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg"])
+    # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
+    grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
+    grid = _read_back(grid, at_k)
     # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
     if conv.ideal == "predictions_topk":
-        # rows of equal gain are interchangeable in the ideal DCG: no tie-break needed
-        expanded = expanded.with_columns(
-            ideal_pos=pl.col("gain").rank("ordinal", descending=True).over(USER, "k").cast(pl.Int64))
-        sums.append((pl.col("gain") / discount(pl.col("ideal_pos"))).sum().alias("idcg"))
-    at_k = expanded.group_by(USER, "k").agg(sums)
-    # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
-    grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right").join(
-        at_k, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
-    if conv.ideal == "labels":
+        # per (user, k) the top k's gains in descending order, then discounted and summed in that order
+        # (rows of equal gain are interchangeable: no tie-break needed)
+        gains = pl.col("gain").sort(descending=True)
+        idcg_topk = (
+            judged.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, "gain")
+            .join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k"))
+            .group_by(USER, "k").agg((gains / discount(pl.int_range(1, pl.len() + 1, dtype=pl.Int64))).sum()
+                                     .alias("idcg"))
+        )
+        grid = grid.join(idcg_topk, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
+    elif conv.ideal == "labels":
+        # the labels' gains in descending order, their running sum read at min(k, n)
         idcg_labels = (
             earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
             .sort([USER, "gain"], descending=[False, True])
             .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
-            .join(cutoffs, how="cross")
-            .filter(pl.col("pos") <= pl.col("k"))
-            .group_by(USER, "k")
-            .agg((pl.col("gain") / discount(pl.col("pos"))).sum().alias("idcg"))
+            .filter(pl.col("pos") <= max(ks))
+            .with_columns((pl.col("gain") / discount(pl.col("pos"))).cum_sum().over(USER).alias("idcg"))
         )
-        grid = grid.join(idcg_labels, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
+        grid = _read_back(grid, _at_cutoffs(idcg_labels, "pos", ks, ["idcg"]))
     elif conv.ideal == "k_ones":
         idcg_ones = (
             pl.LazyFrame({"pos": range(1, max(ks) + 1)}, schema={"pos": pl.Int64})
@@ -178,6 +184,22 @@ def _earning_rows(lists: pl.DataFrame, labels: pl.LazyFrame, reach: int | None) 
              .select(USER, ITEM, (after_labels - pl.col("_earning").list.len()).alias("_at")))
     return found.select(USER, (pl.col("_at").cast(pl.List(pl.Int64)) + 1).alias(RANK),
                         pl.col(ITEM).list.gather("_at").alias(ITEM)).explode(RANK, ITEM).drop_nulls(RANK)
+
+
+def _at_cutoffs(rows: pl.LazyFrame, position: str, ks: tuple[int, ...], running: list[str]) -> pl.LazyFrame:
+    """Running sums read at the cutoffs: of ``rows`` sorted by (user, position), per user and k the
+    last row in the bucket of positions (previous cutoff, k] (user, k, *running; buckets without rows
+    are left out: ``_read_back`` carries the previous one forward)."""
+    cuts = pl.Series(sorted(set(ks)), dtype=pl.Int64)
+    bucket = pl.lit(cuts).gather(pl.lit(cuts).search_sorted(pl.col(position)))
+    last_in_bucket = pl.col(USER).ne_missing(pl.col(USER).shift(-1)) | pl.col("k").ne_missing(pl.col("k").shift(-1))
+    return rows.select(USER, bucket.alias("k"), *running).filter(last_in_bucket)
+
+
+def _read_back(grid: pl.LazyFrame, at_k: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (user, k) row of ``grid`` (in (k, user) order) the values of the user's last bucket at or
+    below k (null before the first)."""
+    return grid.join_asof(at_k, on="k", by=USER, strategy="backward", check_sortedness=False)
 
 
 def _discount(log_base: float):
