@@ -86,11 +86,15 @@ reach AS (
     SELECT CASE WHEN $rr_cutoff = 0 THEN 2147483647 ELSE MAX(c.k) END AS max_rank
     FROM cutoffs AS c
 ),
--- recommended items with an earning label: the only rows where any metric gains anything
+-- recommended items with an earning label: the only rows where any metric gains anything.
+-- judged_pos counts them in rank order; following_rank is the rank of the user's next one (LEAD gives
+-- NULL after the last row, ClickHouse 0: either way the comparison fails and the bound is open)
 judged AS (
     SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, e.is_rel, e.gain, u.n_rel,
            SUM(e.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far,
+           ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.rank) AS judged_pos,
+           LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
     FROM recommendations AS r
     JOIN reach AS h ON r.rank <= h.max_rank
     JOIN earning AS e ON e.user_id = r.user_id AND e.item_id = r.item_id
@@ -110,41 +114,67 @@ users AS (
     FROM universe AS u
     LEFT JOIN user_hits AS h ON h.user_id = u.user_id
 ),
--- every k at once: a judged row counts for each cutoff at or beyond its rank. ideal_pos is its
--- place in the ideal order of the top k (gain descending; rows of equal gain are interchangeable
--- in the ideal DCG, so no tie-break is needed)
-judged_at_k AS (
-    SELECT j.user_id, CAST(c.k AS BIGINT) AS k, j.rank, j.is_rel, j.gain, j.n_rel, j.hits_so_far,
+-- the sums over a user's judged rows, running in rank order (a grouped SUM adds in thread order,
+-- which moves the last bit between runs); a row holds the sums at every k from its rank up to
+-- just before the next judged rank
+running AS (
+    SELECT j.user_id, j.rank, j.judged_pos, j.hits_so_far,
+           CAST(CASE WHEN j.following_rank > j.rank THEN j.following_rank ELSE 9223372036854775807 END AS BIGINT) AS next_rank,
+           SUM(CASE WHEN j.is_rel = 1 THEN CAST(j.hits_so_far AS DOUBLE) / j.rank ELSE 0.0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS precision_sum,
+           SUM(CASE WHEN j.is_rel = 1 THEN j.hits_so_far ELSE 0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_sum,
+           SUM(CASE WHEN j.is_rel = 1 AND j.rank <= j.n_rel THEN 1 ELSE 0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r_hits,
+           SUM(j.gain / (LN(j.rank + 1.0) / LN($log_base)))
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg
+    FROM judged AS j
+),
+-- at each k, the sums of the last judged row at or above k
+at_k AS (
+    SELECT r.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, r.judged_pos,
+           CAST(r.hits_so_far AS BIGINT) AS hits, r.precision_sum, CAST(r.hits_sum AS BIGINT) AS hits_sum,
+           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg
+    FROM running AS r
+    JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
+),
+-- ideal DCG from the top k ($ideal = 'predictions_topk'): each k's judged rows in the ideal order
+-- (gain descending; rows of equal gain are interchangeable, so no tie-break is needed), summed
+-- running in that order and read at the k's last position (= judged_pos of at_k)
+top_k_ideal AS (
+    SELECT j.user_id, CAST(c.k AS BIGINT) AS k, j.gain,
            ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC) AS ideal_pos
     FROM judged AS j
     JOIN cutoffs AS c ON j.rank <= c.k
+    WHERE $ideal = 'predictions_topk'
 ),
-at_k AS (
-    SELECT a.user_id, a.k,
-           1 AS matched,
-           CAST(SUM(a.is_rel) AS BIGINT) AS hits,
-           SUM(CASE WHEN a.is_rel = 1 THEN CAST(a.hits_so_far AS DOUBLE) / a.rank ELSE 0.0 END) AS precision_sum,
-           CAST(SUM(CASE WHEN a.is_rel = 1 THEN a.hits_so_far ELSE 0 END) AS BIGINT) AS hits_sum,
-           CAST(SUM(CASE WHEN a.is_rel = 1 AND a.rank <= a.n_rel THEN 1 ELSE 0 END) AS BIGINT) AS r_hits,
-           SUM(a.gain / (LN(a.rank + 1.0) / LN($log_base))) AS dcg,
-           SUM(a.gain / (LN(a.ideal_pos + 1.0) / LN($log_base))) AS idcg_top
-    FROM judged_at_k AS a
-    GROUP BY a.user_id, a.k
+idcg_top AS (
+    SELECT t.user_id, t.k, t.ideal_pos, 1 AS matched,
+           SUM(t.gain / (LN(t.ideal_pos + 1.0) / LN($log_base)))
+               OVER (PARTITION BY t.user_id, t.k ORDER BY t.ideal_pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg
+    FROM top_k_ideal AS t
 ),
--- only needed when $ideal = 'labels'; the filter lets an engine skip ranking every label otherwise
+-- ideal DCG from the labels ($ideal = 'labels'; the filter lets an engine skip ranking every label
+-- otherwise): running sums over the labels sorted by gain, read at min(k, number of labels)
 ideal_labels AS (
     SELECT e.user_id, e.gain,
-           ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos
+           ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos,
+           COUNT(*) OVER (PARTITION BY e.user_id) AS n_labels
     FROM earning AS e
     JOIN universe AS u ON u.user_id = e.user_id
     WHERE $ideal = 'labels'
 ),
-idcg_labels AS (
-    SELECT i.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched,
-           SUM(i.gain / (LN(i.pos + 1.0) / LN($log_base))) AS idcg
+ideal_labels_running AS (
+    SELECT i.user_id, i.pos,
+           CAST(CASE WHEN i.pos = i.n_labels THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
+           SUM(i.gain / (LN(i.pos + 1.0) / LN($log_base)))
+               OVER (PARTITION BY i.user_id ORDER BY i.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg
     FROM ideal_labels AS i
-    JOIN cutoffs AS c ON i.pos <= c.k
-    GROUP BY i.user_id, c.k
+),
+idcg_labels AS (
+    SELECT i.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, i.idcg
+    FROM ideal_labels_running AS i
+    JOIN cutoffs AS c ON i.pos <= c.k AND c.k < i.next_pos
 ),
 -- positions 1..10000 without generate_series (not portable): four cross-joined digits
 digits AS (
@@ -155,12 +185,17 @@ digits AS (
 slots AS (
     SELECT CAST(d1.d + 10 * d2.d + 100 * d3.d + 1000 * d4.d + 1 AS BIGINT) AS pos
     FROM digits AS d1 CROSS JOIN digits AS d2 CROSS JOIN digits AS d3 CROSS JOIN digits AS d4
+    WHERE $ideal = 'k_ones'
+),
+slots_running AS (
+    SELECT s.pos, SUM(1.0 / (LN(s.pos + 1.0) / LN($log_base)))
+                      OVER (ORDER BY s.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg
+    FROM slots AS s
 ),
 idcg_ones AS (
-    SELECT CAST(c.k AS BIGINT) AS k, SUM(1.0 / (LN(s.pos + 1.0) / LN($log_base))) AS idcg
+    SELECT CAST(c.k AS BIGINT) AS k, s.idcg
     FROM cutoffs AS c
-    JOIN slots AS s ON s.pos <= c.k
-    GROUP BY c.k
+    JOIN slots_running AS s ON s.pos = c.k
 ),
 stats AS (
     SELECT u.user_id, CAST(c.k AS BIGINT) AS k, u.n_recs, u.n_rel,
@@ -174,10 +209,11 @@ stats AS (
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
-                ELSE (CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.idcg_top ELSE 0.0 END) END AS idcg
+                ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
     FROM users AS u
     CROSS JOIN cutoffs AS c
     LEFT JOIN at_k AS a ON a.user_id = u.user_id AND a.k = c.k
+    LEFT JOIN idcg_top AS it ON it.user_id = u.user_id AND it.k = c.k AND it.ideal_pos = a.judged_pos
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN idcg_ones AS io ON io.k = c.k
 ),

@@ -29,11 +29,8 @@ def big():
     return recs, truth
 
 
-KNOWN_BUG = pytest.mark.xfail(strict=True, reason="known bug: a user's terms are summed in thread order")
-
-
 # not the conftest's `backend` parametrization: PostgreSQL (parallel workers off) and Spark are not run at 100k here
-@pytest.mark.parametrize("engine", ["polars", pytest.param("duckdb", marks=KNOWN_BUG)])
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
 @pytest.mark.parametrize("convention", ["default", "trec_eval"])  # ideal DCG from the top k / from the labels
 def test_per_user_values_are_bit_identical_run_after_run(big, engine, convention):
     recs, truth = big
