@@ -12,8 +12,9 @@ written to Parquet; both tools read the same files:
 
 The two means must agree (the spark preset reproduces MLlib); the run fails otherwise. Peak memory is
 sampled every 50 ms from /proc for the driver's JVM and for the Python process (what reached the
-driver). Usage: python bench/spark_bench.py [--users 10k,50k] [--items 100]
-Prints one JSON line per size to add to bench/RESULTS.md.
+driver). Each tool runs --repeat times, alternated (MLlib first), in the same session: the first run of each
+pays the JVM's warm-up. Usage: python bench/spark_bench.py [--users 10k,50k] [--items 100] [--repeat 2]
+Prints one JSON line per size (times in seconds, one per run; peaks over all runs) for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", default="10k,50k")
     parser.add_argument("--items", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each tool, alternated (the first is cold)")
     args = parser.parse_args()
     spark = _spark_backend.session()
     spark.sparkContext.setLogLevel("ERROR")
@@ -123,13 +125,17 @@ def main() -> None:
             row = {"bench": "spark_vs_mllib", "users": users, "rows": users * args.items, "k": K,
                    "spark": spark.version, "master": spark.sparkContext.master}
             values = {}
-            for name, tool in (("mllib", mllib), ("rankwise", ours)):
-                start = time.perf_counter()
-                with PeakRSS(jvm=jvm, python=os.getpid()) as peak:
-                    values[name] = tool(spark, recs_path, truth_path)
-                row[f"{name}_s"] = round(time.perf_counter() - start, 2)
-                row[f"{name}_peak_jvm_mb"] = round(peak.peak["jvm"])
-                row[f"{name}_peak_python_mb"] = round(peak.peak["python"])
+            for _ in range(args.repeat):
+                for name, tool in (("mllib", mllib), ("rankwise", ours)):
+                    start = time.perf_counter()
+                    with PeakRSS(jvm=jvm, python=os.getpid()) as peak:
+                        values[name] = tool(spark, recs_path, truth_path)
+                        spark.catalog.clearCache()  # what a run leaves cached is not reused by the next
+                    row.setdefault(f"{name}_s", []).append(round(time.perf_counter() - start, 2))
+                    for process in ("jvm", "python"):
+                        key = f"{name}_peak_{process}_mb"
+                        row[key] = max(row.get(key, 0), round(peak.peak[process]))
+            row["load_1min"] = os.getloadavg()[0]
             for metric in METRICS:
                 a, b = values["mllib"][metric], values["rankwise"][metric]
                 assert math.isclose(a, b, rel_tol=1e-9), (metric, a, b)

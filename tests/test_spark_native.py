@@ -42,6 +42,35 @@ def test_scores_and_ties_are_ranked_in_spark(spark):
     assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
 
 
+# scores with ties and a repeated item (user 1's item 11), graded labels with a 0 and a 0.5, users in
+# one input only (3 has no hit, 4 no list, 5 no label)
+SCORED = pl.DataFrame({"user": [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 5],
+                       "item": [10, 11, 12, 13, 11, 20, 21, 22, 30, 31, 50],
+                       "score": [0.9, 0.5, 0.5, 0.7, 0.2, 1.0, 1.0, 0.3, 0.4, 0.4, 0.1]})
+GRADED = pl.DataFrame({"user": [1, 1, 1, 1, 2, 2, 3, 4], "item": [11, 12, 14, 13, 21, 20, 99, 40],
+                       "relevance": [3.0, 0.5, 2.0, 0.0, 1.0, 2.0, 1.0, 1.0]})
+SHIFT = rankwise.PRESETS["default"].replace(duplicates="first_shift")
+
+
+@pytest.mark.parametrize("conv", [
+    SHIFT,
+    SHIFT.replace(ties="item_desc", gain="linear", ideal="labels", relevance_threshold=1.0, rr_cutoff=False),
+    SHIFT.replace(users="intersection", unjudged="drop", ideal="k_ones", gain="binary", log_base=2.0,
+                  precision_denominator="min_k_candidates", ap_denominator="min_k_len"),
+    SHIFT.replace(users="labels", precision_denominator="min_k_nrel", ap_denominator="min_k_nrel",
+                  zero_ideal="nan", empty_labels="zero", empty_predictions="one"),
+], ids=["first_shift", "item_desc-linear-labels-threshold-rr_anywhere", "intersection-k_ones-binary",
+        "labels-min_k_nrel"])
+def test_per_user_arrays_give_the_long_sqls_values(spark, conv):
+    """Spark groups each input by user and scores the arrays (sql/spark_user_*.sql); DuckDB runs the
+    long-form per_user.sql on the same rows: the same values under every rule the arrays implement."""
+    r, t = _spark_frames(spark, SCORED, GRADED)
+    got = rankwise.evaluate(r, t, k=[1, 2, 5], backend="spark", convention=conv)
+    want = rankwise.evaluate(SCORED, GRADED, k=[1, 2, 5], backend="duckdb", convention=conv)
+    for frame in ("summary", "excluded", "per_user"):
+        assert_frame_equal(getattr(got, frame), getattr(want, frame), rel_tol=1e-12)
+
+
 @pytest.mark.parametrize("change, error", [
     (lambda r, t: (pl.concat([r, r.head(1).with_columns(rank=pl.lit(9, pl.Int64))]), t), rankwise.DuplicateItemError),
     (lambda r, t: (r.with_columns(rank=pl.when(pl.col("rank") == 3).then(2).otherwise("rank")), t),

@@ -1,26 +1,30 @@
 """Spark backend: the shipped SQL rendered for Spark by :mod:`rankwise.render`, run by ``spark.sql``.
 
-The canonical tables are registered as temporary views under a per-call prefix, the per-user query
-runs, and the summary reads its result. ``evaluate(..., backend="spark", collect=False)``
-keeps the per-user result in Spark. Inputs are normalised by ``rankwise._inputs`` on the driver, as
-for every backend (issue 12 moves that into Spark).
+Spark DataFrames are checked, normalised and scored in Spark (:class:`SparkInputs`); other inputs
+are normalised by ``rankwise._inputs`` on the driver and sent to Spark. Either way each input is
+grouped by user once into arrays (``sql/spark_user_arrays.sql``, as MLlib's ranking metrics read
+them), per_user.sql's ``stats`` rows come from those arrays (``sql/spark_user_stats.sql``), and the
+rest of per_user.sql and summary.sql run as rendered. ``evaluate(..., backend="spark",
+collect=False)`` keeps the per-user result in Spark.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import polars as pl
 
-from . import _checks, render
+from . import _checks, _sql_files, render
 from ._inputs import USER, Columns
 from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
 from .conventions import Convention
 from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
-                     MissingColumnError, MissingDependencyError)
+                     MissingColumnError, MissingDependencyError, RankwiseError)
 from .metrics import USER_LEVEL as METRIC_COLUMNS
 from .metrics import MetricRequest, internal_name
 
@@ -170,8 +174,10 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
     return SparkInputs(recs, truth, columns, by_score, has_relevance)
 
 
-def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, prefix: str) -> list[str]:
-    """Check the caller's frames with sql/checks.sql, then create the canonical views over them."""
+def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, prefix: str, *,
+                  checked: bool = True) -> list[str]:
+    """The caller's frames as the raw views sql/checks.sql reads and the canonical views over them;
+    when ``checked``, the checks run first and the users are counted (the long-form path)."""
     c = inputs.columns
     source = {"recommendations": f"{prefix}recommendations_source", "ground_truth": f"{prefix}ground_truth_source"}
     inputs.recommendations.createOrReplaceTempView(source["recommendations"])
@@ -181,19 +187,106 @@ def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, pre
     for name, query in raw.items():
         spark.sql(f"CREATE OR REPLACE TEMP VIEW {names[name]} AS {query}")
     views = [*source.values(), *(names[name] for name in raw)]
-    checks = _checks.checks_query(conv, inputs.by_score, "spark", names)
-    _checks.raise_on_failed_checks(_collect_with_small_shared_ctes(spark, checks, prefix))
+    if checked:
+        _check_exactly(spark, inputs, conv, names, prefix)
     for name, query in _checks.input_views(source, "spark", c.user, c.item, None if inputs.by_score else c.rank,
                                           c.score if inputs.by_score else None,
                                           c.relevance if inputs.has_relevance else None, conv).items():
         spark.sql(f"CREATE OR REPLACE TEMP VIEW {names[name]} AS {query}")
         views.append(names[name])
-    row = spark.sql(
-        f"SELECT (SELECT COUNT(DISTINCT user_id) FROM {names['recommendations']}) AS recs, "
-        f"(SELECT COUNT(DISTINCT user_id) FROM {names['ground_truth']}) AS truth, "
-        f"(SELECT COUNT(*) FROM (SELECT user_id FROM {names['recommendations']} INTERSECT "
-        f"SELECT user_id FROM {names['ground_truth']}) AS b) AS both").collect()[0]
-    inputs.counts.update({k: int(row[k]) for k in ("recs", "truth", "both")})
+    if checked:
+        row = spark.sql(
+            f"SELECT (SELECT COUNT(DISTINCT user_id) FROM {names['recommendations']}) AS recs, "
+            f"(SELECT COUNT(DISTINCT user_id) FROM {names['ground_truth']}) AS truth, "
+            f"(SELECT COUNT(*) FROM (SELECT user_id FROM {names['recommendations']} INTERSECT "
+            f"SELECT user_id FROM {names['ground_truth']}) AS b) AS both").collect()[0]
+        inputs.counts.update({k: int(row[k]) for k in ("recs", "truth", "both")})
+    return views
+
+
+def _check_exactly(spark, inputs: SparkInputs, conv: Convention, names: dict, prefix: str) -> None:
+    """sql/checks.sql over the raw views: the typed error of the first failed check, with its rows."""
+    checks = _checks.checks_query(conv, inputs.by_score, "spark", names)
+    _checks.raise_on_failed_checks(_collect_with_small_shared_ctes(spark, checks, prefix))
+
+
+# -- the per-user array path ------------------------------------------------------------------------
+# Rule: an evaluation on Spark groups each input by user once (sql/spark_user_arrays.sql) and
+# computes per_user.sql's `stats` rows from those arrays (sql/spark_user_stats.sql); the rest of
+# per_user.sql runs unchanged on them. The one exception, a score column with ties='input_order'
+# (which no SQL can express: a table has no row order), takes the long-form path, which raises
+# UnsupportedSQLError.
+
+_RELATIONS = re.compile(r"\b(FROM|JOIN)\s+([a-z_]+)\b")
+
+
+def _uses_arrays(prep, conv: Convention) -> bool:
+    return not (isinstance(prep, SparkInputs) and prep.by_score and conv.ties == "input_order")
+
+
+def _spark_file(name: str, values: dict, names: dict) -> str:
+    """sql/<name>.sql (Spark SQL) with its $parameters as literals and its inputs under ``names``."""
+    text = "\n".join(line.split("--", 1)[0] for line in _sql_files.read(name).splitlines())
+    text = _sql_files._PARAMETER.sub(lambda m: render._literal(values[m.group(1)]).sql("spark"), text)
+    return _RELATIONS.sub(lambda m: f"{m.group(1)} {names.get(m.group(2), m.group(2))}", text)
+
+
+@lru_cache(maxsize=64)
+def _metrics_after_stats(per_user_sql: str, stats_view: str) -> str:
+    """The rendered per_user.sql from its `stats` CTE on: the CTEs after it, reading ``stats_view``."""
+    sqlglot, exp = render._sqlglot()
+    tree = sqlglot.parse_one(per_user_sql, read="spark")
+    ctes = tree.args["with_"].expressions
+    names = [cte.alias for cte in ctes]
+    at = names.index("stats")
+    tree.set("with_", exp.With(expressions=ctes[at + 1:]))
+    missing = {t.name for t in tree.find_all(exp.Table)} & set(names[:at])
+    if missing:
+        raise RankwiseError(f"internal: per_user.sql reads {sorted(missing)} after its `stats` CTE; "
+                            "sql/spark_user_stats.sql computes `stats` only.")
+
+    def rename(node):
+        if isinstance(node, exp.Table) and not node.db and node.name == "stats":
+            new = exp.to_table(stats_view)
+            new.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier("stats")))
+            return new
+        return node
+
+    return tree.transform(rename).sql("spark")
+
+
+def _array_views(spark, prep, request: MetricRequest, conv: Convention, names: dict, prefix: str):
+    """The per-user arrays (materialised; checked when they come from the caller's frames) and the
+    `stats` view over them. Returns the views."""
+    if isinstance(prep, SparkInputs):
+        views = _native_views(spark, prep, conv, names, prefix, checked=False)
+        by_score = prep.by_score
+    else:  # canonical rows from the driver: their ranks 1..n as positions, nothing left to check
+        _to_spark(spark, prep.ground_truth).createOrReplaceTempView(names["ground_truth"])
+        _to_spark(spark, prep.recommendations).createOrReplaceTempView(names["recommendations"])
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {names['recommendations_input']} AS SELECT user_id, item_id, "
+                  f"CAST(rank AS BIGINT) AS position, CAST(NULL AS DOUBLE) AS score FROM {names['recommendations']}")
+        views = [names["ground_truth"], names["recommendations"], names["recommendations_input"]]
+        by_score = False
+    values = {**conv.sql_parameters(), "by_score": int(by_score), "ties": conv.ties, "duplicates": conv.duplicates,
+              "max_rank": min(max(request.ks), 2147483647) if conv.rr_cutoff else 2147483647}
+    # materialised with its lineage cut, not cache(): Spark does not substitute a cached plan read
+    # inside a CTE, and the queries over the arrays are CTEs
+    arrays = spark.sql(_spark_file("spark_user_arrays", values, names)).localCheckpoint()
+    arrays.createOrReplaceTempView(names["user_arrays"])
+    views.append(names["user_arrays"])
+    if isinstance(prep, SparkInputs):
+        row = spark.sql(f"SELECT MAX(suspect) AS suspect, SUM(in_recs) AS recs, SUM(in_truth) AS truth, "
+                        f"SUM(in_recs * in_truth) AS both FROM {names['user_arrays']}").collect()[0]
+        if row["suspect"]:
+            try:
+                _check_exactly(spark, prep, conv, names, prefix)  # raises, with the offending rows
+            except Exception:
+                _drop(spark, views)
+                raise
+        prep.counts.update({k: int(row[k] or 0) for k in ("recs", "truth", "both")})
+    spark.sql(_spark_file("spark_user_stats", values, names)).createOrReplaceTempView(names["stats"])
+    views.append(names["stats"])
     return views
 
 
@@ -208,18 +301,20 @@ class SparkEngine:
     def run(self, prep, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
         prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
-        names = render.relation_names(prefix, None, "spark")
-        if isinstance(prep, SparkInputs):
-            spark = prep.recommendations.sparkSession
-            views, user_dtype = _native_views(spark, prep, conv, names, prefix), None
-        else:
-            spark = session()
-            _to_spark(spark, prep.recommendations).createOrReplaceTempView(names["recommendations"])
-            _to_spark(spark, prep.ground_truth).createOrReplaceTempView(names["ground_truth"])
-            views, user_dtype = [names["recommendations"], names["ground_truth"]], prep.user_dtype
+        names = {**render.relation_names(prefix, None, "spark"),
+                 "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
+        native = isinstance(prep, SparkInputs)
+        spark = prep.recommendations.sparkSession if native else session()
+        user_dtype = None if native else prep.user_dtype
         spark.sql(render.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
-        views += [names["cutoffs"], names["per_user"]]
+        views = [names["cutoffs"], names["per_user"]]
         per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", names)
+        if _uses_arrays(prep, conv):
+            more = _array_views(spark, prep, request, conv, names, prefix)
+            per_user_sql = _metrics_after_stats(per_user_sql, names["stats"])
+        else:
+            more = _native_views(spark, prep, conv, names, prefix)
+        views += more
         with _adaptive_off(spark):  # cache() plans the per-user rows now
             rows = spark.sql(per_user_sql).cache()
         rows.createOrReplaceTempView(names["per_user"])

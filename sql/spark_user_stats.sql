@@ -1,0 +1,59 @@
+-- rankwise on Spark: per_user.sql's `stats` rows (one per evaluated user and k) from the per-user
+-- arrays of sql/spark_user_arrays.sql, with Spark's lambda functions instead of joins and windows.
+-- The rest of per_user.sql (denominators, metrics, empty-input values) then runs on these rows
+-- unchanged (rankwise._spark_backend splices it), so every metric rule stays in per_user.sql.
+--
+-- Input: user_arrays (the output of sql/spark_user_arrays.sql), cutoffs (k).
+-- Parameters: $users, $unjudged, $rr_cutoff, $ideal, $log_base (as in per_user.sql).
+-- Output: per_user.sql's `stats` columns. With `earned` in rank order, the j-th relevant row has
+-- hits_so_far = j, so at k (the relevant rows within k being hit_rows):
+--   hits = |hit_rows|, precision_sum = sum_j j / pos_j, hits_sum = sum_j j,
+--   r_hits = |{j: pos_j <= n_rel}|, dcg = sum over earned rows within k of gain / log_b(pos + 1),
+--   idcg = the same over their gains sorted descending at positions 1, 2, ... ($ideal
+--   'predictions_topk'), over the labels' gains ('labels'), or over k gains of 1 ('k_ones').
+WITH
+universe AS (
+    SELECT a.*
+    FROM user_arrays AS a
+    WHERE (CASE WHEN $users = 'union' THEN 1
+                WHEN $users = 'labels' THEN a.in_truth
+                WHEN $users = 'predictions' THEN a.in_recs
+                ELSE a.in_recs * a.in_truth END) = 1
+      AND ($unjudged = 'keep' OR a.n_judged > 0)
+),
+idcg_ones AS (
+    SELECT CAST(c.k AS BIGINT) AS k,
+           CASE WHEN $ideal = 'k_ones'
+                THEN aggregate(sequence(1, CAST(LEAST(c.k, 10000) AS INT)), 0.0D,
+                               (acc, p) -> acc + 1.0D / (LN(p + 1.0D) / LN($log_base))) END AS idcg
+    FROM cutoffs AS c
+),
+at_k AS (
+    SELECT u.user_id, CAST(c.k AS BIGINT) AS k, u.n_recs, u.n_rel, u.ideal_gains,
+           filter(u.earned, e -> e.pos <= c.k) AS within,
+           filter(u.earned, e -> e.is_rel = 1 AND e.pos <= c.k) AS hit_rows,
+           COALESCE(array_min(transform(filter(u.earned, e -> e.is_rel = 1), e -> e.pos)), 0) AS first_hit,
+           size(filter(u.earned, e -> e.is_rel = 1)) AS hits_all
+    FROM universe AS u
+    CROSS JOIN cutoffs AS c
+)
+SELECT a.user_id, a.k, a.n_recs, a.n_rel,
+       CAST(size(a.hit_rows) AS DOUBLE) AS hits,
+       aggregate(transform(a.hit_rows, (e, j) -> CAST(j + 1 AS DOUBLE) / e.pos), 0.0D, (acc, x) -> acc + x)
+           AS precision_sum,
+       CAST(aggregate(transform(a.hit_rows, (e, j) -> CAST(j + 1 AS BIGINT)), CAST(0 AS BIGINT), (acc, x) -> acc + x)
+            AS DOUBLE) AS hits_sum,
+       CAST(size(filter(a.hit_rows, e -> e.pos <= a.n_rel)) AS DOUBLE) AS r_hits,
+       CASE WHEN $rr_cutoff = 1 AND a.first_hit > a.k THEN 0 ELSE a.first_hit END AS first_hit,
+       a.n_recs + a.n_rel - a.hits_all AS n_candidates,
+       aggregate(a.within, 0.0D, (acc, e) -> acc + e.gain / (LN(e.pos + 1.0D) / LN($log_base))) AS dcg,
+       CASE WHEN $ideal = 'labels'
+            THEN aggregate(transform(a.ideal_gains, (g, i) -> CASE WHEN i < a.k THEN g / (LN((i + 1) + 1.0D) / LN($log_base))
+                                                                   ELSE 0.0D END),
+                           0.0D, (acc, x) -> acc + x)
+            WHEN $ideal = 'k_ones' THEN o.idcg
+            ELSE aggregate(transform(sort_array(transform(a.within, e -> e.gain), false),
+                                     (g, i) -> g / (LN((i + 1) + 1.0D) / LN($log_base))),
+                           0.0D, (acc, x) -> acc + x) END AS idcg
+FROM at_k AS a
+JOIN idcg_ones AS o ON o.k = a.k
