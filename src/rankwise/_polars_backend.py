@@ -137,7 +137,10 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.Da
     their number and the sample standard deviation (rows in (k, user) order: the same sums every run)."""
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
     per_k = per_user_long.group_by("k", maintain_order=True).agg(
-        *[pl.col(m).mean().alias(f"value:{m}") for m in METRIC_COLUMNS],
+        # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
+        # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
+        *[pl.when(pl.col(m).count() > 0).then(pl.col(m).sum() / pl.col(m).count()).alias(f"value:{m}")
+          for m in METRIC_COLUMNS],
         *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
         *[pl.col(m).std(ddof=1).alias(f"sd:{m}") for m in METRIC_COLUMNS],
     )
