@@ -151,3 +151,16 @@ def test_pandas_frames_in_pandas_dtypes(backend):
     truth = pd.DataFrame({"user": ["a", "b"], "item": ["x", "z"]})
     res = rankwise.evaluate(recs, truth, k=2, metrics=["map"], backend=backend)
     assert res.per_user["map@2"].to_list() == [0.5, 0.0]
+
+
+@pytest.mark.parametrize("wrap", ["struct", "list"])
+def test_nested_user_ids_score_like_integer_ids(wrap):
+    """Struct and list user ids take another way through the Polars plan (an as-of join cannot group
+    by them): the same values as the integer ids they wrap, at cutoffs between and beyond the hits."""
+    nest = (lambda c: pl.struct(pl.col(c).alias("id"))) if wrap == "struct" else (lambda c: pl.concat_list(c))
+    ks = [1, 2, 3, 5]
+    plain = rankwise.evaluate(RECS, TRUTH, k=ks, backend="polars").long
+    nested = rankwise.evaluate(RECS.with_columns(nest("user").alias("user")),
+                               TRUTH.with_columns(nest("user").alias("user")), k=ks, backend="polars").long
+    unwrap = pl.col("user").struct.field("id") if wrap == "struct" else pl.col("user").list.first()
+    plt.assert_frame_equal(nested.with_columns(unwrap.alias("user")).sort("user", "k"), plain.sort("user", "k"))

@@ -201,8 +201,13 @@ def _at_cutoffs(rows: pl.LazyFrame, position: str, ks: tuple[int, ...], running:
 
 def _read_back(grid: pl.LazyFrame, at_k: pl.LazyFrame) -> pl.LazyFrame:
     """Per (user, k) row of ``grid`` (in (k, user) order) the values of the user's last bucket at or
-    below k (null before the first)."""
-    return grid.join_asof(at_k, on="k", by=USER, strategy="backward", check_sortedness=False)
+    below k (null before the first). Struct and list ids, which an as-of join cannot group by: the
+    buckets joined on (user, k), then carried forward over each user's rows (k ascending)."""
+    if not grid.collect_schema()[USER].is_nested():
+        return grid.join_asof(at_k, on="k", by=USER, strategy="backward", check_sortedness=False)
+    carried = [c for c in at_k.collect_schema().names() if c not in (USER, "k")]
+    return (grid.join(at_k, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(pl.col(carried).forward_fill().over(USER)))
 
 
 def _discount(log_base: float):
