@@ -21,7 +21,8 @@ import polars as pl
 
 from . import _checks, _sql_files, render
 from ._inputs import USER, Columns
-from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
+from ._engine import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
+                      polars_examples)
 from .conventions import Convention
 from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
                      MissingColumnError, MissingDependencyError, RankwiseError)
@@ -321,11 +322,15 @@ class SparkEngine:
         try:
             with _adaptive_off(spark):
                 summary = _collect_with_small_shared_ctes(spark, summary_sql, prefix)
-                counts = spark.sql(COUNTS_SQL.format(per_user=names["per_user"])).collect()[0].asDict()
-                examples = {knob: _canonical(to_polars(spark.sql(examples_sql(names["per_user"], condition))),
-                                             user_dtype, ("n_recs", "n_rel"))
-                            for knob, condition, _, _ in error_rules(conv)}
-            per_user = _canonical(to_polars(rows.orderBy("k", USER)), user_dtype) if collect else rows
+                if collect:  # one Spark job: the counts, examples and (k, user) order come from the driver's copy
+                    per_user = _canonical(to_polars(rows), user_dtype).sort("k", USER)
+                    counts, examples = polars_counts(per_user), polars_examples(per_user, conv)
+                else:
+                    per_user = rows
+                    counts = spark.sql(COUNTS_SQL.format(per_user=names["per_user"])).collect()[0].asDict()
+                    examples = {knob: _canonical(to_polars(spark.sql(examples_sql(names["per_user"], condition))),
+                                                 user_dtype, ("n_recs", "n_rel"))
+                                for knob, condition, _, _ in error_rules(conv)}
         finally:
             if collect:
                 rows.unpersist()
