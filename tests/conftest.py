@@ -67,7 +67,11 @@ def pytest_collection_modifyitems(config, items):
     """In a module with ONE_CASE_ON_SLOW_BACKENDS = True, a test parametrized over more than the backend
     runs every case on the fast backends and its first case on each slow one, and if the module names
     SLOW_BACKEND_TESTS only those run on the slow ones (deselected, not skipped; --spark-heavy runs
-    them all)."""
+    them all). Every Spark test joins one xdist group: with ``--dist loadgroup`` (CI) one worker runs
+    them all on one warmed-up JVM instead of each worker starting its own."""
+    for item in items:
+        if "spark" in item.nodeid.lower():
+            item.add_marker(pytest.mark.xdist_group("spark"))
     if config.getoption("--spark-heavy"):
         return
     seen, keep, dropped = set(), [], []
