@@ -32,10 +32,13 @@ def big():
 # not the conftest's `backend` parametrization: PostgreSQL (parallel workers off) and Spark are not run at 100k here
 @pytest.mark.parametrize("engine", ["polars", "duckdb"])
 @pytest.mark.parametrize("convention", ["default", "trec_eval"])  # ideal DCG from the top k / from the labels
-def test_per_user_values_and_means_are_bit_identical_run_after_run(big, engine, convention):
+@pytest.mark.parametrize("form", ["long", "list"])  # list form: the Polars engine's position-by-position path
+def test_per_user_values_and_means_are_bit_identical_run_after_run(big, engine, convention, form):
     """And the means over those rows (DuckDB's parallel AVG adds in thread order: its summary runs
     on one thread). Spark and PostgreSQL: tests/test_runs.py, on fewer users."""
     recs, truth = big
+    if form == "list":
+        recs = recs.sort("user", "rank").group_by("user", maintain_order=True).agg("item")
     runs = [rankwise.evaluate(recs, truth, k=[5, 10, 20], backend=engine, convention=convention) for _ in range(3)]
     for other in runs[1:]:
         assert runs[0].per_user.equals(other.per_user)

@@ -25,6 +25,11 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
 
     With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
     """
+    from . import _polars_positions as positions
+
+    engine = "streaming" if memory_limit is not None else "auto"
+    if prep.rec_lists is not None and positions.applies_to(conv, ks) and (levels := positions.levels(prep)) is not None:
+        return positions.per_user(prep, ks, conv, beta, levels, engine).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
     discount = _discount(conv.log_base)
@@ -128,7 +133,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     return (
         stats.with_columns(**{m.name: empty(m.build(conv, beta)) for m in REGISTRY if m.level == "user"})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
-        .collect(engine="streaming" if memory_limit is not None else "auto")
+        .collect(engine=engine)
     )
 
 
