@@ -14,7 +14,7 @@ the order the long-form plan sums its rank-ordered rows in, so the values are th
 
 Item j's label is looked up with one ``list.contains`` per relevance level (the distinct positive
 relevance values; a binary run has one level) in the user's labels of that level that are among the
-first K items (one ``list.set_intersection`` first: the lists scanned K times shrink to the hits).
+first K items (found first: the lists scanned K times shrink to the hits).
 This path serves list-form recommendations when ``applies_to`` the convention and cutoffs and the
 labels have at most MAX_LEVELS relevance values; otherwise the long-form plan does (the rule is
 documented in the README's list-form paragraph).
@@ -102,8 +102,11 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # item j's label at each level (levels that neither count as relevant nor earn a gain are skipped)
     used = [i for i in range(len(rel_levels)) if relevant_level[i] or level_gain[i] != 0]
     top = pl.col("_top")
-    # the labels among the first K items (about 2 of 12 here): each position then scans only those
-    users = users.with_columns(**{f"_found{i}": pl.col(f"_level{i}").list.set_intersection(top) for i in used})
+    # the labels among the first K items (about 2 of 12 here): each position then scans only those.
+    # As labels - (labels - top): two set differences took 1.0 s where set_intersection took 1.4 s
+    # (1M users, K = 100)
+    users = users.with_columns(**{f"_found{i}": pl.col(f"_level{i}").list.set_difference(
+        pl.col(f"_level{i}").list.set_difference(top)) for i in used})
     frame = users.with_columns(**{
         f"_f{i}_{j}": pl.col(f"_found{i}").list.contains(top.list.get(j - 1, null_on_oob=True)).fill_null(False)
         for i in used for j in positions})

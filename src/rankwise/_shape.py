@@ -103,6 +103,11 @@ def raise_on_non_finite(rows: pl.DataFrame, raw_summary: pl.DataFrame, request: 
     Run on the engine's rows (NULL = undefined, so a NaN there is an overflow) and its summary.
     """
     names = list(dict.fromkeys(internal_name(n) for n in request.names))
+    # a NaN or infinite value makes its metric's sum, so its mean and sd, NaN or infinite: when every
+    # mean and sd of the summary is finite (or null), no row needs a look (a scan of users x k rows)
+    if set(names) <= set(raw_summary["metric"]) and raw_summary.filter(
+            ~pl.col("value").is_finite() | ~pl.col("sd").is_finite()).height == 0:
+        return
     rows = rows.filter(pl.any_horizontal([pl.col(n).is_nan() | pl.col(n).is_infinite() for n in names]))
     means = raw_summary.filter(pl.col("metric").is_in(names) & (pl.col("value").is_nan() | pl.col("value").is_infinite()))
     if not rows.height and not means.height:
