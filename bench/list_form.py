@@ -9,7 +9,8 @@ macros test every row for repeated / null items; evaluate() runs its usual check
   k10   every per-user metric at k = 10
 Tools: polars-expr (rankwise.expr.metrics, binary relevance), polars-expr-graded (relevance list,
 default convention: exp2 gain), duckdb-macro (sql/macros.sql, binary), evaluate-polars /
-evaluate-duckdb (rankwise.evaluate on the list-form frames).
+evaluate-duckdb (rankwise.evaluate on the list-form frames), evaluate-polars-graded (the same with the
+relevance list).
 
 Usage: python bench/list_form.py [--users 1M] [--tools polars-expr,duckdb-macro,...] [--configs all,k10]
 Prints one line per (tool, config): seconds (best of --reps).
@@ -26,7 +27,8 @@ import pyarrow as pa
 
 KS_ALL = [1, 5, 10, 20, 50, 100]
 NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision"]
-TOOLS = ["polars-expr", "polars-expr-graded", "duckdb-macro", "evaluate-polars", "evaluate-duckdb"]
+TOOLS = ["polars-expr", "polars-expr-graded", "duckdb-macro", "evaluate-polars", "evaluate-duckdb",
+         "evaluate-polars-graded"]
 
 
 def make(n: int, seed: int = 42, length: int = 100) -> pl.DataFrame:
@@ -72,6 +74,8 @@ def run(tool: str, ks: list[int], df: pl.DataFrame):
     backend = tool.split("-")[1]
     recs = df.select("user", pl.col("recs").alias("item"))
     truth = df.select("user", pl.col("truth").alias("item"))
+    if tool.endswith("graded"):  # the relevance list: four levels 0-3, exp2 gain
+        truth = truth.with_columns(df["rel"].alias("relevance"))
     return rankwise.evaluate(recs, truth, k=ks, metrics=NAMES, backend=backend).per_user
 
 
