@@ -60,7 +60,8 @@ def _labels(prep: Prepared, rel_levels: list[float], relevant_level: list[bool],
             USER, (n if relevant_level[0] else pl.lit(0, dtype=pl.Int64)).alias("n_rel"), n.alias("n_judged"),
             pl.col(ITEM).alias("_level0"), pl.lit(1).alias("in_truth"))
     is_rel = ((pl.col(REL) > 0) & (pl.col(REL) >= thr)).fill_null(False)
-    return prep.truth.group_by(USER).agg(
+    # in input order: ground truth ordered like the recommendations then needs no join (_everyone)
+    return prep.truth.group_by(USER, maintain_order=True).agg(
         is_rel.sum().cast(pl.Int64).alias("n_rel"), pl.col(ITEM).count().cast(pl.Int64).alias("n_judged"),
         *[pl.col(ITEM).filter(pl.col(REL) == v).alias(f"_level{i}") for i, v in enumerate(rel_levels)],
         pl.lit(1).alias("in_truth"))
@@ -102,11 +103,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # item j's label at each level (levels that neither count as relevant nor earn a gain are skipped)
     used = [i for i in range(len(rel_levels)) if relevant_level[i] or level_gain[i] != 0]
     top = pl.col("_top")
-    # the labels among the first K items (about 2 of 12 here): each position then scans only those.
-    # As labels - (labels - top): two set differences took 1.0 s where set_intersection took 1.4 s
-    # (1M users, K = 100)
-    users = users.with_columns(**{f"_found{i}": pl.col(f"_level{i}").list.set_difference(
-        pl.col(f"_level{i}").list.set_difference(top)) for i in used})
+    # the labels among the first K items (about 2 of 12 here): each position then scans only those
+    # (cutting all levels' labels at once first, then each level to those, measured slower)
+    users = users.with_columns(**{f"_found{i}": _within(pl.col(f"_level{i}"), top) for i in used})
     frame = users.with_columns(**{
         f"_f{i}_{j}": pl.col(f"_found{i}").list.contains(top.list.get(j - 1, null_on_oob=True)).fill_null(False)
         for i in used for j in positions})
@@ -160,6 +159,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     wide = frame.select(USER, "n_recs", "n_rel", *[e for k in ks for e in at(k)]).collect(engine=engine)
     return pl.concat([wide.lazy().select(USER, pl.lit(k, dtype=pl.Int64).alias("k"), "n_recs", "n_rel",
                                          *[pl.col(f"{m.name}@{k}").alias(m.name) for m in METRICS]) for k in ks])
+
+
+def _within(labels: pl.Expr, items: pl.Expr) -> pl.Expr:
+    """The labels that are among the items, as labels - (labels - items): two set differences took
+    1.0 s where set_intersection took 1.4 s (1M users, 12 labels and 100 items each)."""
+    return labels.list.set_difference(labels.list.set_difference(items))
 
 
 class _Ideal:
