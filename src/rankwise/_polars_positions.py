@@ -10,7 +10,8 @@ nothing is exploded or joined row by row. Per user, with K = max(ks), for positi
 and at each cutoff k the statistics of ``sql/per_user.sql`` are running sums read at position k:
 hits = C_k, precision_sum = sum_{j<=k} h_j C_j / j, hits_sum = sum h_j C_j, r_hits = sum h_j [j <= n_rel],
 dcg = sum g_j / log_b(j + 1), first_hit = the first j <= k with h_j. The sums run in position order,
-the order the long-form plan sums its rank-ordered rows in, so the values are the same.
+the order the long-form plan sums its rank-ordered rows in (the ideal DCG adds up per relevance
+level instead: equal to the long plan's to 1e-12, tests/test_list_positions.py).
 
 Item j's label is looked up with one ``list.contains`` per relevance level (the distinct positive
 relevance values; a binary run has one level) in the user's labels of that level that are among the
