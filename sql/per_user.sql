@@ -54,8 +54,12 @@ label_stats AS (
     FROM labels AS l
     GROUP BY l.user_id
 ),
+-- n_recs = the largest rank of a row with an item: ranks are positions 1..n, so it is the list length
+-- even when only some of a list's rows are given (sql/list_rows.sql hands over the rows that can earn
+-- and the last one); an empty list's marker row (NULL item, whatever its rank) counts 0
 rec_stats AS (
-    SELECT r.user_id, 1 AS in_recs, CAST(COUNT(r.item_id) AS BIGINT) AS n_recs
+    SELECT r.user_id, 1 AS in_recs,
+           CAST(COALESCE(MAX(CASE WHEN r.item_id IS NOT NULL THEN r.rank END), 0) AS BIGINT) AS n_recs
     FROM recommendations AS r
     GROUP BY r.user_id
 ),

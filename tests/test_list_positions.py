@@ -1,8 +1,9 @@
-"""The Polars engine's list-form path (rankwise._polars_positions) against DuckDB's long-form SQL.
+"""The engines' list-form paths against DuckDB's long-form SQL.
 
-List-form recommendations are scored position by position on the lists; the same data in long form
-goes through ``sql/per_user.sql`` on DuckDB, an independent implementation. Per-user values must agree
-to 1e-12 for graded and binary relevance, short lists, k beyond the lists, users on one
+List-form recommendations are scored position by position on the lists by the Polars engine
+(rankwise._polars_positions), and by the DuckDB engine over the rows ``sql/list_rows.sql`` finds on
+the lists; the same data in long form goes through ``sql/per_user.sql`` over every row. Per-user
+values must agree to 1e-12 for graded and binary relevance, short lists, k beyond the lists, users on one
 side only, and every preset the path serves; a spy checks the list path really ran.
 """
 
@@ -49,15 +50,16 @@ def test_list_path_equals_long_form_sql(monkeypatch, convention, graded):
     ran = []
     real = _polars_positions.per_user
     monkeypatch.setattr(_polars_positions, "per_user", lambda *a, **kw: ran.append(1) or real(*a, **kw))
-    got = rankwise.evaluate(lists, labels, k=ks, backend="polars", convention=convention).per_user
     want = rankwise.evaluate(long, labels, k=ks, backend="duckdb", convention=convention).per_user
+    for backend in ("polars", "duckdb"):
+        got = rankwise.evaluate(lists, labels, k=ks, backend=backend, convention=convention).per_user
+        assert got.columns == want.columns and got["user"].to_list() == want["user"].to_list()
+        for col in got.columns[1:]:
+            for user, a, b in zip(got["user"], got[col], want[col]):
+                same = (a is None and b is None) or (a is not None and b is not None and (
+                    (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(b))))
+                assert same, (backend, convention, col, user, a, b)
     assert ran == ([1] if _polars_positions.applies_to(conv, ks) else [])
-    assert got.columns == want.columns and got["user"].to_list() == want["user"].to_list()
-    for col in got.columns[1:]:
-        for user, a, b in zip(got["user"], got[col], want[col]):
-            same = (a is None and b is None) or (a is not None and b is not None and (
-                (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(b))))
-            assert same, (convention, col, user, a, b)
 
 
 def test_the_path_serves_the_default_convention():

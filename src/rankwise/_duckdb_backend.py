@@ -46,39 +46,13 @@ class DuckDBEngine:
                          "but some operators need their working set in memory.") from error
 
 
-# list-form recommendations unnested by DuckDB: the rows _inputs._exploded makes (positions 1..n; an
-# empty list keeps one row of nulls), without building them in Polars first. Only positions up to
-# $reach, the largest k, are read: a row below it earns nothing when RR looks within k only, and
-# the list length a cut list leaves in per_user.sql's n_recs, min(n, reach), gives every metric the
-# same value (it meets k <= reach only in least(k, n_recs) and least(k, n_recs + n_rel - hits)); the
-# output's n_recs is set back to the list length.
-_LIST_RECOMMENDATIONS = """
-CREATE OR REPLACE TEMP VIEW recommendations AS
-SELECT l.user_id,
-       UNNEST(CASE WHEN COALESCE(len(l.item_id), 0) = 0 THEN [NULL]
-                   ELSE range(1, LEAST(len(l.item_id), $reach) + 1) END) AS rank,
-       UNNEST(CASE WHEN COALESCE(len(l.item_id), 0) = 0 THEN [NULL]
-                   ELSE list_slice(l.item_id, 1, $reach) END) AS item_id
-FROM rec_lists AS l
-"""
-_LIST_LENGTHS = "rows.* REPLACE (CAST(COALESCE(len(l.item_id), 0) AS BIGINT) AS n_recs)"
-
-
-def _cut_lists(prep: Prepared, request: MetricRequest, conv: Convention) -> bool:
-    """Read list-form recommendations through _LIST_RECOMMENDATIONS when the largest k cuts some
-    list. Uncut, the view is slower than the rows Polars builds (it is unnested once for each read:
-    at 1M users x 100, k up to 100, about 27 s against 18-27 s)."""
-    return (prep.rec_lists is not None and conv.rr_cutoff
-            and max(request.ks) < (prep.rec_lists["item_id"].list.len().max() or 0))
-
-
 def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest, conv: Convention) -> Output:
-    per_user_rows, lists_join = "rows.*", ""
-    for name in ("recommendations", "ground_truth"):
-        if name == "recommendations" and _cut_lists(prep, request, conv):
+    for name in ("ground_truth", "recommendations"):
+        if name == "recommendations" and prep.rec_lists is not None:
+            # list form: DuckDB finds the rows that can earn on the lists (sql/list_rows.sql) instead
+            # of reading every row (1M users x 100: 100M rows)
             con.register("rec_lists", prep.rec_lists)
-            con.execute(_LIST_RECOMMENDATIONS.replace("$reach", str(int(max(request.ks)))))
-            per_user_rows, lists_join = _LIST_LENGTHS, "LEFT JOIN rec_lists AS l ON l.user_id = rows.user_id"
+            con.execute(f"CREATE OR REPLACE TEMP TABLE recommendations AS {_sql_files.read('list_rows')}")
         elif name in prep.sources:
             # the validated Parquet file, read by DuckDB itself (same renames and casts as the Polars
             # scan): no copy of a 100M-row table through Polars, and DuckDB can spill it
@@ -87,8 +61,8 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
             con.register(name, getattr(prep, name))
     con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
     sql = _sql_files.read("per_user")
-    con.execute(f"CREATE TEMP TABLE per_user AS SELECT {per_user_rows} FROM ({sql}) AS rows {lists_join} "
-                "ORDER BY rows.k, rows.user_id", _sql_files.bind(sql, conv, request.beta))
+    con.execute(f"CREATE TEMP TABLE per_user AS SELECT * FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
+                _sql_files.bind(sql, conv, request.beta))
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
     summary_sql = _sql_files.read("summary")
