@@ -104,10 +104,12 @@ def polars_output(per_user: pl.DataFrame, summary: pl.DataFrame, conv: Conventio
 def polars_counts(long: pl.DataFrame) -> dict[str, int]:
     """COUNTS_SQL in Polars, for engines that hold the per-user rows as a Polars frame."""
     user = pl.col("user_id")
+    # every user has a row at every k, and n_rel, n_recs do not depend on k: one k's rows count them
+    first_k = pl.col("k") == pl.col("k").min()
     row = long.select(
-        user.n_unique().alias("users"),
-        user.filter(pl.col("n_rel") == 0).n_unique().alias("no_labels"),
-        user.filter((pl.col("n_rel") > 0) & (pl.col("n_recs") == 0)).n_unique().alias("no_predictions"),
+        user.filter(first_k).n_unique().alias("users"),
+        user.filter(first_k & (pl.col("n_rel") == 0)).n_unique().alias("no_labels"),
+        user.filter(first_k & (pl.col("n_rel") > 0) & (pl.col("n_recs") == 0)).n_unique().alias("no_predictions"),
         user.filter((pl.col("n_rel") > 0) & (pl.col("n_recs") > 0) & pl.col("ndcg").is_null())
         .n_unique().alias("zero_ideal"),
     ).row(0, named=True)

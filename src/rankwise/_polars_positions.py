@@ -119,7 +119,6 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         terms = [pl.when(pl.col(f"_f{i}_{j}")).then(level_gain[i]).otherwise(0.0) for i in used if level_gain[i] != 0]
         return pl.sum_horizontal(terms) if terms else pl.lit(0.0)
 
-    frame = frame.with_columns(*[hit(j).alias(f"_h{j}") for j in positions])
     # position by position, every running sum adds its term (in position order: the long-form plan's
     # order); at each cutoff the sums are kept as <name>@k
     counted = [i for i in used if level_gain[i] != 0] if conv.ideal == "predictions_topk" else []
@@ -128,7 +127,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
                                _precision_sum=zero, _dcg=zero, **{f"_n{i}": zero_int for i in counted})
     cuts = set(ks)
     for j in positions:
-        h, c = pl.col(f"_h{j}"), pl.col("_c") + pl.col(f"_h{j}")  # c: the hits within the first j
+        h = hit(j)
+        c = pl.col("_c") + h  # the hits within the first j
         frame = frame.with_columns(
             _c=c,
             _precision_sum=pl.col("_precision_sum") + pl.when(h == 1).then(c.cast(pl.Float64) / j).otherwise(0.0),
