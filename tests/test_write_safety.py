@@ -306,10 +306,34 @@ def test_a_held_duckdb_file_is_retried_then_write_locked_error(result, tmp_path,
     assert_complete_runs(target, 1)
 
 
+def test_a_duckdb_file_still_being_created_is_waited_for(result, tmp_path):
+    """Another process has created the file but not yet written DuckDB's headers: DuckDB calls it
+    invalid. The fresh-clone CI saw this in test_two_processes_appending_at_once_lose_nothing; the
+    write must wait, not fail."""
+    import threading
+
+    target, ready = tmp_path / "runs.duckdb", tmp_path / "ready.duckdb"
+    duckdb.connect(str(ready)).close()  # a complete new database file
+    target.write_bytes(b"\0" * 100)  # what a process writing one shows for a moment
+
+    def finish_creating():
+        time.sleep(0.2)
+        os.replace(ready, target)
+
+    creator = threading.Thread(target=finish_creating)
+    creator.start()
+    try:
+        result.write(target)
+    finally:
+        creator.join()
+    assert_complete_runs(target, 1)
+
+
 @pytest.mark.parametrize("target", [*FILE_TARGETS.values(), "runs.duckdb", "delta"])
 def test_a_corrupt_existing_target_is_a_write_error(result, tmp_path, target):
     if target == "runs.duckdb":
-        (tmp_path / target).write_bytes(b"not a database" * 100)
+        # longer than DuckDB's headers (a shorter file may be another process's new file: waited for)
+        (tmp_path / target).write_bytes(b"not a database" * 1000)
         path = tmp_path / target
     elif target == "delta":
         (tmp_path / "d" / "per_user" / "_delta_log").mkdir(parents=True)

@@ -411,12 +411,18 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
 
 
 def _duckdb_connect(duckdb, path: Path):
-    """Open the file; another process holding it is waited for (backoff), then WriteLockedError."""
+    """Open the file; another process holding it, or still writing a new file's headers (a file
+    shorter than DuckDB's three 4 KiB header blocks that DuckDB calls invalid), is waited for
+    (backoff), then WriteLockedError."""
     for attempt in range(LOCK_RETRIES + 1):
         try:
             return duckdb.connect(str(path))
         except duckdb.IOException as error:
-            if "lock" not in str(error).lower():
+            being_created = "not a valid duckdb database" in str(error).lower() and _size(path) < 3 * 4096
+            if "lock" not in str(error).lower() and not being_created:
+                raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
+                                 hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
+            if attempt == LOCK_RETRIES and being_created:
                 raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
                                  hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
             if attempt == LOCK_RETRIES:
@@ -429,6 +435,13 @@ def _duckdb_connect(duckdb, path: Path):
             raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
                              hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
     raise AssertionError("unreachable")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
