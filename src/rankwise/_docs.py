@@ -9,6 +9,27 @@ from __future__ import annotations
 from .conventions import PRESETS, Convention, knob_documentation
 from .metrics import KNOBS_BY_METRIC, REGISTRY
 
+def _list_example(metric: str) -> str:
+    """The metric on list columns (docs/expressions.md): the Polars expression and the DuckDB macro on
+    one small row, which must give the same value."""
+    import duckdb
+    import polars as pl
+
+    from . import expr
+
+    name = "f1" if metric == "fbeta" else metric
+    recs, truth, k = [1, 2, 3, 4], [2, 4, 5], 3
+    value = pl.DataFrame({"recs": [recs], "truth": [truth]}).select(getattr(expr, name)("recs", "truth", k=k)).item()
+    with duckdb.connect() as con:
+        expr.install_duckdb(con)
+        macro = con.execute(f"SELECT rankwise_{name}({recs}, {truth}, {k})").fetchone()[0]
+    assert abs(value - macro) <= 1e-12, (metric, value, macro)
+    return (f"On list columns (one row per user, [expressions.md](expressions.md)): "
+            f'`rankwise.expr.{name}("recs", "truth", k={k})` in Polars, `rankwise_{name}(recs, truth, {k})` in '
+            f"DuckDB (`sql/macros.sql`). With recs = {recs} and truth = {truth}, both give {value:.6g} "
+            "under the default convention.")
+
+
 def render() -> str:
     knobs = knob_documentation()
     out = [
@@ -35,6 +56,8 @@ def render() -> str:
         varying = [k for k in relevant if len({repr(getattr(p, k)) for p in presets}) > 1]
         out += ["", f"## {title}", "", f"Formula: {formula}", "",
                 "Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]
+        if m.level == "user" and m.needs == ("recommendations", "ground_truth"):
+            out += [_list_example(metric), ""]
         missing = [p.name for p in PRESETS.values() if p not in presets]
         if missing:
             out += ["Not defined by: " + ", ".join(missing) + ".", ""]
