@@ -63,7 +63,7 @@ from .conventions import Convention, resolve
 from .errors import DuplicateItemError, InvalidRelevanceError, NullValueError, ParameterError
 
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg",
-           "hit_rate", "r_precision", "metrics", "check_lists", "install_duckdb"]
+           "hit_rate", "r_precision", "novelty", "arp", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
 Column = str | pl.Expr
@@ -204,6 +204,71 @@ def r_precision(recs: Column, truth: Column, *, k: int, relevance: Column | None
 
 
 ap, ar, rr = map, mar, mrr
+
+
+# -- popularity metrics: the side data as a list column parallel to recs ------------------------
+
+
+def novelty(popularity: Column, *, k: int, n_users: int | float | pl.Expr,
+            convention: str | Convention = "default") -> pl.Expr:
+    """Novelty@k = mean over the first k items of -log_b(max(pop_i, 1) / U_T).
+
+    ``popularity``: a list column parallel to the recommendations, each item's train popularity
+    (distinct users or rows: computed by you, so the ``popularity`` knob is yours to apply); null or 0
+    for a cold item. ``n_users``: U_T, the train users (or rows). Knobs: ``cold_items`` ('as_one':
+    max(pop, 1); 'drop': left out of the mean; 'zero_novelty': the item adds 0), ``list_denominator``
+    ('n_u': the items counted; 'k'), ``novelty_normalize`` ('log_users': divide by ln U_T instead of
+    ln b), ``info_log_base`` b. A null list (user absent) or no item to average over is NaN.
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"pop": [[4, 1, None]]})  # U_T = 8: -log2(4/8) = 1, -log2(1/8) = 3, cold: 3
+    >>> round(df.select(novelty("pop", k=3, n_users=8)).item(), 12)
+    2.333333333333
+    """
+    conv = resolve(convention)
+    pop, k = _popularity_head(popularity, k), _check_k(k)
+    total = (n_users if isinstance(n_users, pl.Expr) else pl.lit(float(n_users))).cast(pl.Float64)
+    log_den = total.log() if conv.novelty_normalize == "log_users" else pl.lit(math.log(conv.info_log_base))
+    # sum of -ln(max(pop, 1) / U_T) = n ln U_T - sum ln max(pop, 1) over the items with a term
+    # (the lists are read without U_T: a list.eval cannot see another column)
+    with_term = ~_cold(_E) if conv.cold_items in ("drop", "zero_novelty") else pl.lit(True)
+    n_terms = pop.list.eval(with_term.cast(pl.Float64)).list.sum()
+    ln_pop = pop.list.eval(pl.when(with_term).then(pl.max_horizontal(_E.fill_null(0), pl.lit(1.0)).log())
+                           .otherwise(0.0)).list.sum()
+    value = _popularity_mean(pop, (n_terms * total.log() - ln_pop) / log_den, conv, k)
+    if conv.novelty_normalize == "log_users":
+        value = pl.when(total > 1).then(value).otherwise(pl.lit(NAN))
+    return value.alias(f"novelty@{k}")
+
+
+def arp(popularity: Column, *, k: int, convention: str | Convention = "default") -> pl.Expr:
+    """ARP@k = mean over the first k items of pop_i (a cold item: 0, or left out with
+    ``cold_items='drop'``); ``popularity`` and the denominator as in :func:`novelty`.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"pop": [[4, 1, None]]}).select(arp("pop", k=3)).item()
+    1.6666666666666667
+    """
+    conv = resolve(convention)
+    pop, k = _popularity_head(popularity, k), _check_k(k)
+    counted = ~_cold(_E) if conv.cold_items == "drop" else pl.lit(True)
+    total = pop.list.eval(pl.when(counted).then(_E.fill_null(0.0)).otherwise(0.0)).list.sum()
+    return _popularity_mean(pop, total, conv, k).alias(f"arp@{k}")
+
+
+def _popularity_head(popularity: Column, k) -> pl.Expr:
+    return _as_expr(popularity, "popularity").cast(pl.List(pl.Float64)).list.head(_check_k(k))
+
+
+def _cold(pop: pl.Expr) -> pl.Expr:
+    return pop.is_null() | (pop == 0)
+
+
+def _popularity_mean(pop: pl.Expr, total: pl.Expr, conv: Convention, k: int) -> pl.Expr:
+    """``total`` (a sum over the counted items) / the list denominator (NaN when it is 0 or the list null)."""
+    counted = ~_cold(_E) if conv.cold_items == "drop" else pl.lit(True)
+    den = pl.lit(float(k)) if conv.list_denominator == "k" else pop.list.eval(counted.cast(pl.Float64)).list.sum()
+    return pl.when(pop.is_not_null() & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
 
 
 def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Iterable[str] | None = None,
