@@ -203,3 +203,34 @@ CREATE OR REPLACE MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'exp2'
                                                            gain, relevance_threshold)) END), 1, k),
                      lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, zero_ideal),
         empty_labels, empty_predictions, duplicates) END;
+
+-- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's
+-- train popularity, a list parallel to the recommendations (NULL or 0: a cold item); n_users = U_T.
+--   SELECT rankwise_novelty(pop, 10, 5000), rankwise_arp(pop, 10) FROM t
+-- the items of the first k that count (cold_items = 'drop' leaves cold ones out)
+CREATE OR REPLACE MACRO rankwise__counted(top, cold_items) AS
+    len(list_filter(top, lambda p: NOT (cold_items = 'drop' AND coalesce(p, 0) = 0)));
+
+-- total / the list denominator: k, or the items counted; NaN for a NULL list or a zero denominator
+CREATE OR REPLACE MACRO rankwise__pop_mean(top, total, k, cold_items, list_denominator) AS
+    CASE WHEN top IS NULL THEN 'NaN'::DOUBLE
+         WHEN (CASE WHEN list_denominator = 'k' THEN k ELSE rankwise__counted(top, cold_items) END) = 0
+         THEN 'NaN'::DOUBLE
+         ELSE total / (CASE WHEN list_denominator = 'k' THEN k ELSE rankwise__counted(top, cold_items) END) END;
+
+CREATE OR REPLACE MACRO rankwise_arp(popularity, k, cold_items := 'as_one', list_denominator := 'n_u') AS
+    rankwise__pop_mean(popularity[1:k],
+        coalesce(list_sum(list_transform(popularity[1:k], lambda p:
+            CASE WHEN cold_items = 'drop' AND coalesce(p, 0) = 0 THEN 0.0 ELSE CAST(coalesce(p, 0) AS DOUBLE) END)), 0.0),
+        k, cold_items, list_denominator);
+
+CREATE OR REPLACE MACRO rankwise_novelty(popularity, k, n_users, cold_items := 'as_one', list_denominator := 'n_u',
+                                         novelty_normalize := 'none', info_log_base := 2.0) AS
+    CASE WHEN novelty_normalize = 'log_users' AND n_users <= 1 THEN 'NaN'::DOUBLE
+         ELSE rankwise__pop_mean(popularity[1:k],
+             coalesce(list_sum(list_transform(popularity[1:k], lambda p:
+                 CASE WHEN coalesce(p, 0) = 0 AND cold_items IN ('drop', 'zero_novelty') THEN 0.0
+                      ELSE -ln(CAST(greatest(coalesce(p, 0), 1) AS DOUBLE) / n_users)
+                           / (CASE WHEN novelty_normalize = 'log_users' THEN ln(n_users) ELSE ln(info_log_base) END)
+                 END)), 0.0),
+             k, cold_items, list_denominator) END;

@@ -1,5 +1,6 @@
-"""rankwise.expr.novelty and arp on list columns against evaluate(..., train=...) under every convention
-that differs in their knobs: the popularity list is computed here from the same train rows."""
+"""rankwise.expr.novelty and arp on list columns, and their DuckDB macros (sql/macros.sql), against
+evaluate(..., train=...) under every convention that differs in their knobs: the popularity list is
+computed here from the same train rows."""
 
 from __future__ import annotations
 
@@ -49,5 +50,32 @@ def test_novelty_and_arp_expressions_equal_evaluate(convention, k):
         expected = f"{metric}@{k}"
         column = expected + "_expr" if expected + "_expr" in want.columns else expected + "_right"
         for user, a, b in want.select("user", expected, column).iter_rows():
+            same = (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a))
+            assert same, (convention, metric, user, a, b)
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_novelty_and_arp_macros_equal_evaluate(convention):
+    import duckdb
+
+    recs, train = _data()
+    conv, k = resolve(convention), 3
+    got = rankwise.evaluate(recs, None, k=k, metrics=["novelty", "arp"], train=train, backend="duckdb",
+                            convention=convention).per_user
+    total = train["user"].n_unique() if conv.popularity == "users" else train.height
+    knobs = (f"cold_items := '{conv.cold_items}', list_denominator := '{conv.list_denominator}'")
+    with duckdb.connect() as con:
+        expr.install_duckdb(con)
+        con.register("nov", _with_popularity(recs, train, conv.popularity))
+        con.register("arp", _with_popularity(recs, train, conv.arp_popularity))
+        macros = con.sql(f"""
+            SELECT n.user, rankwise_novelty(n.pop, {k}, {total}, {knobs},
+                                            novelty_normalize := '{conv.novelty_normalize}',
+                                            info_log_base := {conv.info_log_base!r}) AS novelty,
+                   rankwise_arp(a.pop, {k}, {knobs}) AS arp
+            FROM nov AS n JOIN arp AS a ON a.user = n.user""").pl()
+    both = got.join(macros, on="user")
+    for metric in ("novelty", "arp"):
+        for user, a, b in both.select("user", f"{metric}@{k}", metric).iter_rows():
             same = (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a))
             assert same, (convention, metric, user, a, b)
