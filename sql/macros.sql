@@ -234,3 +234,34 @@ CREATE OR REPLACE MACRO rankwise_novelty(popularity, k, n_users, cold_items := '
                            / (CASE WHEN novelty_normalize = 'log_users' THEN ln(n_users) ELSE ln(info_log_base) END)
                  END)), 0.0),
              k, cold_items, list_denominator) END;
+
+-- ILD on one row, as rankwise.expr.ild: embeddings = each recommended item's feature vector, a list
+-- parallel to the recommendations (NULL: no features). m = the first k vectors that are neither NULL
+-- nor zero; sum over pairs of 1 - cos = m(m-1)/2 - (|sum of unit vectors|^2 - m) / 2, divided by the
+-- pairs or (ild_denominator = 'n_u', Evidently) by m; m < 2: NaN or (ild_short = 'zero') 0. A row
+-- evaluate() would reject (vectors of different lengths, a NULL or non-finite component) is NaN.
+--   SELECT rankwise_ild(vectors, 10) FROM t
+CREATE OR REPLACE MACRO rankwise__units(vectors) AS
+    list_transform(
+        list_filter(vectors, lambda v: v IS NOT NULL AND coalesce(list_sum(list_transform(v, lambda x: x * x)), 0) > 0),
+        lambda v: list_transform(v, lambda x: x / sqrt(list_sum(list_transform(v, lambda y: y * y)))));
+
+CREATE OR REPLACE MACRO rankwise__ild_valid(vectors) AS
+    vectors IS NOT NULL
+    AND len(list_distinct(list_transform(list_filter(vectors, lambda v: v IS NOT NULL), lambda v: len(v)))) <= 1
+    AND coalesce(list_bool_and(list_transform(list_filter(vectors, lambda v: v IS NOT NULL), lambda v:
+            list_bool_and(list_transform(v, lambda x: x IS NOT NULL AND isfinite(x))))), true);
+
+CREATE OR REPLACE MACRO rankwise__ild_of(units, ild_denominator, ild_short) AS
+    CASE WHEN len(units) < 2 THEN (CASE WHEN ild_short = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END)
+         ELSE (len(units) * (len(units) - 1) / 2.0
+               - (list_sum(list_transform(list_reduce(units, lambda a, b: list_transform(a, lambda x, j: x + b[j])),
+                                          lambda s: s * s)) - len(units)) / 2.0)
+              / (CASE WHEN ild_denominator = 'n_u' THEN len(units) ELSE len(units) * (len(units) - 1) / 2.0 END)
+    END;
+
+CREATE OR REPLACE MACRO rankwise_ild(embeddings, k, ild_denominator := 'pairs', ild_short := 'nan') AS
+    CASE WHEN NOT rankwise__ild_valid(list_transform(embeddings[1:k], lambda v: CAST(v AS DOUBLE[])))
+         THEN 'NaN'::DOUBLE
+         ELSE rankwise__ild_of(rankwise__units(list_transform(embeddings[1:k], lambda v: CAST(v AS DOUBLE[]))),
+                               ild_denominator, ild_short) END;

@@ -79,3 +79,78 @@ def test_novelty_and_arp_macros_equal_evaluate(convention):
         for user, a, b in both.select("user", f"{metric}@{k}", metric).iter_rows():
             same = (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a))
             assert same, (convention, metric, user, a, b)
+
+
+# -- ild: each recommended item's embedding as a list parallel to recs ---------------------------
+
+ILD_CONVENTIONS = ["default", "evidently", "recommenders", "rectools"]
+
+
+def _embeddings():
+    """(item, embedding) for items 0-23: item 5 a zero vector (no direction), items 24-29 absent."""
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(24, 4)).round(3)
+    vectors[5] = 0.0
+    return pl.DataFrame({"item": range(24), "embedding": vectors.tolist()})
+
+
+def _with_vectors(recs: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
+    lookup = dict(zip(items["item"].to_list(), items["embedding"].to_list()))
+    return recs.select("user", pl.Series("vec", [[lookup.get(i) for i in row] for row in recs["item"]],
+                                         dtype=pl.List(pl.List(pl.Float64))))
+
+
+def _naive_ild(vectors: list, k: int, conv) -> float:
+    """The definition, pairs enumerated: mean (or / m) of 1 - cos over the pairs of nonzero vectors."""
+    units = [np.asarray(v) / np.linalg.norm(v) for v in vectors[:k] if v is not None and np.linalg.norm(v) > 0]
+    m = len(units)
+    if m < 2:
+        return 0.0 if conv.ild_short == "zero" else math.nan
+    dist = sum(1 - float(units[i] @ units[j]) for i in range(m) for j in range(i + 1, m))
+    return dist / (m * (m - 1) / 2 if conv.ild_denominator == "pairs" else m)
+
+
+def _close(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a))
+
+
+@pytest.mark.parametrize("convention", ILD_CONVENTIONS)
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_ild_expression_equals_evaluate_and_the_pairs(convention, k):
+    recs, _ = _data()
+    items, conv = _embeddings(), resolve(convention)
+    got = rankwise.evaluate(recs, None, k=k, metrics=["ild"], item_features=items, backend="polars",
+                            convention=convention).per_user
+    rows = _with_vectors(recs, items)
+    mine = rows.select("user", "vec", expr.ild("vec", k=k, convention=convention).alias("expr"))
+    both = got.join(mine, on="user")
+    assert both.height == recs.height
+    for user, a, b, vectors in both.select("user", f"ild@{k}", "expr", "vec").iter_rows():
+        assert _close(a, b), (convention, user, a, b)
+        assert _close(_naive_ild(vectors, k, conv), b), (convention, user, vectors, b)
+
+
+@pytest.mark.parametrize("convention", ILD_CONVENTIONS)
+def test_ild_macro_equals_evaluate(convention):
+    import duckdb
+
+    recs, _ = _data()
+    items, conv, k = _embeddings(), resolve(convention), 5
+    got = rankwise.evaluate(recs, None, k=k, metrics=["ild"], item_features=items, backend="duckdb",
+                            convention=convention).per_user
+    with duckdb.connect() as con:
+        expr.install_duckdb(con)
+        con.register("t", _with_vectors(recs, items))
+        macros = con.sql(f"""SELECT user, rankwise_ild(vec, {k}, ild_denominator := '{conv.ild_denominator}',
+                                                      ild_short := '{conv.ild_short}') AS macro FROM t""").pl()
+    both = got.join(macros, on="user")
+    assert both.height == recs.height
+    for user, a, b in both.select("user", f"ild@{k}", "macro").iter_rows():
+        assert _close(a, b), (convention, user, a, b)
+
+
+def test_ild_rows_evaluate_would_reject_are_nan():
+    rows = pl.DataFrame({"vec": [[[1.0, 0.0], [1.0]], [[1.0, math.inf], [0.0, 1.0]], [[1.0, None], [0.0, 1.0]], None,
+                                 [[1.0, 0.0], [0.0, 3.0]]]})
+    got = rows.select(expr.ild("vec", k=5)).to_series().to_list()
+    assert [math.isnan(v) for v in got] == [True, True, True, True, False] and got[-1] == 1.0

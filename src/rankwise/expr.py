@@ -63,7 +63,7 @@ from .conventions import Convention, resolve
 from .errors import DuplicateItemError, InvalidRelevanceError, NullValueError, ParameterError
 
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg",
-           "hit_rate", "r_precision", "novelty", "arp", "metrics", "check_lists", "install_duckdb"]
+           "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
 Column = str | pl.Expr
@@ -254,6 +254,45 @@ def arp(popularity: Column, *, k: int, convention: str | Convention = "default")
     counted = ~_cold(_E) if conv.cold_items == "drop" else pl.lit(True)
     total = pop.list.eval(pl.when(counted).then(_E.fill_null(0.0)).otherwise(0.0)).list.sum()
     return _popularity_mean(pop, total, conv, k).alias(f"arp@{k}")
+
+
+def ild(embeddings: Column, *, k: int, convention: str | Convention = "default") -> pl.Expr:
+    """ILD@k = sum over unordered pairs {i, j} of the first k items of (1 - cos(f_i, f_j)) / pairs,
+    from the sum of unit vectors: sum_{i<j} cos = (|sum_i f_i/|f_i||^2 - m) / 2.
+
+    ``embeddings``: a list column parallel to the recommendations, each item's feature vector (a list
+    or array of numbers; null for an item without features). m = the first k items whose vector is
+    not null and not zero. Knobs: ``ild_denominator`` ('pairs': m(m-1)/2; 'n_u': m, Evidently),
+    ``ild_short`` (m < 2: 'nan' or 'zero'). A row ``evaluate`` would reject (vectors of different
+    lengths, a null, NaN or infinite component) or a null list is NaN.
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"f": [[[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]]]})  # cos: 0, 1/sqrt 2, 1/sqrt 2
+    >>> round(df.select(ild("f", k=3)).item(), 12)  # (1 + 2 (1 - 1/sqrt 2)) / 3
+    0.528595479209
+    """
+    conv = resolve(convention)
+    k = _check_k(k)
+    vectors = _as_expr(embeddings, "embeddings").list.head(k).list.eval(_E.cast(pl.List(pl.Float64)))
+    norm = _E.list.eval(_E * _E).list.sum().sqrt()
+    units = vectors.list.eval(_E.filter(_E.is_not_null() & (norm > 0)) / norm.filter(_E.is_not_null() & (norm > 0)))
+    # S_d = sum over the m unit vectors of component d: the flat components gathered dimension-major,
+    # prefix-summed, read at each dimension's end (a list.eval has no group-by)
+    flat, m = _E.explode(), pl.len()
+    d = flat.len() // m
+    t = pl.int_range(flat.len())
+    prefix = flat.gather((t % m) * d + t // m).cum_sum().gather(pl.int_range(1, d + 1) * m - 1)
+    q = units.list.eval((prefix - prefix.shift(1, fill_value=0.0)).pow(2).sum()).list.first()
+    m = units.list.len().cast(pl.Float64)
+    pairs = m * (m - 1) / 2
+    dist = pairs - (q - m) / 2
+    value = dist / (pairs if conv.ild_denominator == "pairs" else m)
+    short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(NAN)
+    lengths = vectors.list.eval(_E.list.len()).list.drop_nulls()
+    finite = vectors.list.eval(_E.list.eval(_E.is_finite()).list.all().fill_null(True)).list.all()
+    valid = vectors.is_not_null() & (lengths.list.n_unique() <= 1) & finite & \
+        vectors.list.eval(_E.list.drop_nulls().list.len() == _E.list.len()).list.all()
+    return (pl.when(~valid).then(pl.lit(NAN)).when(m < 2).then(short).otherwise(value)).alias(f"ild@{k}")
 
 
 def _popularity_head(popularity: Column, k) -> pl.Expr:
