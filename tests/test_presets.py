@@ -104,3 +104,31 @@ def test_compare_conventions_side_by_side():
 def test_docs_page_is_generated_from_the_code():
     page = Path(__file__).parents[1] / "docs" / "metrics.md"
     assert page.read_text() == _docs.render(), "run: python -m rankwise._docs > docs/metrics.md"
+
+
+# beyond accuracy: train users u1-u4 all saw A, u1 saw B (U_T = 4, pop A = 4, pop B = 1); x gets [B],
+# y gets [A, B]. Novelty per item -log2(pop / 4): A 0, B 2.
+_TRAIN = pl.DataFrame({"user": ["u1", "u2", "u3", "u4", "u1"], "item": ["A", "A", "A", "A", "B"]})
+_BEYOND_RECS = pl.DataFrame({"user": ["x", "y", "y"], "item": ["B", "A", "B"], "rank": [1, 1, 2]})
+
+
+def test_explain_a_beyond_accuracy_gap_default_vs_replay():
+    """default: x 2, y (0 + 2) / 2 = 1, mean 1.5. replay divides by log U_T (-ln(pop/4) / ln 4: A 0,
+    B 1) and by k = 2: x 1/2, y 1/2, mean 0.5. One knob at a time: normalise only 0.75, divide by k only
+    1.0. Shapley: novelty_normalize (-0.75 - 0.5) / 2 = -0.625, list_denominator (-0.5 - 0.25) / 2 = -0.375."""
+    ex = rankwise.explain(_BEYOND_RECS, None, a="default", b="replay", metric="novelty", k=2, train=_TRAIN)
+    assert ex.value_a == pytest.approx(1.5) and ex.value_b == pytest.approx(0.5)
+    effects = {r["knob"]: r["effect"] for r in ex.table.iter_rows(named=True) if r["effect"] != 0}
+    assert effects == {"novelty_normalize": pytest.approx(-0.625), "list_denominator": pytest.approx(-0.375)}
+
+
+def test_compare_conventions_with_beyond_accuracy_metrics():
+    table = rankwise.compare_conventions(_BEYOND_RECS, None, k=2, presets=["default", "replay", "ranx", "recbole"],
+                                         metrics=["novelty", "item_coverage"], train=_TRAIN)
+    assert table["metric"].to_list() == ["novelty", "item_coverage"]
+    novelty = table.row(0, named=True)
+    assert novelty["default"] == pytest.approx(1.5) and novelty["replay"] == pytest.approx(0.5)
+    assert novelty["ranx"] is None and novelty["recbole"] is None  # neither library has novelty
+    coverage = table.row(1, named=True)  # {A, B} of the train catalog {A, B}; RecBole adds [PAD]: 2 / 3
+    assert coverage["default"] == 1.0 and coverage["replay"] == 1.0 and coverage["recbole"] == pytest.approx(2 / 3)
+    assert coverage["ranx"] is None

@@ -63,7 +63,7 @@ def test_engines_return_the_registry_columns(backend):
 
 def test_everything_else_derives_from_the_registry():
     assert [m.public_name for m in REGISTRY] == list(rankwise.METRICS)
-    assert set(KNOBS_BY_METRIC) == set(USER_LEVEL)
+    assert set(KNOBS_BY_METRIC) == set(USER_LEVEL) | set(rankwise.BEYOND_METRICS)
     knobs = set(rankwise.Convention().knobs())
     for metric in REGISTRY:
         assert set(metric.knobs) <= knobs, metric.name
@@ -78,3 +78,56 @@ def test_oracle_computes_every_registry_metric():
     values = oracle.user_metrics([10, 11], {11: 1.0}, 2, conv)
     assert tuple(values) == USER_LEVEL
     assert tuple(oracle.METRICS) == USER_LEVEL
+
+
+def _beyond_inputs():
+    """Random lists (1-9 items, some cold, some without features or outside the catalog), train, catalog,
+    embeddings, graded truth, scores."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    rows = [(u, r + 1, int(i), float(rng.normal())) for u in range(40)
+            for r, i in enumerate(rng.choice(60, size=int(rng.integers(1, 10)), replace=False))]
+    recs = pl.DataFrame(rows, schema=["user", "rank", "item", "score"], orient="row")
+    train = pl.DataFrame({"user": rng.integers(0, 30, 300), "item": rng.integers(0, 50, 300)})  # 50-59 cold
+    train = pl.concat([train, train.filter(pl.col("item") < 10)])  # items 0-9 seen twice: rows != users
+    truth = pl.DataFrame({"user": rng.integers(0, 40, 120), "item": rng.integers(0, 60, 120)}).unique()
+    truth = truth.with_columns(relevance=pl.Series(rng.integers(0, 3, truth.height)).cast(pl.Float64))
+    features = pl.DataFrame({"item": range(54), "embedding": rng.normal(size=(54, 3)).tolist()})
+    return dict(recommendations=recs, ground_truth=truth, train=train, items=list(range(2, 56)),  # 56-59 outside
+                item_features=features)
+
+
+def test_each_beyond_metric_moves_only_with_its_declared_knobs():
+    """explain() attributes a gap only to the knobs a metric declares: every other value of every other
+    beyond-accuracy knob leaves the metric unchanged, and each declared knob with a second value moves it on
+    these data."""
+    import math
+
+    from rankwise.metrics import BEYOND
+
+    inputs, ks = _beyond_inputs(), [3, 8]
+    names = [m.name for m in BEYOND]
+
+    def values(conv):
+        res = rankwise.evaluate(**inputs, k=ks, metrics=names, convention=conv)
+        return {(m, k): v for m, k, v in res.summary.select("metric", "k", "value").iter_rows()}
+
+    base = values(rankwise.Convention())
+    docs = rankwise.knob_documentation()
+    alternatives = {"info_log_base": [math.e], "long_tail_ratio": [0.5, 3], "catalog_padding": [1],
+                    "relevance_threshold": [1.5]}
+    knobs = sorted({kn for m in BEYOND for kn in m.knobs})
+    moved = {m.name: set() for m in BEYOND}
+    for knob in knobs:
+        default = getattr(rankwise.Convention(), knob)
+        for value in alternatives.get(knob) or [v for v in docs[knob][0] if v != default]:
+            got = values(rankwise.Convention(**{knob: value}))
+            for (metric, k), v in got.items():
+                same = (math.isnan(v) and math.isnan(base[metric, k])) or abs(v - base[metric, k]) <= 1e-12
+                if not same:
+                    moved[metric].add(knob)
+                    assert knob in KNOBS_BY_METRIC[metric], (metric, k, knob, value, base[metric, k], v)
+    for m in BEYOND:
+        single = {kn for kn in m.knobs if isinstance(docs[kn][0], tuple) and len(docs[kn][0]) == 1}
+        assert set(m.knobs) - single <= moved[m.name], (m.name, set(m.knobs) - single - moved[m.name])

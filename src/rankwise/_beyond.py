@@ -45,9 +45,10 @@ from .errors import (
     NullValueError,
     ParameterError,
 )
+from .metrics import BEYOND
 
-USER_COLUMNS = ("novelty", "arp", "long_tail_share", "ild", "serendipity")
-CATALOG_METRICS = ("item_coverage", "gini", "exposure_entropy", "personalization", "score_entropy")
+USER_COLUMNS = tuple(m.name for m in BEYOND if m.level == "user")  # the registry (rankwise.metrics.BEYOND)
+CATALOG_METRICS = tuple(m.name for m in BEYOND if m.level == "catalog")
 FEATURE, VALUE = "feature", "value"
 NO_CATALOG = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64})
 _SHOW = 5
@@ -636,8 +637,7 @@ def duckdb_per_item(con, conv: Convention) -> pl.DataFrame:
 # what evaluate() asks for
 
 METRICS = USER_COLUMNS + CATALOG_METRICS  # through evaluate()
-_NEEDS = {"novelty": ("train",), "arp": ("train",), "long_tail_share": ("train",), "ild": ("item_features",),
-          "serendipity": ("train", "ground_truth")}
+_NEEDS = {m.name: tuple(n for n in m.needs if n not in ("recommendations", "scores")) for m in BEYOND}
 _UNDEFINED = {"novelty": "no recommended item at k", "arp": "no recommended item at k",
               "long_tail_share": "no recommended item at k", "serendipity": "no recommended item at k",
               "ild": "fewer than 2 items with features at k"}

@@ -6,8 +6,9 @@ is what this produces, so the page cannot drift from the code.
 
 from __future__ import annotations
 
+from .compare import defines
 from .conventions import PRESETS, Convention, knob_documentation
-from .metrics import KNOBS_BY_METRIC, REGISTRY
+from .metrics import BEYOND, KNOBS_BY_METRIC, REGISTRY
 
 def _list_example(metric: str) -> str:
     """The metric on list columns (docs/expressions.md): the Polars expression and the DuckDB macro on
@@ -30,6 +31,36 @@ def _list_example(metric: str) -> str:
             "under the default convention.")
 
 
+# beyond-accuracy metrics whose side data fits a row: (column, its value, what it holds, the expression's
+# extra arguments, the macro call)
+_POP = ("pop", [4, 1, None], "each item's train popularity, None: cold")
+_SIDE_EXAMPLES = {
+    "novelty": (*_POP, ", n_users=8", "rankwise_novelty([4, 1, NULL], 3, 8)"),
+    "arp": (*_POP, "", "rankwise_arp([4, 1, NULL], 3)"),
+    "ild": ("vectors", [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], "each item's vector", "",
+            "rankwise_ild([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], 3)"),
+}
+
+
+def _side_example(metric: str) -> str:
+    """The expression and the macro on one row, which must give the same value."""
+    import duckdb
+    import polars as pl
+
+    from . import expr
+
+    column, row, holds, extra, call = _SIDE_EXAMPLES[metric]
+    python = f'rankwise.expr.{metric}("{column}", k=3{extra})'
+    value = pl.DataFrame({column: [row]}).select(eval(python, {"rankwise": __import__("rankwise")})).item()
+    with duckdb.connect() as con:
+        expr.install_duckdb(con)
+        macro = con.execute(f"SELECT {call}").fetchone()[0]
+    assert abs(value - macro) <= 1e-12, (metric, value, macro)
+    return (f"On list columns ([expressions.md](expressions.md)): `{python}` in Polars, `{call}` in DuckDB "
+            f"(`sql/macros.sql`). With {column} = {row} ({holds}), both give {value:.6g} under the default "
+            "convention.")
+
+
 def render() -> str:
     knobs = knob_documentation()
     out = [
@@ -49,15 +80,19 @@ def render() -> str:
     for name, (values, doc) in knobs.items():
         shown = ", ".join(f"`{v!r}`" for v in values) if isinstance(values, tuple) else values
         out.append(f"| `{name}` | `{getattr(default, name)!r}` | {shown} | {doc} |")
-    for m in REGISTRY:
+    for m in REGISTRY + BEYOND:
         metric, title, formula = m.name, m.title, m.formula
         relevant = KNOBS_BY_METRIC[metric]
-        presets = [p for p in PRESETS.values() if p.metrics is None or metric in p.metrics]
+        presets = [p for p in PRESETS.values() if defines(p, m.public_name)]
         varying = [k for k in relevant if len({repr(getattr(p, k)) for p in presets}) > 1]
-        out += ["", f"## {title}", "", f"Formula: {formula}", "",
-                "Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]
+        out += ["", f"## {title}", "", f"Formula: {formula}", ""]
+        if m in BEYOND:
+            out += [f"Level: {m.level} ({m.aggregate}). Needs: " + ", ".join(m.needs) + ".", ""]
+        out += ["Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]
         if m.level == "user" and m.needs == ("recommendations", "ground_truth"):
             out += [_list_example(metric), ""]
+        if metric in _SIDE_EXAMPLES:
+            out += [_side_example(metric), ""]
         missing = [p.name for p in PRESETS.values() if p not in presets]
         if missing:
             out += ["Not defined by: " + ", ".join(missing) + ".", ""]

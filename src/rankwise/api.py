@@ -410,29 +410,54 @@ def _no_truth(recommendations, columns: Columns) -> pl.DataFrame:
 
 
 class Evaluator:
-    """The same inputs under many conventions (compare_conventions, explain): the truth is validated
-    once and the recommendations once per distinct input rule (``_inputs.input_key``)."""
+    """The same inputs under many conventions (compare_conventions, explain): the truth and the side
+    inputs are validated once and the recommendations once per distinct input rule
+    (``_inputs.input_key``). Beyond-accuracy metrics read ``train``, ``items``, ``item_features``."""
 
     def __init__(self, recommendations, ground_truth, *, backend: str = "polars", user_col: str = "user",
                  item_col: str = "item", rank_col: str = "rank", score_col: str = "score",
-                 relevance_col: str = "relevance", memory_limit=None, confidence: float = 0.95):
+                 relevance_col: str = "relevance", memory_limit=None, confidence: float = 0.95,
+                 train=None, items=None, item_features=None):
         self.engine = _engine(backend)
         self.memory_limit = memory_bytes(memory_limit, self.engine)
         self.columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
         self.recommendations = _from_spark(recommendations)
-        self.truth = prepare_truth(_from_spark(ground_truth), self.columns)
+        self.has_truth = ground_truth is not None
+        truth = ground_truth if self.has_truth else _no_truth(self.recommendations, self.columns)
+        self.truth = prepare_truth(_from_spark(truth), self.columns)
+        self.side_args = dict(train=train, items=items, item_features=item_features)
+        self._side = None
         self.confidence = confidence
         self._prepared: dict[tuple, Prepared] = {}
 
+    def side(self):
+        if self._side is None:
+            self._side = _beyond.prepare_side_inputs(**self.side_args, item_col=self.columns.item,
+                                                     user_col=self.columns.user)
+        return self._side
+
     def __call__(self, convention, k, metrics) -> Result:
         conv = resolve(convention)
-        request = parse_request(metrics, k, conv.metrics, conv.name)
+        metrics, beyond_names = _split_beyond(metrics)
+        if not self.has_truth and metrics != []:
+            raise ParameterError("ground_truth is None, but accuracy metrics need it.",
+                                 hint="Pass the ground truth, or ask only for beyond-accuracy metrics.")
+        only_beyond = metrics == [] and bool(beyond_names)
+        request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
+                                conv.name)
         check_cutoffs(conv, request.ks)
+        beyond = None
+        if beyond_names:
+            _beyond.check_inputs(beyond_names, self.side(), conv, has_truth=self.has_truth)
+            beyond = (tuple(beyond_names), self.side(), only_beyond)
         key = input_key(conv)
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)
-        return run_prepared({None: self._prepared[key]}, request, conv, self.engine, user_col=self.columns.user,
-                            memory_limit=self.memory_limit, confidence=self.confidence)
+        prep = self._prepared[key]
+        if "score_entropy" in beyond_names:
+            prep = _beyond.with_scores(prep, self.recommendations, self.columns)
+        return run_prepared({None: prep}, request, conv, self.engine, user_col=self.columns.user,
+                            memory_limit=self.memory_limit, confidence=self.confidence, beyond=beyond)
 
 
 def _runs(recommendations) -> dict:

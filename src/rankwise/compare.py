@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .api import Evaluator
-from .conventions import Convention, resolve
+from ._beyond import METRICS as BEYOND_NAMES
+from .api import Evaluator, _split_beyond
+from .conventions import BEYOND_METRICS, Convention, resolve
 from .errors import InputFileError, MissingDependencyError, ParameterError, RankwiseError
-from .metrics import KNOBS_BY_METRIC, METRICS, internal_name, parse_request
+from .metrics import KNOBS_BY_METRIC, METRICS, MetricRequest, internal_name, parse_request
 
 
 def compare_conventions(recommendations, ground_truth, k=10, presets=None, metrics=None, *,
@@ -30,11 +31,11 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
 
     explicit = bool(presets)
     conventions = [resolve(p) for p in (presets or list(PRESETS))]
-    request = parse_request(metrics, k)
+    request = _request(metrics, k)
     rows, skipped, first_error = None, {}, None
     evaluate = Evaluator(recommendations, ground_truth, **options)
     for conv in conventions:
-        wanted = [m for m in request.names if conv.metrics is None or internal_name(m) in conv.metrics]
+        wanted = [m for m in request.names if defines(conv, m)]
         column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
         if wanted:
             try:
@@ -58,6 +59,21 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
         warnings.warn("compare_conventions skipped presets that cannot apply to these inputs: "
                       + "; ".join(f"{name}: {reason}" for name, reason in skipped.items()), stacklevel=2)
     return table
+
+
+def _request(metrics, k) -> MetricRequest:
+    """Accuracy and beyond-accuracy metrics (``rankwise.BEYOND_METRICS``) at the cutoffs ``k``."""
+    accuracy, beyond = _split_beyond(metrics)
+    request = parse_request(accuracy if accuracy != [] else ["hit_rate"], k)
+    return MetricRequest((*(request.names if accuracy != [] else ()), *beyond), request.ks, request.beta)
+
+
+def defines(conv: Convention, name: str) -> bool:
+    """Whether ``conv``'s library has the metric: the preset's metric sets (``Convention.metrics``,
+    ``conventions.BEYOND_METRICS``); the default convention has them all."""
+    if name in BEYOND_NAMES:
+        return conv.name == "default" or name in BEYOND_METRICS.get(conv.name, ())
+    return conv.metrics is None or internal_name(name) in conv.metrics
 
 
 @dataclass(frozen=True)
@@ -95,7 +111,7 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     """Name each knob on which conventions ``a`` and ``b`` differ and how much of the gap in
     ``metric@k`` it accounts for (exact Shapley attribution over the knobs that can move the metric)."""
     conv_a, conv_b = resolve(a), resolve(b)
-    request = parse_request([metric], k)
+    request = _request([metric], k)
     if len(request.ks) != 1:
         raise ParameterError("explain() takes one k.", hint="For example k=10.")
     name, k = request.names[0], request.ks[0]

@@ -91,6 +91,45 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
            _ignore_beta(E.r_precision)),
 )
+
+# Beyond accuracy (rankwise._beyond computes them; docs/metrics.md and explain() read these). Notation:
+# L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users,
+# c(i) = exposure (users whose L_u holds i), C = the catalog.
+_TRAIN, _FEATURES = ("recommendations", "train"), ("recommendations", "item_features")
+BEYOND: tuple[Metric, ...] = (
+    Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T)", None,
+           ("popularity", "cold_items", "list_denominator", "novelty_normalize", "info_log_base"), needs=_TRAIN,
+           aggregate="mean over users with n_u > 0"),
+    Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0", None,
+           ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate="mean over users with n_u > 0"),
+    Metric("long_tail_share", "Long-tail share@k", "share of L_u outside the short head (the most popular train "
+           "items holding `long_tail_ratio` of the interactions)", None,
+           ("popularity", "long_tail", "long_tail_ratio", "list_denominator"), needs=_TRAIN,
+           aggregate="mean over users with n_u > 0"),
+    Metric("ild", "ILD@k (intra-list diversity)", "sum over pairs {i, j} of L_u of 1 - cos(f_i, f_j) / pairs, "
+           "from |sum of unit vectors|^2", None, ("ild_denominator", "ild_short"), needs=_FEATURES,
+           aggregate="mean over users with 2 or more items with features"),
+    Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", None,
+           ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
+           aggregate="mean over users with n_u > 0"),
+    Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,
+           ("catalog", "catalog_outside", "catalog_padding", "coverage_scale"), level="catalog",
+           needs=("recommendations",), aggregate="one value per k"),
+    Metric("gini", "Gini index of exposure@k", "sum_j (2j - N - 1) c_(j) / (D sum c), c ascending", None,
+           ("catalog", "catalog_padding", "gini"), level="catalog", needs=("recommendations",),
+           aggregate="one value per k"),
+    Metric("exposure_entropy", "Exposure entropy@k", "-sum_i p_i log_b p_i, p_i = c(i) / sum c", None,
+           ("info_log_base", "entropy_normalize"), level="catalog", needs=("recommendations",),
+           aggregate="one value per k"),
+    Metric("personalization", "Personalization@k", "1 - (sum_i c(i)^2 - sum_u n_u) / (k U_R (U_R - 1))", None,
+           ("personalization_lists",), level="catalog", needs=("recommendations",), aggregate="one value per k"),
+    Metric("score_entropy", "Score entropy@k (Evidently ScoreDistribution)",
+           "entropy (nats) of the softmax of all users' top-k scores pooled", None, (), level="catalog",
+           needs=("recommendations", "scores"), aggregate="one value per k"),
+)
+# the input rules move every beyond-accuracy metric too (they decide L_u)
+BEYOND_EVERY = ("duplicates", "ties", "min_score")
+
 BY_NAME = {m.name: m for m in REGISTRY}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
@@ -100,7 +139,7 @@ _F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
 # explain() read KNOBS_BY_METRIC.
 EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates",
                 "ties", "min_score")
-KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY}
+KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY} | {m.name: BEYOND_EVERY + m.knobs for m in BEYOND}
 
 
 @dataclass(frozen=True)
