@@ -3,7 +3,7 @@
 Notation (per cutoff k): L_u = u's items with rank <= k, n_u = |L_u|; pop(i) = distinct train users
 of i (knob ``popularity``: or train rows); U_T = distinct train users (rows: #train rows); c(i) =
 exposure = users whose L_u holds i; C = the catalog (knob ``catalog``). Every knob is documented on
-:class:`rankwise.Convention` and in docs/beyond_accuracy.md.
+:class:`rankwise.Convention` and in docs/metrics.md (generated from the registry, rankwise.metrics.BEYOND).
 
 Per user (``polars_user`` / ``duckdb_user`` -> user_id, k, n_items, novelty, arp, long_tail_share,
 ild, serendipity):

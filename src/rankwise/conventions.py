@@ -115,7 +115,7 @@ class Convention:
         "by their order in the input",
     )
 
-    # -- beyond-accuracy metrics (rankwise._beyond, sql/beyond_*.sql; docs/beyond_accuracy.md) --
+    # -- beyond-accuracy metrics (rankwise._beyond, sql/beyond_*.sql; docs/metrics.md) --
     popularity: str = _knob(
         "users",
         ("users", "rows"),
@@ -342,7 +342,7 @@ def resolve(convention: str | Convention) -> Convention:
     )
 
 
-# Beyond-accuracy knob values of each library preset (the shared note, docs/beyond_accuracy.md), the
+# Beyond-accuracy knob values of each library preset (../shared/beyond_accuracy.md, docs/metrics.md), the
 # metrics each reproduces and how. Kept here until the presets in _presets.py take them as keywords.
 BEYOND_PRESETS: dict[str, dict] = {
     "evidently": dict(cold_items="drop", catalog="train", gini="recommended_n1", ild_denominator="n_u",
