@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 import oracle
 import rankwise
 from rankwise import render
-from rankwise.metrics import KNOBS_BY_METRIC
+from rankwise.metrics import KNOBS_BY_METRIC, REGISTRY
 
-ACCURACY_KNOBS = sorted({k for knobs in KNOBS_BY_METRIC.values() for k in knobs}
+ACCURACY_KNOBS = sorted({k for m in REGISTRY for k in KNOBS_BY_METRIC[m.name]}
                         - {"duplicates", "ties", "min_score", "relevance_threshold", "log_base"})
 # names a careless or hostile user might give: spaces, quotes, keywords, unicode, SQL fragments
 HOSTILE_NAMES = ["recs", "My Recs", 'we"ird', "select", "t; DROP TABLE sentinel; --", "é-table", "Order"]

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rankwise
-from rankwise.metrics import KNOBS_BY_METRIC
+from rankwise.metrics import KNOBS_BY_METRIC, REGISTRY
 
 def _knob_values():
     """Every value of every engine knob (numeric knobs: a few representative values)."""
     numeric = {"log_base": [2.0, 10.0], "relevance_threshold": [1.0, 2.0]}
-    accuracy_knobs = {knob for knobs in KNOBS_BY_METRIC.values() for knob in knobs}
+    accuracy_knobs = {knob for m in REGISTRY for knob in KNOBS_BY_METRIC[m.name]}
     for knob, (values, _) in rankwise.knob_documentation().items():
         if knob in ("duplicates", "ties", "min_score") or knob not in accuracy_knobs:
             continue  # input knobs: tests/test_input_knobs.py; beyond-accuracy knobs: tests/test_beyond.py
