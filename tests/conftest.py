@@ -63,11 +63,13 @@ def pytest_generate_tests(metafunc):
 SLOW_BACKENDS = ("spark", "postgres")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook would otherwise run first)
 def pytest_collection_modifyitems(config, items):
     """In a module with ONE_CASE_ON_SLOW_BACKENDS = True, a test parametrized over more than the backend
     runs every case on the fast backends and its first case on each slow one, and if the module names
-    SLOW_BACKEND_TESTS only those run on the slow ones (deselected, not skipped; --spark-heavy runs
-    them all). Every Spark test joins one xdist group: with ``--dist loadgroup`` (CI) one worker runs
+    SLOW_BACKEND_TESTS only those run on the slow ones; a module's ON_SLOW_ENGINE = {engine: (test
+    names, keep(params))} runs only the kept parameter sets of those tests on that engine (deselected,
+    not skipped; --spark-heavy runs them all). Every Spark test joins one xdist group: with ``--dist loadgroup`` (CI) one worker runs
     them all on one warmed-up JVM instead of each worker starting its own."""
     for item in items:
         if "spark" in item.nodeid.lower():
@@ -76,7 +78,12 @@ def pytest_collection_modifyitems(config, items):
         return
     seen, keep, dropped = set(), [], []
     for item in items:
-        backend = getattr(item, "callspec", None) and item.callspec.params.get("backend")
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        on_engine = getattr(item.module, "ON_SLOW_ENGINE", {}).get(params.get("engine_name"))
+        if on_engine is not None and item.originalname in on_engine[0] and not on_engine[1](params):
+            dropped.append(item)
+            continue
+        backend = params.get("backend")
         if backend in SLOW_BACKENDS and getattr(item.module, "ONE_CASE_ON_SLOW_BACKENDS", False):
             key = (item.module.__name__, item.originalname, backend)
             wanted = getattr(item.module, "SLOW_BACKEND_TESTS", None)
@@ -103,6 +110,8 @@ def spark():
     # the generated-code path is exercised at scale by tests/jobs/spark_driver_budget.py (its own session).
     session.conf.set("spark.sql.codegen.wholeStage", "false")
     session.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+    # adaptive execution re-plans every stage of these tiny queries: 17 s against 21 s for seven scripts
+    session.conf.set("spark.sql.adaptive.enabled", "false")
     yield session
     session.stop()
 

@@ -21,8 +21,8 @@ def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
     text = _sql_files.read("checks")
     values = {"by_score": int(by_score), "duplicates": conv.duplicates,
               "null_item_marks_empty": int(null_item_marks_empty)}
-    sqlglot, exp = render._sqlglot()
-    tree = sqlglot.parse_one(text, read="duckdb")
+    _, exp = render._sqlglot()
+    tree = render.parsed(text)
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
 
     def rewrite(node):

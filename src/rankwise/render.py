@@ -303,13 +303,25 @@ def cutoffs_query(ks, dialect: str) -> str:
 # -- the shipped files, transformed ------------------------------------------------------------------
 
 
+def parsed(text: str):
+    """A copy of the syntax tree of a shipped file's ``text`` (DuckDB SQL, comments dropped); the file is
+    parsed once per process (0.1 s for per_user.sql), each caller transforms its own copy."""
+    return _parse_once(text).copy()
+
+
+@lru_cache(maxsize=32)
+def _parse_once(text: str):
+    tree = _sqlglot()[0].parse_one(text, read="duckdb")
+    for node in tree.walk():
+        node.comments = None
+    return tree
+
+
 def _shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, names: dict, f_name: str):
     """Parse the text of ``sql/<name>.sql``, bind literals, rename relations, adapt to ``dialect``."""
     sqlglot, exp = _sqlglot()
     values = _sql_files.bind(text, conv, beta, f_name=f_name)
-    tree = sqlglot.parse_one(text, read="duckdb")
-    for node in tree.walk():
-        node.comments = None
+    tree = parsed(text)
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
 
     def rewrite(node):
