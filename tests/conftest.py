@@ -79,7 +79,7 @@ def pytest_collection_modifyitems(config, items):
     seen, keep, dropped = set(), [], []
     for item in items:
         params = item.callspec.params if hasattr(item, "callspec") else {}
-        on_engine = getattr(item.module, "ON_SLOW_ENGINE", {}).get(params.get("engine_name"))
+        on_engine = getattr(getattr(item, "module", None), "ON_SLOW_ENGINE", {}).get(params.get("engine_name"))
         if on_engine is not None and item.originalname in on_engine[0] and not on_engine[1](params):
             dropped.append(item)
             continue
