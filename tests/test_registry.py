@@ -91,7 +91,7 @@ def _beyond_inputs():
     recs = pl.DataFrame(rows, schema=["user", "rank", "item", "score"], orient="row")
     train = pl.DataFrame({"user": rng.integers(0, 30, 300), "item": rng.integers(0, 50, 300)})  # 50-59 cold
     train = pl.concat([train, train.filter(pl.col("item") < 10)])  # items 0-9 seen twice: rows != users
-    truth = pl.DataFrame({"user": rng.integers(0, 40, 120), "item": rng.integers(0, 60, 120)}).unique()
+    truth = pl.DataFrame({"user": rng.integers(0, 40, 120), "item": rng.integers(0, 60, 120)}).unique(maintain_order=True)
     truth = truth.with_columns(relevance=pl.Series(rng.integers(0, 3, truth.height)).cast(pl.Float64))
     features = pl.DataFrame({"item": range(54), "embedding": rng.normal(size=(54, 3)).tolist()})
     return dict(recommendations=recs, ground_truth=truth, train=train, items=list(range(2, 56)),  # 56-59 outside
