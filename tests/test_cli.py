@@ -302,3 +302,19 @@ def test_compare_with_an_input_no_preset_can_read_raises(capsys, tmp_path):
     code, _, err = run(capsys, "compare", tmp_path / "r.parquet", TRUTH_EX)
     assert code == 2
     assert_one_error(err, "MissingColumnError")
+
+
+def test_explain_and_compare_take_the_beyond_inputs(capsys, tmp_path):
+    """The hand example of test_presets: novelty@2 default 1.5, replay 0.5 (Shapley: novelty_normalize
+    -0.625, list_denominator -0.375)."""
+    recs, truth, train = tmp_path / "recs.parquet", tmp_path / "truth.parquet", tmp_path / "train.parquet"
+    pl.DataFrame({"user": ["x", "y", "y"], "item": ["B", "A", "B"], "rank": [1, 1, 2]}).write_parquet(recs)
+    pl.DataFrame({"user": ["x"], "item": ["A"]}).write_parquet(truth)
+    pl.DataFrame({"user": ["u1", "u2", "u3", "u4", "u1"], "item": ["A", "A", "A", "A", "B"]}).write_parquet(train)
+    code, out, _ = run(capsys, "explain", recs, truth, "--a", "default", "--b", "replay", "--metric", "novelty",
+                       "--k", "2", "--train", train)
+    assert code == 0 and "novelty@2: default = 1.500000, replay = 0.500000" in out
+    assert "-0.625000" in out and "-0.375000" in out
+    code, out, _ = run(capsys, "compare", recs, truth, "--presets", "default,replay", "--metrics", "novelty",
+                       "--k", "2", "--train", train)
+    assert code == 0 and "1.5" in out and "0.5" in out

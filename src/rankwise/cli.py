@@ -133,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
         for name in ("user", "item", "rank", "score", "relevance"):
             sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
+        _side_arguments(sub)
     cmp_.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
     cmp_.add_argument("--metrics", type=_names, default=None, help="e.g. map,ndcg (default: all)")
     cmp_.add_argument("--presets", type=_names, default=None, help="e.g. default,ranx,spark (default: all)")
@@ -163,15 +164,23 @@ def _evaluation_arguments(sub) -> None:
                      help="e.g. precision,ndcg,novelty,item_coverage (default: every accuracy metric)")
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
     sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
-    sub.add_argument("--train", help="beyond-accuracy metrics: train interactions (user, item), Parquet or CSV")
-    sub.add_argument("--items", help="beyond-accuracy metrics: the item catalog (a table with the item column)")
-    sub.add_argument("--item-features", help="beyond-accuracy metrics: (item, feature[, value]) or (item, embedding)")
+    _side_arguments(sub)
     for name in ("user", "item", "rank", "score", "relevance"):
         sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
 
 
+def _side_arguments(sub) -> None:
+    sub.add_argument("--train", help="beyond-accuracy metrics: train interactions (user, item), Parquet or CSV")
+    sub.add_argument("--items", help="beyond-accuracy metrics: the item catalog (a table with the item column)")
+    sub.add_argument("--item-features", help="beyond-accuracy metrics: (item, feature[, value]) or (item, embedding)")
+
+
 def _columns(args) -> dict:
     return {f"{n}_col": getattr(args, f"{n}_col") for n in ("user", "item", "rank", "score", "relevance")}
+
+
+def _side(args) -> dict:
+    return {"train": args.train, "items": args.items, "item_features": args.item_features}
 
 
 def _compare_command(args) -> int:
@@ -180,7 +189,7 @@ def _compare_command(args) -> int:
     if args.command == "compare":
         table, skipped = compare_conventions(args.recommendations, args.ground_truth, k=args.k, presets=args.presets,
                                              metrics=args.metrics, backend=args.backend, return_skipped=True,
-                                             **_columns(args))
+                                             **_columns(args), **_side(args))
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
                        tbl_hide_column_data_types=True, float_precision=4):
             print(table)
@@ -190,7 +199,7 @@ def _compare_command(args) -> int:
                 print(f"  {name}: {as_flags(reason)}")
     else:
         print(explain(args.recommendations, args.ground_truth, a=args.a, b=args.b, metric=args.metric,
-                      k=args.k, backend=args.backend, **_columns(args)))
+                      k=args.k, backend=args.backend, **_columns(args), **_side(args)))
     return 0
 
 
