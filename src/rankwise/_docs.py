@@ -10,21 +10,29 @@ from .compare import defines
 from .conventions import PRESETS, Convention, knob_documentation
 from .metrics import BEYOND, KNOBS_BY_METRIC, REGISTRY
 
-def _list_example(metric: str) -> str:
-    """The metric on list columns (docs/expressions.md): the Polars expression and the DuckDB macro on
-    one small row, which must give the same value."""
+def _expression_and_macro(frame: dict, expression, call: str) -> float:
+    """The Polars expression on a one-row frame and the DuckDB macro ``call``, which must agree: the value."""
     import duckdb
     import polars as pl
 
     from . import expr
 
-    name = "f1" if metric == "fbeta" else metric
-    recs, truth, k = [1, 2, 3, 4], [2, 4, 5], 3
-    value = pl.DataFrame({"recs": [recs], "truth": [truth]}).select(getattr(expr, name)("recs", "truth", k=k)).item()
+    value = pl.DataFrame(frame).select(expression).item()
     with duckdb.connect() as con:
         expr.install_duckdb(con)
-        macro = con.execute(f"SELECT rankwise_{name}({recs}, {truth}, {k})").fetchone()[0]
-    assert abs(value - macro) <= 1e-12, (metric, value, macro)
+        macro = con.execute(f"SELECT {call}").fetchone()[0]
+    assert abs(value - macro) <= 1e-12, (call, value, macro)
+    return value
+
+
+def _list_example(metric: str) -> str:
+    """The metric on list columns (docs/expressions.md): the expression and the macro on one small row."""
+    from . import expr
+
+    name = "f1" if metric == "fbeta" else metric
+    recs, truth, k = [1, 2, 3, 4], [2, 4, 5], 3
+    value = _expression_and_macro({"recs": [recs], "truth": [truth]}, getattr(expr, name)("recs", "truth", k=k),
+                                  f"rankwise_{name}({recs}, {truth}, {k})")
     return (f"On list columns (one row per user, [expressions.md](expressions.md)): "
             f'`rankwise.expr.{name}("recs", "truth", k={k})` in Polars, `rankwise_{name}(recs, truth, {k})` in '
             f"DuckDB (`sql/macros.sql`). With recs = {recs} and truth = {truth}, both give {value:.6g} "
@@ -32,33 +40,26 @@ def _list_example(metric: str) -> str:
 
 
 # beyond-accuracy metrics whose side data fits a row: (column, its value, what it holds, the expression's
-# extra arguments, the macro call)
+# other arguments, the macro call), all at k = 3
 _POP = ("pop", [4, 1, None], "each item's train popularity, None: cold")
 _SIDE_EXAMPLES = {
-    "novelty": (*_POP, ", n_users=8", "rankwise_novelty([4, 1, NULL], 3, 8)"),
-    "arp": (*_POP, "", "rankwise_arp([4, 1, NULL], 3)"),
-    "ild": ("vectors", [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], "each item's vector", "",
+    "novelty": (*_POP, {"n_users": 8}, "rankwise_novelty([4, 1, NULL], 3, 8)"),
+    "arp": (*_POP, {}, "rankwise_arp([4, 1, NULL], 3)"),
+    "ild": ("vectors", [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], "each item's vector", {},
             "rankwise_ild([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], 3)"),
 }
 
 
 def _side_example(metric: str) -> str:
-    """The expression and the macro on one row, which must give the same value."""
-    import duckdb
-    import polars as pl
-
+    """A beyond-accuracy metric on list columns: the expression and the macro on one small row."""
     from . import expr
 
-    column, row, holds, extra, call = _SIDE_EXAMPLES[metric]
-    python = f'rankwise.expr.{metric}("{column}", k=3{extra})'
-    value = pl.DataFrame({column: [row]}).select(eval(python, {"rankwise": __import__("rankwise")})).item()
-    with duckdb.connect() as con:
-        expr.install_duckdb(con)
-        macro = con.execute(f"SELECT {call}").fetchone()[0]
-    assert abs(value - macro) <= 1e-12, (metric, value, macro)
-    return (f"On list columns ([expressions.md](expressions.md)): `{python}` in Polars, `{call}` in DuckDB "
-            f"(`sql/macros.sql`). With {column} = {row} ({holds}), both give {value:.6g} under the default "
-            "convention.")
+    column, row, holds, arguments, call = _SIDE_EXAMPLES[metric]
+    value = _expression_and_macro({column: [row]}, getattr(expr, metric)(column, k=3, **arguments), call)
+    shown = "".join(f", {key}={v!r}" for key, v in arguments.items())
+    return (f'On list columns ([expressions.md](expressions.md)): `rankwise.expr.{metric}("{column}", k=3{shown})` '
+            f"in Polars, `{call}` in DuckDB (`sql/macros.sql`). With {column} = {row} ({holds}), both give "
+            f"{value:.6g} under the default convention.")
 
 
 def render() -> str:
