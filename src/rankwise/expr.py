@@ -275,13 +275,14 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     k = _check_k(k)
     vectors = _as_expr(embeddings, "embeddings").list.head(k).list.eval(_E.cast(pl.List(pl.Float64)))
     norm = _E.list.eval(_E * _E).list.sum().sqrt()
-    units = vectors.list.eval(_E.filter(_E.is_not_null() & (norm > 0)) / norm.filter(_E.is_not_null() & (norm > 0)))
-    # S_d = sum over the m unit vectors of component d: the flat components gathered dimension-major,
-    # prefix-summed, read at each dimension's end (a list.eval has no group-by)
-    flat, m = _E.explode(), pl.len()
-    d = flat.len() // m
+    has_direction = _E.is_not_null() & (norm > 0)
+    units = vectors.list.eval(_E.filter(has_direction) / norm.filter(has_direction))
+    # q = |S|^2, S_d = sum over the n unit vectors of component d: the flat components gathered
+    # dimension-major, prefix-summed, read at each dimension's end (a list.eval has no group-by)
+    flat, n = _E.explode(), pl.len()
+    d = flat.len() // n
     t = pl.int_range(flat.len())
-    prefix = flat.gather((t % m) * d + t // m).cum_sum().gather(pl.int_range(1, d + 1) * m - 1)
+    prefix = flat.gather((t % n) * d + t // n).cum_sum().gather(pl.int_range(1, d + 1) * n - 1)
     q = units.list.eval((prefix - prefix.shift(1, fill_value=0.0)).pow(2).sum()).list.first()
     m = units.list.len().cast(pl.Float64)
     pairs = m * (m - 1) / 2
