@@ -252,19 +252,8 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
-    metrics, beyond_names = _split_beyond(metrics)
-    side = _beyond.prepare_side_inputs(train, items, item_features, item_col=item_col, user_col=user_col) \
-        if beyond_names else None
-    if beyond_names:
-        _beyond.check_inputs(beyond_names, side, conv, has_truth=ground_truth is not None)
-    if ground_truth is None and not (metrics == [] and beyond_names):
-        raise ParameterError("ground_truth is None, but accuracy metrics need it.",
-                             hint="Pass the ground truth, or ask only for metrics that do not read it "
-                                  "(e.g. metrics=['novelty', 'item_coverage']).")
-    # only beyond-accuracy metrics: the request keeps k (the accuracy engine is not run)
-    only_beyond = metrics == [] and bool(beyond_names)
-    request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
-                            conv.name)
+    request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: _beyond.prepare_side_inputs(
+        train, items, item_features, item_col=item_col, user_col=user_col))
     check_cutoffs(conv, request.ks)
     engine = _engine(backend)
     memory_limit = memory_bytes(memory_limit, engine)
@@ -276,13 +265,12 @@ def evaluate(
                              hint="Pass backend='spark' or 'postgres', or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
     runs = _runs(recommendations)
-    if beyond_names:
+    if beyond is not None:
         if not collect:
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
                                  hint="Evaluate with collect=True, or render the script: rankwise.sql(metrics=[...]).")
         if ground_truth is None:
             ground_truth = _no_truth(next(iter(runs.values())), columns)
-    beyond = None if not beyond_names else (tuple(beyond_names), side, only_beyond)
     prepared = {}
     if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
         prepared = {name: native for name, recs in runs.items()
@@ -295,7 +283,7 @@ def evaluate(
         truth = prepare_truth(truth, columns)  # once for every run
     prepared = {name: prepared.get(name) or prepare(_from_spark(recs), truth, columns, conv)
                 for name, recs in runs.items()}
-    if "score_entropy" in beyond_names:  # the scores ride along with the canonical rows
+    if beyond is not None and "score_entropy" in beyond[0]:  # the scores ride along with the canonical rows
         prepared = {name: _beyond.with_scores(prep, _from_spark(runs[name]), columns) for name, prep in prepared.items()}
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
@@ -390,6 +378,25 @@ def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memo
     return rows, summary, excluded, items
 
 
+def _plan(metrics, k, conv: Convention, has_truth: bool, side_inputs) -> tuple[MetricRequest, tuple | None]:
+    """The accuracy request of ``metrics`` at ``k`` and its beyond-accuracy part, (names, side inputs,
+    only beyond-accuracy metrics) or None. ``side_inputs()`` gives the validated train / items /
+    features, called only when a beyond-accuracy metric is asked for. With only those, the request is
+    a placeholder that keeps k (the accuracy engine is not run)."""
+    metrics, beyond_names = _split_beyond(metrics)
+    side = side_inputs() if beyond_names else None
+    if beyond_names:
+        _beyond.check_inputs(beyond_names, side, conv, has_truth=has_truth)
+    only_beyond = metrics == [] and bool(beyond_names)
+    if not has_truth and not only_beyond:
+        raise ParameterError("ground_truth is None, but accuracy metrics need it.",
+                             hint="Pass the ground truth, or ask only for metrics that do not read it "
+                                  "(e.g. metrics=['novelty', 'item_coverage']).")
+    request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
+                            conv.name)
+    return request, (tuple(beyond_names), side, only_beyond) if beyond_names else None
+
+
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:
     """(accuracy metrics: None = all, [] = none; beyond-accuracy names) of a ``metrics`` argument."""
     if metrics is None:
@@ -438,23 +445,13 @@ class Evaluator:
 
     def __call__(self, convention, k, metrics) -> Result:
         conv = resolve(convention)
-        metrics, beyond_names = _split_beyond(metrics)
-        if not self.has_truth and metrics != []:
-            raise ParameterError("ground_truth is None, but accuracy metrics need it.",
-                                 hint="Pass the ground truth, or ask only for beyond-accuracy metrics.")
-        only_beyond = metrics == [] and bool(beyond_names)
-        request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
-                                conv.name)
+        request, beyond = _plan(metrics, k, conv, self.has_truth, self.side)
         check_cutoffs(conv, request.ks)
-        beyond = None
-        if beyond_names:
-            _beyond.check_inputs(beyond_names, self.side(), conv, has_truth=self.has_truth)
-            beyond = (tuple(beyond_names), self.side(), only_beyond)
         key = input_key(conv)
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)
         prep = self._prepared[key]
-        if "score_entropy" in beyond_names:
+        if beyond is not None and "score_entropy" in beyond[0]:
             prep = _beyond.with_scores(prep, self.recommendations, self.columns)
         return run_prepared({None: prep}, request, conv, self.engine, user_col=self.columns.user,
                             memory_limit=self.memory_limit, confidence=self.confidence, beyond=beyond)

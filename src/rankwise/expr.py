@@ -290,9 +290,9 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     value = dist / (pairs if conv.ild_denominator == "pairs" else m)
     short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(NAN)
     lengths = vectors.list.eval(_E.list.len()).list.drop_nulls()
-    finite = vectors.list.eval(_E.list.eval(_E.is_finite()).list.all().fill_null(True)).list.all()
-    valid = vectors.is_not_null() & (lengths.list.n_unique() <= 1) & finite & \
-        vectors.list.eval(_E.list.drop_nulls().list.len() == _E.list.len()).list.all()
+    # every component of every vector a finite number (a null vector is an item without features)
+    finite = vectors.list.eval(_E.list.eval(_E.is_finite().fill_null(False)).list.all().fill_null(True)).list.all()
+    valid = vectors.is_not_null() & (lengths.list.n_unique() <= 1) & finite
     return (pl.when(~valid).then(pl.lit(NAN)).when(m < 2).then(short).otherwise(value)).alias(f"ild@{k}")
 
 
