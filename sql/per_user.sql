@@ -4,7 +4,7 @@
 --   recommendations(user_id, rank, item_id)       rank = position 1..n; a row with a NULL item_id
 --                                                 marks a user whose list is empty
 --   ground_truth(user_id, item_id, relevance)     one row per judged item; a NULL item_id marks a
---                                                 user with no labels
+--                                                 user with no labels (its relevance is ignored)
 --   cutoffs(k)                                    one row per cutoff
 -- Parameters (the Convention knobs, see rankwise.conventions; defaults = reference document 000):
 --   $users                 'union' | 'labels' | 'predictions' | 'intersection' (a user with an
@@ -32,7 +32,8 @@
 WITH
 labels AS (
     SELECT g.user_id, g.item_id,
-           CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel
+           CASE WHEN g.item_id IS NOT NULL AND g.relevance > 0 AND g.relevance >= $relevance_threshold
+                THEN 1 ELSE 0 END AS is_rel
     FROM ground_truth AS g
 ),
 -- labels that can earn something. A relevance of 0 is never relevant and has gain 0 under every
@@ -46,7 +47,7 @@ earning AS (
                 WHEN $gain = 'linear' THEN CAST(g.relevance AS DOUBLE)
                 ELSE POWER(2.0, CAST(g.relevance AS DOUBLE)) - 1.0 END AS gain
     FROM ground_truth AS g
-    WHERE g.relevance > 0
+    WHERE g.relevance > 0 AND g.item_id IS NOT NULL
 ),
 label_stats AS (
     SELECT l.user_id, 1 AS in_truth, CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,

@@ -50,7 +50,7 @@ label_rows AS (
 labels AS (
     SELECT g.user_id, g.rows_,
            filter(g.rows_, l -> l.item_id IS NOT NULL) AS judged,
-           filter(g.rows_, l -> l.relevance > 0) AS earning
+           filter(g.rows_, l -> l.item_id IS NOT NULL AND l.relevance > 0) AS earning
     FROM label_rows AS g
 ),
 gains AS (

@@ -86,13 +86,16 @@ def test_relevance_defaults_to_one(engine):
 
 def test_null_means_undefined(engine):
     """The SQL's NULL is the API's NaN: a user with no relevant label has NULL metrics under
-    empty_labels='nan', and the summary leaves them out of n_users."""
-    r, t = E.api_frames({1: [10, 11], 2: [10]}, {1: {11: 1.0}, 2: {10: 0.0}}, {}, False, False)
+    empty_labels='nan', and the summary leaves them out of n_users. User 3's only label row is the
+    no-labels marker (a NULL item) carrying a relevance: still no relevant label."""
+    r, t = E.api_frames({1: [10, 11], 2: [10], 3: [10]}, {1: {11: 1.0}, 2: {10: 0.0}, 3: {}}, {}, False, False)
     wr, wt = E.warehouse_frames(r, t)
-    per_user, summary = engine.run(wr, wt, ks=(2,), metrics=["precision"])
-    values = {row["user_id"]: row["precision"] for row in per_user.iter_rows(named=True)}
-    assert values[1] == pytest.approx(0.5) and values[2] is None
-    assert summary.row(0)[2:] == (pytest.approx(0.5), 1)
+    wt = wt.with_columns(pl.col("relevance").fill_null(1.0))  # the marker row of user 3
+    per_user, summary = engine.run(wr, wt, ks=(2,), metrics=["precision", "recall"])
+    values = {row["user_id"]: (row["precision"], row["recall"]) for row in per_user.iter_rows(named=True)}
+    assert values[1] == (pytest.approx(0.5), pytest.approx(1.0))
+    assert values[2] == values[3] == (None, None)
+    assert summary.filter(pl.col("metric") == "precision").row(0)[2:] == (pytest.approx(0.5), 1)
 
 
 # (what is wrong, the text the error must hold, recommendations rows, ground-truth rows)
