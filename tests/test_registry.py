@@ -131,3 +131,18 @@ def test_each_beyond_metric_moves_only_with_its_declared_knobs():
     for m in BEYOND:
         single = {kn for kn in m.knobs if isinstance(docs[kn][0], tuple) and len(docs[kn][0]) == 1}
         assert set(m.knobs) - single <= moved[m.name], (m.name, set(m.knobs) - single - moved[m.name])
+
+
+def test_spark_stats_keep_the_user_rule_of_per_user_sql():
+    """Which users are evaluated ($users, $unjudged) is per_user.sql's `universe` rule; the Spark path
+    (sql/spark_user_stats.sql, over per-user arrays with the same all_users columns) repeats its WHERE
+    clause, which must stay the same."""
+    def rule(name: str, dialect: str) -> str:
+        tree = sqlglot.parse_one(_sql_files.read(name), read=dialect)
+        universe = next(cte for cte in tree.find_all(exp.CTE) if cte.alias == "universe")
+        where = universe.this.args["where"]
+        for param in list(where.find_all(exp.Placeholder, exp.Parameter)):  # :users (duckdb), @users (spark)
+            param.replace(exp.var("$" + param.name))
+        return where.sql("duckdb")
+
+    assert rule("spark_user_stats", "spark") == rule("per_user", "duckdb")
