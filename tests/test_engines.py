@@ -144,6 +144,62 @@ def test_a_failed_input_check_stops_the_script(engine):
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['per_user']}")
 
 
+# (what is wrong, the text the error must hold, the table it replaces, its rows): the beyond-accuracy
+# script checks the recommendations as the accuracy script does and its side inputs as evaluate() does
+BEYOND_MALFORMED = [
+    ("a repeated item", "recommendations: an item repeated in one user's list", "recommendations",
+     [(1, 10, 1), (1, 10, 2)]),
+    ("a NULL train item", "train: NULL user or item", "train", [(7, 10), (8, None)]),
+    ("a NULL catalog item", "items: NULL item", "items", [(10,), (None,)]),
+    ("a repeated feature", "item_features: a feature repeated for one item", "item_features",
+     [(10, "a", 1.0), (10, "a", 2.0)]),
+    ("a NaN feature value", "item_features: NaN or infinite value", "item_features",
+     [(10, "a", float("nan")), (11, "a", 1.0)]),
+]
+BEYOND_SCHEMAS = {"recommendations": {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64},
+                  "train": {"user": pl.Int64, "item": pl.Int64}, "items": {"item": pl.Int64},
+                  "item_features": {"item": pl.Int64, "feature": pl.String, "value": pl.Float64}}
+BEYOND_GOOD = {"recommendations": [(1, 10, 1), (1, 11, 2), (2, None, None)], "train": [(7, 10), (8, 11)],
+               "items": [(10,), (11,), (12,)], "item_features": [(10, "a", 1.0), (11, "b", 1.0)]}
+
+
+def test_a_failed_input_check_stops_the_beyond_script(engine):
+    """The beyond-accuracy script refuses what evaluate() refuses, in the recommendations and in train,
+    items and item_features: a check statement fails with a message naming the problem and the tables
+    before any stage is made (an earlier run's stages are dropped first); valid tables pass. Spark
+    plans every statement for a second or more: one side-input case there (its recommendations checks
+    are sql/checks.sql, run there by test_a_failed_input_check_stops_the_script)."""
+    from rankwise._render_beyond import render_beyond
+
+    def load(rows_by_table):
+        for name, rows in rows_by_table.items():
+            engine.load(f"rw_b_{name}", pl.DataFrame(rows, schema=BEYOND_SCHEMAS[name], orient="row"))
+        return render_beyond(["novelty", "item_coverage", "ild"], [2], "default", engine.dialect,
+                             {name: engine.qualified(f"rw_b_{name}") for name in BEYOND_SCHEMAS}, schema=engine.schema)
+
+    script = load(BEYOND_GOOD)
+    for statement in script.statements()[:-3]:  # views, checks (they pass), stages
+        engine.execute(statement)
+    if engine.dialect != "spark":
+        assert engine.query(script.per_user).height == 2  # user 2's list is empty
+    cases = BEYOND_MALFORMED[3:4] if engine.dialect == "spark" else BEYOND_MALFORMED
+    for what, message, table, rows in cases:
+        script = load({**BEYOND_GOOD, table: rows})
+        statements = script.statements()
+        first_check = statements.index(script.checks[0])
+        for statement in statements[:first_check]:
+            engine.execute(statement)
+        with pytest.raises(Exception) as failure:
+            for check in script.checks:
+                engine.query(check)
+        text = str(failure.value).replace("\\'", "'")  # ClickHouse escapes the quote in user's
+        assert f"rankwise: {message}" in text, (what, text)
+        if engine.dialect != "clickhouse":  # it cuts the message in its error at ~70 characters
+            assert "input check failed" in text and f"rw_b_{table}" in text, (what, text)
+        with pytest.raises(Exception):  # dropped before the checks: no stage of the good run is left
+            engine.query(f"SELECT COUNT(*) AS n FROM {script.names['exposure']}")
+
+
 # -- the Spark backend beyond the cross-backend tests ---------------------------------------------------
 
 
@@ -265,7 +321,7 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
     for label in chosen:
         conv = BEYOND_CONVENTIONS[label]
         script = render_beyond(metrics, list(ks), conv, engine.dialect, tables, schema=engine.schema)
-        for statement in script.setup:
+        for statement in (*script.setup, *script.stages):  # the checks: test_a_failed_check_stops_the_beyond_script
             engine.execute(statement)
         users = engine.query(script.per_user)
         catalog, per_item = engine.query(script.catalog), engine.query(script.per_item)

@@ -798,7 +798,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: 
         cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
         for table, frame in frames.items():
             _upload(cur, table, frame)
-        for statement in script.setup:
+        for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
             cur.execute(statement)
         users, catalog, items = (_fetch(cur, query) for query in (script.per_user, script.catalog, script.per_item))
     return _typed(users, catalog, items, ids)
@@ -819,7 +819,7 @@ def spark_run(recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention)
         for table, frame in frames.items():
             _to_spark(spark, frame).createOrReplaceTempView(table)
         with _adaptive_off(spark):
-            for statement in script.setup:
+            for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
                 spark.sql(statement)
             users, catalog, items = (to_polars(spark.sql(q)) for q in (script.per_user, script.catalog,
                                                                          script.per_item))

@@ -11,14 +11,15 @@ import polars as pl
 
 from . import _sql_files, render
 from .conventions import Convention
-from .errors import (DuplicateItemError, DuplicateRankError, InvalidRankError, InvalidRelevanceError,
+from .errors import (DuplicateItemError, DuplicateRankError, InputError, InvalidRankError, InvalidRelevanceError,
                      InvalidScoreError, NullValueError)
 
 
 def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
-                 null_item_marks_empty: bool = False) -> str:
-    """sql/checks.sql for ``dialect`` over ``names`` (recommendations_input, ground_truth_input)."""
-    text = _sql_files.read("checks")
+                 null_item_marks_empty: bool = False, file: str = "checks") -> str:
+    """sql/checks.sql for ``dialect`` over ``names`` (recommendations_input, ground_truth_input);
+    ``file="beyond_checks"``: sql/beyond_checks.sql over train, items and item_features."""
+    text = _sql_files.read(file)
     values = {"by_score": int(by_score), "duplicates": conv.duplicates,
               "null_item_marks_empty": int(null_item_marks_empty)}
     _, exp = render._sqlglot()
@@ -76,7 +77,7 @@ def raw_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col
 
 _CHECK_ERRORS = {"null_value": NullValueError, "invalid_rank": InvalidRankError, "duplicate_rank": DuplicateRankError,
                  "invalid_score": InvalidScoreError, "duplicate_item": DuplicateItemError,
-                 "invalid_relevance": InvalidRelevanceError}
+                 "invalid_relevance": InvalidRelevanceError, "invalid_value": InputError}
 
 
 def raise_on_failed_checks(problems: pl.DataFrame) -> None:

@@ -6,9 +6,12 @@ A script is, in order:
    per user, as the accuracy script does), ``<prefix>train(user_id, item_id)``, ``<prefix>items(item_id)``,
    ``<prefix>item_features(item_id, feature, value)``, ``<prefix>ground_truth(user_id, item_id,
    relevance)`` and ``<prefix>cutoffs(k)``; a side input that is not given is an empty view with the
-   recommendations' id types;
-2. the stages (``_beyond.STAGES``: popularity, rank buckets, exposure) as tables, dropped first;
-3. three SELECTs: per user and k (user_id, k, n_items, novelty, arp, long_tail_share, ild,
+   recommendations' id types; the caller's rows as sql/checks.sql reads them; the old stages dropped;
+2. the input checks: sql/checks.sql over the recommendations and ground truth, sql/beyond_checks.sql
+   over train, items and item_features, each a SELECT that fails with a message naming the problem
+   and the tables (the rules of evaluate(); a failure stops the script before any stage is made);
+3. the stages (``_beyond.STAGES``: popularity, rank buckets, exposure) as tables;
+4. three SELECTs: per user and k (user_id, k, n_items, novelty, arp, long_tail_share, ild,
    serendipity), the catalog metrics (metric, k, value, n_users) and per item (item_id, k, exposure,
    popularity).
 What a dialect cannot do is declared in ``render.GAPS`` (the "beyond-accuracy" entries).
@@ -18,12 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import _beyond, _sql_files, render
+from . import _beyond, _checks, _sql_files, render
 from .conventions import Convention, resolve
 from .errors import ParameterError, UnsupportedSQLError
 from .metrics import check_cutoffs, parse_request
 
 INPUTS = ("recommendations", "train", "items", "item_features", "ground_truth")
+RAW = ("recommendations_input", "ground_truth_input")  # the caller's rows, as sql/checks.sql reads them
 QUERIES = {"per_user": "beyond_user", "catalog": "beyond_catalog", "per_item": "beyond_items"}
 # dialects whose stages are gone with the session (temporary tables; Spark: temporary views)
 _TEMP_TABLES = {"duckdb", "postgres", "snowflake", "spark", "databricks"}
@@ -31,7 +35,8 @@ _TEMP_TABLES = {"duckdb", "postgres", "snowflake", "spark", "databricks"}
 
 @dataclass(frozen=True)
 class BeyondScript:
-    """A rendered beyond-accuracy script: setup statements (views, stage tables), three SELECTs."""
+    """A rendered beyond-accuracy script: setup (views, old stages dropped), the input checks, the
+    stage tables, three SELECTs. A caller whose inputs evaluate() has checked runs setup and stages."""
 
     dialect: str
     setup: tuple[str, ...]
@@ -39,10 +44,12 @@ class BeyondScript:
     catalog: str
     per_item: str
     names: dict = field(default_factory=dict)  # logical name -> rendered relation name
+    checks: tuple[str, ...] = ()  # each fails, naming the problem, when an input breaks a rule
+    stages: tuple[str, ...] = ()  # CREATE of the stage tables
 
     def statements(self) -> list[str]:
-        """Every statement in execution order: views, stages, per-user, catalog, per-item SELECTs."""
-        return [*self.setup, self.per_user, self.catalog, self.per_item]
+        """Every statement in execution order: views, checks, stages, per-user, catalog, per-item SELECTs."""
+        return [*self.setup, *self.checks, *self.stages, self.per_user, self.catalog, self.per_item]
 
     def text(self) -> str:
         header = (f"-- rankwise {render._version()}: beyond-accuracy metrics, dialect {self.dialect}.\n"
@@ -58,8 +65,8 @@ def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
     _, exp = render._sqlglot()
     where = render.identifier(schema, dialect, "schema", max_parts=2) if schema is not None else None
     out = {}
-    for name in (*INPUTS, "cutoffs", *_beyond.STAGES.values()):
-        view = name in INPUTS or name == "cutoffs"
+    for name in (*INPUTS, *RAW, "cutoffs", *_beyond.STAGES.values()):
+        view = name in INPUTS or name in RAW or name == "cutoffs"
         session_scoped = dialect in (render._TEMP_VIEWS if view else _TEMP_TABLES)
         table = exp.Table(this=exp.to_identifier(f"{prefix}beyond_{name}"))
         if where is not None and not session_scoped:
@@ -114,19 +121,26 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
     rel = relation_names(prefix, schema, dialect)
     views = _input_views(tables, dialect, rel, conv, user_col, item_col, rank_col, score_col, relevance_col,
                          feature_col, value_col, ks)
+    views |= _raw_views(tables, dialect, rel, user_col, item_col, rank_col, score_col, relevance_col)
     made = [render._view(rel[name], query, dialect) for name, query in views.items()]
     # the empty stand-ins read the recommendations view: drop every view before creating any
     setup = [drop for drop, _ in reversed(made)] + [create for _, create in made]
     if dialect == "clickhouse":  # the beyond files test joined columns for NULL (outer joins, COALESCE)
         setup.insert(0, "SET join_use_nulls = 1")
-    for file, table in _beyond.STAGES.items():
-        setup += _create_table(rel[table], _query(file, conv, dialect, rel), dialect)
+    stages = [_create_table(rel[table], _query(file, conv, dialect, rel), dialect)
+              for file, table in _beyond.STAGES.items()]
+    setup += [drop for drop, _ in stages]  # no stage of an earlier run outlives a failed check
+    given = {key: tables[key] for key in ("recommendations", "ground_truth", *INPUTS) if key in tables}
+    checks = tuple(render._stop_on_failed_checks(_checks.checks_query(
+        conv, score_col is not None, dialect, rel, null_item_marks_empty=True, file=file), given, dialect)
+        for file in ("checks", "beyond_checks"))
     per_user, catalog, per_item = (_query(QUERIES[q], conv, dialect, rel) for q in QUERIES)
     wanted = [n for n in names if n in _beyond.USER_COLUMNS]
     per_user = _select(per_user, ["user_id", "k", "n_items", *wanted], dialect)
     kept = ", ".join(f"'{n}'" for n in names if n not in _beyond.USER_COLUMNS) or "''"
     catalog = _filtered(catalog, f"c.metric IN ({kept})", dialect)
-    return BeyondScript(dialect, tuple(setup), per_user, catalog, per_item, rel)
+    return BeyondScript(dialect, tuple(setup), per_user, catalog, per_item, rel, checks,
+                        tuple(create for _, create in stages))
 
 
 def _query(file: str, conv: Convention, dialect: str, rel: dict) -> str:
@@ -161,6 +175,22 @@ def _create_table(name: str, query: str, dialect: str) -> list[str]:
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
     return [f"DROP TABLE IF EXISTS {table.sql(dialect)}", render._fill(render._generate(create, dialect), query)]
+
+
+def _raw_views(tables: dict, dialect: str, rel: dict, user_col, item_col, rank_col, score_col, relevance_col) -> dict:
+    """{"recommendations_input": SELECT, "ground_truth_input": SELECT}: the caller's rows under the
+    names sql/checks.sql reads; without a ground truth, an empty one with the recommendations' types."""
+    _, exp = render._sqlglot()
+    has_truth = "ground_truth" in tables
+    source = {"recommendations": tables["recommendations"],
+              "ground_truth": tables["ground_truth" if has_truth else "recommendations"]}  # replaced below
+    raw = _checks.raw_views(source, dialect, user_col, item_col, None if score_col else rank_col, score_col,
+                            relevance_col if has_truth else None)
+    if not has_truth:
+        raw["ground_truth_input"] = exp.select("r.user_id", "r.item_id",
+                                               exp.alias_(exp.cast(exp.Null(), "DOUBLE"), "relevance")) \
+            .from_(exp.to_table(rel["recommendations_input"]).as_("r")).where("1 = 0")
+    return raw
 
 
 def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_col, item_col, rank_col, score_col,

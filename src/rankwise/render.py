@@ -68,9 +68,6 @@ GAPS = (
     # beyond-accuracy metrics (rankwise._render_beyond, sql/beyond_*.sql)
     Gap(("*",), "beyond-accuracy: score_entropy (the scores of the pooled top k)",
         "UnsupportedSQLError; evaluate() computes it"),
-    Gap(("*",), "beyond-accuracy: input checks of train, items and item_features (nulls, repeated "
-        "(item, feature), non-finite values) and of the recommendations",
-        "not checked by the script; evaluate() checks them, with typed errors"),
     Gap(("*",), "beyond-accuracy: item_features as embeddings (a list column)",
         "long (item, feature, value) rows only; explode the embedding into features 0..d-1"),
     Gap(("clickhouse",), "beyond-accuracy: outer joins read as NULL where the partner is missing",
@@ -472,9 +469,10 @@ _RAISE = {"duckdb": "error", "spark": "raise_error", "databricks": "raise_error"
 
 
 def _stop_on_failed_checks(checks_sql: str, tables: dict, dialect: str) -> str:
-    """A SELECT over sql/checks.sql's rows that errors on the first one, with a message naming the
-    problem (and so the input) first, as ClickHouse shows only the first ~70 characters, then the
-    rows and the tables; it returns no row when every check passes."""
+    """A SELECT over sql/checks.sql's rows (or sql/beyond_checks.sql's) that errors on the first one,
+    with a message naming the problem (and so the input) first, as ClickHouse shows only the first ~70
+    characters, then the rows and the tables (every entry of ``tables``, in its order); it returns no
+    row when every check passes."""
     sqlglot, exp = _sqlglot()
     c = exp.column
     message = exp.func("CONCAT",
@@ -483,8 +481,9 @@ def _stop_on_failed_checks(checks_sql: str, tables: dict, dialect: str) -> str:
         exp.func("COALESCE", c("example_user", "c"), exp.Literal.string("NULL")),
         exp.Literal.string(", item "), exp.func("COALESCE", c("example_item", "c"), exp.Literal.string("NULL")),
         exp.Literal.string(
-            f"; input check failed; tables: recommendations = {_short(str(tables['recommendations']))}, ground "
-            f"truth = {_short(str(tables['ground_truth']))}; the rules are evaluate()'s, see the README)."))
+            "; input check failed; tables: "
+            + ", ".join(f"{key.replace('_truth', ' truth')} = {_short(str(table))}" for key, table in tables.items())
+            + "; the rules are evaluate()'s, see the README)."))
     if dialect == "clickhouse":  # a function of a Nullable argument returns NULL instead of failing
         message = exp.Anonymous(this="assumeNotNull", expressions=[message])
     if dialect in _RAISE:
