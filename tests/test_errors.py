@@ -101,6 +101,14 @@ def test_integer_widths_are_widened_not_rejected(backend):
 def test_unknown_metric():
     msg = _raises(rankwise.ParameterError, metrics=["precision", "nDCG@10x"], match="Unknown metric")
     assert "ndcg" in msg
+    msg = _raises(rankwise.ParameterError, metrics=["novelity"], match="Unknown metric")
+    assert "novelty" in msg and "personalization" in msg  # the beyond-accuracy names are listed too
+
+
+def test_a_cutoff_in_a_metric_name_points_to_k():
+    msg = _raises(rankwise.ParameterError, metrics=["ndcg@3"], match="Unknown metric 'ndcg@3'")
+    assert "metrics=['ndcg'], k=3" in msg
+    assert "k=10" in _raises(rankwise.ParameterError, metrics=["novelty@10"], match="Unknown metric")
 
 
 def test_two_f_betas_in_one_call():

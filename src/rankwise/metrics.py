@@ -189,9 +189,13 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
                 raise ParameterError(f"F-beta needs beta > 0, got {name!r}.")
             betas.append(beta)
         elif name not in METRICS:
+            base, _, cutoff = name.partition("@")
+            known = base in METRICS or _F_BETA.match(base) or base in (m.name for m in BEYOND)
             raise ParameterError(
                 f"Unknown metric {name!r}.",
-                hint=f"Known metrics: {', '.join(METRICS)} (and f<beta> such as f2 or f0.5).",
+                hint=f"Cutoffs go in k=, not in the name: metrics=[{base!r}], k={cutoff}." if cutoff.isdigit() and known else
+                f"Known metrics: {', '.join(METRICS)} (and f<beta> such as f2 or f0.5); beyond accuracy: "
+                f"{', '.join(m.name for m in BEYOND)}.",
             )
         if supported is not None and internal_name(name) not in supported:
             raise ParameterError(
