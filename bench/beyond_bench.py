@@ -1,8 +1,11 @@
 """Beyond-accuracy metrics at scale: every one but ild and serendipity at k = 10 and 100; with
 ``--ild``, ild alone at k = 10 on random 64-dimensional embeddings of every recommended item.
 
-Recommendations and train interactions from bench/generate.py (the ground truth file stands in for
-the train interactions: ~12 rows per user over the same Zipf item popularity).
+Data (bench/generate.py): by default the shape issue 10 names (``--shape issue``, files of
+``generate.py --beyond``): 100 items per user from a 100k-item catalog (passed as ``items``), 20 train
+interactions per user. ``--shape shared``: the accuracy benches' files instead, a 1M-item universe, the
+ground truth file standing in for the train interactions (~12 rows per user over the same Zipf
+popularity), no ``items`` (the catalog is the train items).
 
 With ``--peers rectools,evidently``: each library's beyond-accuracy metrics at k = 10 against rankwise under
 the matching preset (convention="rectools" / "evidently") on Polars and DuckDB, every tool its own process
@@ -12,7 +15,7 @@ The libraries' means must equal rankwise's to 1e-9 (else exit 1, unless KNOWN_DI
 reason); a metric still running after --budget seconds (default 600) is killed and reported as did not
 finish, and the library is run again for the metrics after it. Peers: bench/peers/<library>_beyond_peer.py.
 
-Usage: python bench/beyond_bench.py [--users 1M] [--backend duckdb|polars] [--ild]
+Usage: python bench/beyond_bench.py [--users 1M] [--backend duckdb|polars] [--ild] [--shape issue|shared]
        python bench/beyond_bench.py --users 100k --peers rectools,evidently [--budget 600]
 """
 
@@ -46,9 +49,20 @@ def main() -> None:
     parser.add_argument("--ild", action="store_true", help="ild at k = 10 on 64-dimensional embeddings")
     parser.add_argument("--peers", help="comma-separated libraries (rectools, evidently): time them against rankwise")
     parser.add_argument("--budget", type=float, default=600.0, help="seconds one peer metric may run (--peers)")
+    parser.add_argument("--shape", choices=["issue", "shared"], default="issue",
+                        help="issue: generate.py --beyond's files (100k-item catalog); shared: recs_/truth_ files")
     parser.add_argument("--as-tool", metavar="CONVENTION", help=argparse.SUPPRESS)  # internal: rankwise's process
     args = parser.parse_args()
-    recs, train = args.data_dir / f"recs_{args.users}.parquet", args.data_dir / f"truth_{args.users}.parquet"
+    if args.shape == "issue":
+        recs, train = (args.data_dir / f"beyond_{name}_{args.users}.parquet" for name in ("recs", "train"))
+        items = args.data_dir / "beyond_items.parquet"
+    else:
+        recs, train = args.data_dir / f"recs_{args.users}.parquet", args.data_dir / f"truth_{args.users}.parquet"
+        items = None
+    missing = [p for p in (recs, train, items) if p is not None and not p.exists()]
+    if missing:
+        sys.exit(f"missing {', '.join(map(str, missing))}: run python bench/generate.py --sizes {args.users}"
+                 + (" --beyond" if args.shape == "issue" else ""))
     if args.as_tool:
         rankwise_tool(args.as_tool, recs, train, args.backend)
         return
@@ -57,10 +71,11 @@ def main() -> None:
     if args.ild:
         print(json.dumps(ild(recs, args.backend) | {"users": args.users}))
         return
-    out = {"users": args.users, "backend": args.backend, "metrics": METRICS}
+    out = {"users": args.users, "backend": args.backend, "shape": args.shape, "metrics": METRICS}
     for ks in ([10], [10, 100]):
         start = time.perf_counter()
-        rankwise.evaluate(str(recs), None, k=ks, metrics=METRICS, train=str(train), backend=args.backend)
+        rankwise.evaluate(str(recs), None, k=ks, metrics=METRICS, train=str(train),
+                          items=None if items is None else str(items), backend=args.backend)
         out[f"k={','.join(map(str, ks))}_s"] = round(time.perf_counter() - start, 2)
     out["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
     print(json.dumps(out))
@@ -183,7 +198,7 @@ def peers(libraries: list[str], recs: Path, train: Path, args) -> int:
         ours = {}
         for backend in ("polars", "duckdb"):
             run = run_process([sys.executable, __file__, "--as-tool", library, "--backend", backend, "--users",
-                               args.users, "--data-dir", args.data_dir], {}, args.budget)
+                               args.users, "--data-dir", args.data_dir, "--shape", args.shape], {}, args.budget)
             if "dnf" in run:
                 raise RuntimeError(f"rankwise {backend} did not finish in {args.budget:.0f} s: {run['dnf']}")
             ours[backend] = run["metrics"]["evaluate"]["values"]

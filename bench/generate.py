@@ -11,7 +11,12 @@ Shape of the data (all numbers are per user, drawn independently):
   * 5..20 ground-truth rows; each comes from the user's own list with prob 0.18 (ranks skewed to the top,
     so hit_rate@10 is ~0.4), the rest from the popularity distribution; relevance 0/1/2/3 with p .1/.5/.25/.15.
 
-Usage: python bench/generate.py --sizes 10k,100k,1M,3M [--data-dir DIR] [--seed 42]
+With --beyond, the shape issue 10's beyond-accuracy bench names instead, per size N:
+  beyond_recs_<N>.parquet   user, item, rank: 100 distinct items per user from a 100k-item catalog (Zipf 0.9)
+  beyond_train_<N>.parquet  user, item: 20 interactions per user over the same popularity (repeats allowed)
+  beyond_items.parquet      item: the 100k-item catalog
+
+Usage: python bench/generate.py --sizes 10k,100k,1M,3M [--data-dir DIR] [--seed 42] [--beyond]
 """
 from __future__ import annotations
 
@@ -60,14 +65,14 @@ def data_paths(data_dir: Path, n: int) -> tuple[Path, Path]:
 class ItemSampler:
     """Draws item indices (0 = most popular) from a Zipf law via an inverse-CDF table."""
 
-    def __init__(self, seed: int):
-        w = np.arange(1, N_ITEMS + 1, dtype=np.float64) ** -ZIPF_S
+    def __init__(self, seed: int, n_items: int = N_ITEMS):
+        w = np.arange(1, n_items + 1, dtype=np.float64) ** -ZIPF_S
         self.cdf = np.cumsum(w / w.sum())
-        # popularity rank -> public item id (1..N_ITEMS), fixed for every size
-        self.item_id = np.random.default_rng([seed, 0]).permutation(N_ITEMS).astype(np.int64) + 1
+        # popularity rank -> public item id (1..n_items), fixed for every size
+        self.item_id = np.random.default_rng([seed, 0]).permutation(n_items).astype(np.int64) + 1
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return np.minimum(np.searchsorted(self.cdf, rng.random(n)), N_ITEMS - 1).astype(np.int64)
+        return np.minimum(np.searchsorted(self.cdf, rng.random(n)), len(self.cdf) - 1).astype(np.int64)
 
 
 def _group_positions(sorted_groups: np.ndarray) -> np.ndarray:
@@ -148,15 +153,56 @@ def generate(n: int, data_dir: Path, seed: int = 42, sampler: ItemSampler | None
     return recs_path, truth_path
 
 
+BEYOND_ITEMS, BEYOND_TRAIN_PER_USER = 100_000, 20
+BEYOND_SCHEMAS = {"recs": RECS_SCHEMA, "train": pa.schema([("user", pa.int64()), ("item", pa.int64())]),
+                  "items": pa.schema([("item", pa.int64())])}
+
+
+def beyond_paths(data_dir: Path, n: int) -> dict:
+    label = size_label(n)
+    return {"recs": data_dir / f"beyond_recs_{label}.parquet", "train": data_dir / f"beyond_train_{label}.parquet",
+            "items": data_dir / "beyond_items.parquet"}
+
+
+def generate_beyond(n: int, data_dir: Path, seed: int = 42) -> dict:
+    """Write the beyond-accuracy bench's files (module docstring); returns their paths."""
+    sampler = ItemSampler(seed, BEYOND_ITEMS)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    paths = beyond_paths(data_dir, n)
+    tmp = {k: p.with_suffix(".tmp") for k, p in paths.items()}
+    pq.write_table(pa.table([np.sort(sampler.item_id)], schema=BEYOND_SCHEMAS["items"]), tmp["items"])
+    with pq.ParquetWriter(tmp["recs"], RECS_SCHEMA) as wr, pq.ParquetWriter(tmp["train"], BEYOND_SCHEMAS["train"]) as wt:
+        for c, first in enumerate(range(0, n, CHUNK_USERS)):
+            rng = np.random.default_rng([seed, n, c + 1, 10])
+            m = min(CHUNK_USERS, n - first)
+            ru, ri, rr = gen_recs(rng, sampler, np.full(m, LIST_LEN))
+            uid = np.arange(first + 1, first + m + 1, dtype=np.int64)  # user ids 1..n
+            wr.write_table(pa.table([uid[ru], sampler.item_id[ri], rr], schema=RECS_SCHEMA), row_group_size=1 << 20)
+            tu = np.repeat(uid, BEYOND_TRAIN_PER_USER)
+            wt.write_table(pa.table([tu, sampler.item_id[sampler.draw(rng, len(tu))]], schema=BEYOND_SCHEMAS["train"]),
+                           row_group_size=1 << 20)
+    for k, p in paths.items():
+        tmp[k].replace(p)
+    return paths
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10k,100k,1M,3M")
     ap.add_argument("--data-dir", type=Path, default=Path(__file__).parent / "data")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--force", action="store_true", help="regenerate files that already exist")
+    ap.add_argument("--beyond", action="store_true", help="the beyond-accuracy bench's files (see above)")
     a = ap.parse_args()
     sampler = ItemSampler(a.seed)
     for n in map(parse_size, a.sizes.split(",")):
+        if a.beyond:
+            t = time.perf_counter()
+            paths = generate_beyond(n, a.data_dir, a.seed)
+            rows = {k: pq.ParquetFile(p).metadata.num_rows for k, p in paths.items()}
+            print(f"{size_label(n)} (beyond): {rows['recs']:,} rec rows, {rows['train']:,} train rows, "
+                  f"{rows['items']:,} items in {time.perf_counter() - t:.1f}s")
+            continue
         paths = data_paths(a.data_dir, n)
         if all(p.exists() for p in paths) and not a.force:
             print(f"{size_label(n)}: exists, skipped ({paths[0]})")
