@@ -144,6 +144,30 @@ def test_a_failed_input_check_stops_the_script(engine):
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['per_user']}")
 
 
+def test_rendered_score_entropy_equals_evaluate(engine):
+    """score_entropy in a script that ranks by score_col: Evidently's entropy (nats) of the softmax of
+    the pooled top-k scores, as evaluate() gives it, and by hand at k = 1 (top scores 0.9, 2.0, 0.0).
+    User 4's list is empty (a NULL-item row); user 1's tie at 0.5 straddles k = 2."""
+    import math
+
+    from rankwise._render_beyond import render_beyond
+
+    rows = [(1, 5, 0.9), (1, 6, 0.5), (1, 7, 0.5), (2, 5, 2.0), (2, 8, -1.0), (3, 9, 0.0), (4, None, None)]
+    recs = pl.DataFrame(rows, schema={"user": pl.Int64, "item": pl.Int64, "score": pl.Float64}, orient="row")
+    engine.load("rw_scored", recs)
+    script = render_beyond(["score_entropy", "personalization"], [1, 2, 3], "default", engine.dialect,
+                           {"recommendations": engine.qualified("rw_scored")}, score_col="score",
+                           schema=engine.schema)
+    for statement in script.statements()[:-3]:
+        engine.execute(statement)
+    got = {r["k"]: r["value"] for r in engine.query(script.catalog).iter_rows(named=True)
+           if r["metric"] == "score_entropy"}
+    want = rankwise.evaluate(recs.drop_nulls(), None, k=[1, 2, 3], metrics=["score_entropy"], backend="polars")
+    assert got == pytest.approx({r["k"]: r["value"] for r in want.summary.iter_rows(named=True)}, rel=1e-12)
+    weights = [math.exp(x) for x in (0.9, 2.0, 0.0)]
+    assert got[1] == pytest.approx(-sum(w / sum(weights) * math.log(w / sum(weights)) for w in weights), rel=1e-12)
+
+
 # (what is wrong, the text the error must hold, the table it replaces, its rows): the beyond-accuracy
 # script checks the recommendations as the accuracy script does and its side inputs as evaluate() does
 BEYOND_MALFORMED = [

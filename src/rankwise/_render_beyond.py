@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from . import _beyond, _checks, _sql_files, render
 from .conventions import Convention, resolve
-from .errors import ParameterError, UnsupportedSQLError
+from .errors import ParameterError
 from .metrics import check_cutoffs, parse_request
 
 INPUTS = ("recommendations", "train", "items", "item_features", "ground_truth")
@@ -95,9 +95,11 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
     if unknown or not names:
         raise ParameterError(f"Not beyond-accuracy metrics: {unknown or names}.",
                              hint=f"Choose from: {', '.join(_beyond.METRICS)}.")
-    if "score_entropy" in names:
-        raise UnsupportedSQLError("score_entropy is not rendered in SQL (the script's recommendations view keeps "
-                                  "ranks, not scores).", hint="Use evaluate() for score_entropy.")
+    if "score_entropy" in names and score_col is None:
+        raise ParameterError("score_entropy reads the recommendations' scores, and the script has no score_col "
+                             "(its ranks come from the rank column).",
+                             hint="Pass score_col= (the script then ranks by the scores), or use evaluate() with "
+                                  "both a rank and a score column.")
     conv = resolve(convention)
     ks = parse_request(["hit_rate"], k).ks
     check_cutoffs(conv, ks)
@@ -205,9 +207,7 @@ def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_c
         return render._source(tables[key], dialect, f"tables[{key!r}]")
 
     recs = render._recommendations_view(tables["recommendations"], dialect, user_col, item_col, rank_col, score_col,
-                                        conv)
-    recs = exp.select("v.user_id", "v.rank", "v.item_id", exp.alias_(exp.cast(exp.Null(), "DOUBLE"), "score")) \
-        .from_(recs.subquery("v"))
+                                        conv, with_score=True)
 
     def empty(*columns):  # no rows, the recommendations' id types
         return exp.select(*columns).from_(exp.to_table(rel["recommendations"]).as_("r")).where("1 = 0")

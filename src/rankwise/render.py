@@ -66,8 +66,8 @@ GAPS = (
     Gap(("clickhouse",), "NULL for missing join partners (join_use_nulls=0 fills 0 or '')",
         "the shipped SQL carries match flags and never tests a joined column for NULL"),
     # beyond-accuracy metrics (rankwise._render_beyond, sql/beyond_*.sql)
-    Gap(("*",), "beyond-accuracy: score_entropy (the scores of the pooled top k)",
-        "UnsupportedSQLError; evaluate() computes it"),
+    Gap(("*",), "beyond-accuracy: score_entropy with ranks from a rank column (the scores of the pooled top k)",
+        "ParameterError; the script reads scores when it ranks by them (score_col=), else evaluate() computes it"),
     Gap(("*",), "beyond-accuracy: item_features as embeddings (a list column)",
         "long (item, feature, value) rows only; explode the embedding into features 0..d-1"),
     Gap(("clickhouse",), "beyond-accuracy: outer joins read as NULL where the partner is missing",
@@ -646,8 +646,11 @@ def _col(name: str):
     return _sqlglot()[1].column(name, table="src")
 
 
-def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention):
-    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs."""
+def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention,
+                          with_score: bool = False):
+    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs; with
+    ``with_score``, also the score of the kept row (ranking by score: under first_shift an item keeps
+    its first, so highest, score), NULL when ranks come from a rank column."""
     _, exp = _sqlglot()
     user, item = _col(user_col), _col(item_col)
     if conv.min_score is not None:
@@ -668,18 +671,22 @@ def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_co
     else:
         raise ParameterError("rank_col and score_col are both None.", hint="Name the column ranks come from.")
     position = exp.Window(this=exp.RowNumber(), partition_by=[user.copy()], order=exp.Order(expressions=order))
+    score = exp.cast(_col(score_col) if score_col is not None else exp.Null(), "DOUBLE")
     inner = exp.select(
         exp.alias_(user, "user_id"),
         exp.alias_(exp.cast(position, "BIGINT"), "pos"),
         exp.alias_(item, "item_id"),
+        *([exp.alias_(score, "score")] if with_score else []),
     ).from_(_source(table, dialect))
     if conv.duplicates == "first_shift":  # keep each item's first position, close the gap
-        inner = exp.select("d.user_id", exp.alias_(exp.Min(this=exp.column("pos", "d")), "pos"), "d.item_id") \
+        inner = exp.select("d.user_id", exp.alias_(exp.Min(this=exp.column("pos", "d")), "pos"), "d.item_id",
+                           *([exp.alias_(exp.Max(this=exp.column("score", "d")), "score")] if with_score else [])) \
             .from_(inner.subquery("d")).group_by("d.user_id", "d.item_id")
     renumber = exp.Window(this=exp.RowNumber(), partition_by=[exp.column("user_id", "r")],
                           order=exp.Order(expressions=[exp.Ordered(this=exp.column("pos", "r"))]))
     return exp.select(
         "r.user_id", exp.alias_(exp.cast(renumber, "BIGINT"), "rank"), "r.item_id",
+        *(["r.score"] if with_score else []),
     ).from_(inner.subquery("r"))
 
 
