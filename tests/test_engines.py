@@ -368,7 +368,7 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
 
 def test_spark_backend_beyond_metrics_equal_polars(spark_session):
     """backend='spark' runs the rendered beyond-accuracy script by spark.sql: the same per-user
-    values, summary and per_item as the Polars engine (to 1e-9); score_entropy is refused (a gap)."""
+    values, summary and per_item as the Polars engine (to 1e-9); score_entropy from a score column too."""
     import math
 
     from test_beyond import _dataset, _frames
@@ -397,6 +397,6 @@ def test_spark_backend_beyond_metrics_equal_polars(spark_session):
     for a, b in zip(want.summary.iter_rows(), got.summary.iter_rows(), strict=True):
         assert a[:2] == b[:2] and same(a[2], b[2]) and a[3] == b[3], (a, b)
     assert want.per_item.equals(got.per_item)
-    with pytest.raises(rankwise.ParameterError, match="score_entropy"):
-        rankwise.evaluate(recs_in.with_columns(score=pl.lit(0.5)), None, k=2, metrics=["score_entropy"],
-                          backend="spark")
+    from test_beyond import _only_what_was_asked
+
+    _only_what_was_asked(recs_in, list(ks), side, "spark")

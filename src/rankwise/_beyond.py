@@ -715,12 +715,8 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
         source = None
     if engine in ("postgres", "spark"):
-        if "score_entropy" in names:
-            raise ParameterError(f"score_entropy does not run on backend={engine!r} (the rendered script keeps ranks, "
-                                 "not scores; a declared gap of rankwise.render.GAPS).",
-                                 hint="Evaluate score_entropy with backend='duckdb' or 'polars'.")
-        users, catalog, items = postgres_run(postgres, recs, truth, side, ks, conv) if engine == "postgres" else \
-            spark_run(recs, truth, side, ks, conv)
+        users, catalog, items = postgres_run(postgres, recs, truth, names, side, ks, conv) if engine == "postgres" \
+            else spark_run(recs, truth, names, side, ks, conv)
     elif engine == "duckdb":
         import tempfile
         from contextlib import ExitStack
@@ -762,7 +758,7 @@ def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
     running the rendered script over the canonical inputs (train given as an empty frame if missing)."""
     recs = recs.lazy().collect()
     ids = _ids(recs.lazy())
-    frames = {"recommendations": recs.select(USER, "rank", ITEM),
+    frames = {"recommendations": recs.select(USER, "rank", ITEM, *(["score"] if "score" in recs.columns else [])),
               "train": side.train if side.train is not None else pl.DataFrame(schema={USER: ids[0], ITEM: ids[1]}),
               "items": side.items, "item_features": side.long_features,
               "ground_truth": None if truth is None else truth.lazy().collect().select(USER, ITEM, "relevance")}
@@ -770,11 +766,13 @@ def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
     return {tables[name]: frame for name, frame in frames.items() if frame is not None}, tables, ids
 
 
-def _script(tables: dict, ks, conv: Convention, dialect: str, prefix: str):
+def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str, scores: bool):
+    """The script of the metrics ``names`` over the canonical frames (ranks 1..n; ``scores``: their
+    joined score column too, for score_entropy)."""
     from ._render_beyond import render_beyond
 
-    return render_beyond([m for m in METRICS if m != "score_entropy"], list(ks), conv, dialect, tables,
-                         user_col=USER, item_col=ITEM, prefix=prefix)
+    return render_beyond(list(names), list(ks), conv, dialect, tables, user_col=USER, item_col=ITEM, prefix=prefix,
+                         keep_score="score" if scores else None)
 
 
 def _typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids: tuple):
@@ -784,7 +782,7 @@ def _typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids:
     return users.sort("k", USER), catalog.sort("metric", "k"), items.sort("k", ITEM)
 
 
-def postgres_run(engine, recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention):
+def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention):
     """(users, catalog, per_item) from the script rankwise.sql renders for PostgreSQL, run over
     the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
     import uuid
@@ -793,7 +791,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: 
 
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
     frames, tables, ids = _script_inputs(recs, truth, side, prefix)
-    script = _script(tables, ks, conv, "postgres", prefix)
+    script = _script(tables, names, ks, conv, "postgres", prefix, "score" in recs.collect_schema())
     with engine.connect() as conn, conn.transaction(force_rollback=True), conn.cursor() as cur:
         cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
         for table, frame in frames.items():
@@ -804,7 +802,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: 
     return _typed(users, catalog, items, ids)
 
 
-def spark_run(recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention):
+def spark_run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention):
     """(users, catalog, per_item) from the script rankwise.sql renders for Spark, run by spark.sql
     over the canonical frames as temporary views (dropped afterwards)."""
     import uuid
@@ -814,7 +812,7 @@ def spark_run(recs: pl.LazyFrame, truth, side: SideInputs, ks, conv: Convention)
     spark = session()
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
     frames, tables, ids = _script_inputs(recs, truth, side, prefix)
-    script = _script(tables, ks, conv, "spark", prefix)
+    script = _script(tables, names, ks, conv, "spark", prefix, "score" in recs.collect_schema())
     try:
         for table, frame in frames.items():
             _to_spark(spark, frame).createOrReplaceTempView(table)

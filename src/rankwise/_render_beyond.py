@@ -81,13 +81,15 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
                   rank_col: str | None = "rank", score_col: str | None = None,
                   relevance_col: str | None = "relevance", feature_col: str = "feature",
                   value_col: str | None = "value", schema: str | None = None,
-                  prefix: str = "rankwise_") -> BeyondScript:
+                  prefix: str = "rankwise_", keep_score: str | None = None) -> BeyondScript:
     """The beyond-accuracy metrics ``metrics`` (names of ``rankwise.BEYOND_METRICS``) as a script.
 
     ``tables`` maps "recommendations" (required), "train", "items", "item_features" (long: item,
     feature[, value]; value_col=None: every value 1) and "ground_truth" to a table name or a SELECT,
     as ``rankwise.sql`` takes them; the same ``user_col`` / ``item_col`` name the ids in all of them.
-    A metric whose input is not given is a ParameterError naming it, as in evaluate().
+    A metric whose input is not given is a ParameterError naming it, as in evaluate(). score_entropy
+    reads ``score_col`` (ranks then come from the scores) or ``keep_score``, a score column carried
+    while ranks come from ``rank_col`` (evaluate()'s engines: canonical ranks, scores joined).
     """
     dialect = render._check_dialect(dialect)
     names = [metrics] if isinstance(metrics, str) else list(metrics)
@@ -95,7 +97,7 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
     if unknown or not names:
         raise ParameterError(f"Not beyond-accuracy metrics: {unknown or names}.",
                              hint=f"Choose from: {', '.join(_beyond.METRICS)}.")
-    if "score_entropy" in names and score_col is None:
+    if "score_entropy" in names and score_col is None and keep_score is None:
         raise ParameterError("score_entropy reads the recommendations' scores, and the script has no score_col "
                              "(its ranks come from the rank column).",
                              hint="Pass score_col= (the script then ranks by the scores), or use evaluate() with "
@@ -122,7 +124,7 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
                                  hint=f"Pass tables={{{', '.join(repr(n) + ': ...' for n in needs)}, ...}}.")
     rel = relation_names(prefix, schema, dialect)
     views = _input_views(tables, dialect, rel, conv, user_col, item_col, rank_col, score_col, relevance_col,
-                         feature_col, value_col, ks)
+                         feature_col, value_col, ks, keep_score)
     views |= _raw_views(tables, dialect, rel, user_col, item_col, rank_col, score_col, relevance_col)
     made = [render._view(rel[name], query, dialect) for name, query in views.items()]
     # the empty stand-ins read the recommendations view: drop every view before creating any
@@ -196,7 +198,7 @@ def _raw_views(tables: dict, dialect: str, rel: dict, user_col, item_col, rank_c
 
 
 def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_col, item_col, rank_col, score_col,
-                 relevance_col, feature_col, value_col, ks) -> dict:
+                 relevance_col, feature_col, value_col, ks, keep_score=None) -> dict:
     """{logical name: SELECT} of the six input views, in creation order."""
     sqlglot, exp = render._sqlglot()
 
@@ -207,7 +209,7 @@ def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_c
         return render._source(tables[key], dialect, f"tables[{key!r}]")
 
     recs = render._recommendations_view(tables["recommendations"], dialect, user_col, item_col, rank_col, score_col,
-                                        conv, with_score=True)
+                                        conv, with_score=True, keep_score=keep_score)
 
     def empty(*columns):  # no rows, the recommendations' id types
         return exp.select(*columns).from_(exp.to_table(rel["recommendations"]).as_("r")).where("1 = 0")

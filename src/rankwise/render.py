@@ -647,10 +647,11 @@ def _col(name: str):
 
 
 def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention,
-                          with_score: bool = False):
+                          with_score: bool = False, keep_score: str | None = None):
     """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs; with
-    ``with_score``, also the score of the kept row (ranking by score: under first_shift an item keeps
-    its first, so highest, score), NULL when ranks come from a rank column."""
+    ``with_score``, also the score of the kept row: ``score_col`` when ranking by it (under first_shift
+    an item keeps its first, so highest, score), else ``keep_score`` (a column carried along while
+    ranking by ``rank_col``), else NULL."""
     _, exp = _sqlglot()
     user, item = _col(user_col), _col(item_col)
     if conv.min_score is not None:
@@ -671,7 +672,8 @@ def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_co
     else:
         raise ParameterError("rank_col and score_col are both None.", hint="Name the column ranks come from.")
     position = exp.Window(this=exp.RowNumber(), partition_by=[user.copy()], order=exp.Order(expressions=order))
-    score = exp.cast(_col(score_col) if score_col is not None else exp.Null(), "DOUBLE")
+    carried = score_col if score_col is not None else keep_score
+    score = exp.cast(_col(carried) if carried is not None else exp.Null(), "DOUBLE")
     inner = exp.select(
         exp.alias_(user, "user_id"),
         exp.alias_(exp.cast(position, "BIGINT"), "pos"),
