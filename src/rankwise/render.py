@@ -651,7 +651,7 @@ def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_co
     """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs; with
     ``with_score``, also the score of the kept row: ``score_col`` when ranking by it (under first_shift
     an item keeps its first, so highest, score), else ``keep_score`` (a column carried along while
-    ranking by ``rank_col``), else NULL."""
+    ranking by ``rank_col``: evaluate()'s canonical rows, no item repeated), else NULL."""
     _, exp = _sqlglot()
     user, item = _col(user_col), _col(item_col)
     if conv.min_score is not None:
