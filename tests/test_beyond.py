@@ -365,6 +365,25 @@ def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
     assert words in str(info.value) and "Hint:" in str(info.value)
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_side_input_item_ids_follow_the_recommendations_type(engine, tmp_path):
+    """Text item ids in a side input against integer ids in the recommendations (a CSV file's ids are
+    text) are a DtypeMismatchError naming the input, not an engine's join error; integer widths are
+    cast to the recommendations' type: novelty@2 = (-log2(2/2) - log2(1/2)) / 2 = 0.5 for user 1."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [5, 6], "rank": [1, 2]}, schema_overrides={"item": pl.UInt32})
+    train = pl.DataFrame({"user": [8, 9, 9], "item": [5, 6, 5]})
+    got = rankwise.evaluate(recs, None, k=2, metrics=["novelty"], train=train, backend=engine)
+    assert got.per_user["novelty@2"].to_list() == [0.5]
+    train.write_csv(tmp_path / "train.csv")
+    for name, metric, side in (
+            ("train", "novelty", dict(train=str(tmp_path / "train.csv"))),
+            ("items", "item_coverage", dict(train=train, items=["5", "6"])),
+            ("item_features", "ild", dict(item_features=pl.DataFrame({"item": ["5"], "feature": ["g"]})))):
+        with pytest.raises(DtypeMismatchError) as info:
+            rankwise.evaluate(recs, None, k=2, metrics=[metric], backend=engine, **side)
+        assert f"{name}: the item ids are String" in str(info.value) and "CSV" in str(info.value)
+
+
 # -- through evaluate(): per_user columns, summary rows, per_item, errors -----------------------------
 
 

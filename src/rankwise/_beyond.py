@@ -110,6 +110,42 @@ def prepare_side_inputs(train=None, items=None, item_features=None, item_col: st
     )
 
 
+def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
+    """``side`` with the recommendations' item id type (the side inputs are joined with them on items):
+    integer ids are cast to the recommendations' integer type; integer ids on one side and text on
+    the other are a DtypeMismatchError, as between recommendations and ground truth."""
+    import dataclasses
+
+    text = item_dtype in (pl.String, pl.Categorical)
+    ids = {"train": side.train, "items": side.items, "item_features": side.features,
+           "item_features (embeddings)": None if side.embeddings is None else side.embeddings[0].to_frame(ITEM)}
+    changed = {}
+    for what, frame in ids.items():
+        dtype = None if frame is None else frame.schema[ITEM]
+        if dtype is None or item_dtype == pl.Null or dtype == item_dtype or (text and dtype == pl.String):
+            continue
+        if not (dtype.is_integer() and item_dtype.is_integer()):
+            raise DtypeMismatchError(
+                f"{what}: the item ids are {dtype}, but {item_dtype} in the recommendations.",
+                rows=frame.select(ITEM).head(_SHOW),
+                hint="Give both the same type, e.g. pl.col('item').cast(pl.String) on the integer side; a CSV "
+                     "file's ids are read as text (so '007' and '7' stay two ids): to read them as integers, "
+                     "pass pl.read_csv(path, schema_overrides={'item': pl.Int64}) instead of the path.")
+        cast = frame.with_columns(pl.col(ITEM).cast(item_dtype, strict=False))
+        outside = frame.filter(cast[ITEM].is_null() & frame[ITEM].is_not_null())
+        if outside.height:
+            raise DtypeMismatchError(f"{what}: {outside.height} item ids do not fit {item_dtype}, the "
+                                     "recommendations' item type.", rows=outside.select(ITEM).head(_SHOW),
+                                     hint="Cast the ids of every input to text (pl.col('item').cast(pl.String)).")
+        changed[what] = cast
+    if not changed:
+        return side
+    embeddings = side.embeddings if "item_features (embeddings)" not in changed else \
+        (changed["item_features (embeddings)"][ITEM], side.embeddings[1])
+    return dataclasses.replace(side, train=changed.get("train", side.train), items=changed.get("items", side.items),
+                               features=changed.get("item_features", side.features), embeddings=embeddings)
+
+
 def _frame(data, what: str) -> pl.DataFrame:
     return to_lazyframe(data, what).collect()
 
@@ -711,6 +747,7 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     expressions (every other engine). ``memory_limit`` (bytes) caps DuckDB's memory as in the accuracy
     engine: beyond it DuckDB spills to a temporary directory (removed afterwards)."""
     truth = truth if "serendipity" in names else None
+    side = with_item_type(side, recs.collect_schema()[ITEM])
     want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
         source = None
