@@ -132,3 +132,14 @@ def test_compare_conventions_with_beyond_accuracy_metrics():
     coverage = table.row(1, named=True)  # {A, B} of the train catalog {A, B}; RecBole adds [PAD]: 2 / 3
     assert coverage["default"] == 1.0 and coverage["replay"] == 1.0 and coverage["recbole"] == pytest.approx(2 / 3)
     assert coverage["ranx"] is None
+
+
+def test_compare_conventions_raises_a_side_input_error_once():
+    """A train without a user column, or with text item ids against integer ones, is the input's fault,
+    not a preset's: it raises, instead of skipping every preset that has novelty."""
+    with pytest.raises(rankwise.MissingColumnError, match="train"):
+        rankwise.compare_conventions(_BEYOND_RECS, None, k=2, metrics=["novelty", "ndcg"],
+                                     train=_TRAIN.drop("user"))
+    integer_ids = _BEYOND_RECS.with_columns(pl.col("item").replace_strict({"A": 1, "B": 2}))  # train's stay text
+    with pytest.raises(rankwise.DtypeMismatchError, match="train"):
+        rankwise.compare_conventions(integer_ids, None, k=2, metrics=["novelty"], train=_TRAIN)

@@ -12,7 +12,7 @@ import polars as pl
 from ._beyond import METRICS as BEYOND_NAMES
 from .api import Evaluator, _split_beyond
 from .conventions import BEYOND_METRICS, Convention, resolve
-from .errors import InputFileError, MissingDependencyError, ParameterError, RankwiseError
+from .errors import DtypeMismatchError, InputFileError, MissingDependencyError, ParameterError, RankwiseError
 from .metrics import KNOBS_BY_METRIC, METRICS, MetricRequest, internal_name, parse_request
 
 
@@ -34,14 +34,16 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
     request = _request(metrics, k)
     rows, skipped, first_error = None, {}, None
     evaluate = Evaluator(recommendations, ground_truth, **options)
+    if set(request.names) & set(BEYOND_NAMES):
+        evaluate.side()  # train / items / item_features do not depend on the preset: their errors raise here
     for conv in conventions:
         wanted = [m for m in request.names if defines(conv, m)]
         column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
         if wanted:
             try:
                 res = evaluate(conv, list(request.ks), wanted)
-            except (InputFileError, MissingDependencyError):
-                raise  # the file or the engine, not the preset
+            except (InputFileError, MissingDependencyError, DtypeMismatchError):
+                raise  # the file, the engine or the id types, not the preset
             except RankwiseError as error:
                 if explicit:
                     raise
