@@ -824,13 +824,13 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks,
     the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
     import uuid
 
-    from ._postgres_backend import _fetch, _upload
+    from ._postgres_backend import _fetch, _upload, settle
 
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
     frames, tables, ids = _script_inputs(recs, truth, side, prefix)
     script = _script(tables, names, ks, conv, "postgres", prefix, "score" in recs.collect_schema())
     with engine.connect() as conn, conn.transaction(force_rollback=True), conn.cursor() as cur:
-        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
+        settle(cur)
         for table, frame in frames.items():
             _upload(cur, table, frame)
         for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs

@@ -87,6 +87,19 @@ class PostgresTable:
         return self.name
 
 
+
+# every transaction of the backend starts with these: no parallel workers (the same sums every run);
+# no JIT, which compiles these wide queries for about 2 s each (bench/postgres_bench.py at 100k users:
+# 9.4-10.6 s without, 12.3-13.1 s with; a 15-row beyond-accuracy query: 2.0 s of JIT, 2 ms without)
+SETTINGS = ("SET LOCAL max_parallel_workers_per_gather = 0", "SET LOCAL jit = off")
+
+
+def settle(cur) -> None:
+    """Apply :data:`SETTINGS` to the cursor's transaction."""
+    for statement in SETTINGS:
+        cur.execute(statement)
+
+
 class PostgresEngine:
     capabilities = Capabilities(native_tables=True, keeps_results=True)
 
@@ -116,7 +129,7 @@ class PostgresEngine:
             try:
                 # one transaction, rolled back (temporary objects only) unless the per-user table stays
                 with conn.transaction(force_rollback=collect), conn.cursor() as cur:
-                    cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # the same sums every run
+                    settle(cur)
                     if isinstance(prep, PostgresInputs):
                         _native_views(cur, prep, conv, names)
                         user_dtype = None
