@@ -90,7 +90,7 @@ class PostgresTable:
 
 # every transaction of the backend starts with these: no parallel workers (the same sums every run);
 # no JIT, which compiles these wide queries for about 2 s each (bench/postgres_bench.py at 100k users:
-# 9.4-10.6 s without, 12.3-13.1 s with; a 15-row beyond-accuracy query: 2.0 s of JIT, 3 ms of execution without)
+# 9.4-10.6 s without, 12.3-13.1 s with; a 15-row beyond-accuracy query: 2.0 s of JIT, 3 ms without)
 SETTINGS = ("SET LOCAL max_parallel_workers_per_gather = 0", "SET LOCAL jit = off")
 
 
