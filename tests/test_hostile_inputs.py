@@ -92,7 +92,7 @@ def test_csv_against_integer_parquet_says_how_to_proceed(tmp_path):
     (tmp_path / "r.csv").write_text("user,item,rank\n1,10,1\n")
     TRUTH.write_parquet(tmp_path / "t.parquet")
     msg = _raises(rankwise.DtypeMismatchError, recs=str(tmp_path / "r.csv"), truth=str(tmp_path / "t.parquet"))
-    assert "CSV" in msg and "schema_overrides" in msg and "cast(pl.String)" in msg
+    assert "CSV" in msg and "schema_overrides" in msg and "cast(pl.String)" in msg and "command line" in msg
 
 
 # -- non-finite values ---------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from . import _sql_files
-from ._inputs import ITEM, USER, to_lazyframe
+from ._inputs import CSV_IDS, ITEM, USER, to_lazyframe
 from .conventions import Convention
 from .errors import (
     DtypeMismatchError,
@@ -128,9 +128,7 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
             raise DtypeMismatchError(
                 f"{what}: the item ids are {dtype}, but {item_dtype} in the recommendations.",
                 rows=frame.select(ITEM).head(_SHOW),
-                hint="Give both the same type, e.g. pl.col('item').cast(pl.String) on the integer side; a CSV "
-                     "file's ids are read as text (so '007' and '7' stay two ids): to read them as integers, "
-                     "pass pl.read_csv(path, schema_overrides={'item': pl.Int64}) instead of the path.")
+                hint="Give both the same type. " + CSV_IDS)
         cast = frame.with_columns(pl.col(ITEM).cast(item_dtype, strict=False))
         outside = frame.filter(cast[ITEM].is_null() & frame[ITEM].is_not_null())
         if outside.height:

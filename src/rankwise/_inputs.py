@@ -599,6 +599,13 @@ def _check_nulls(df: pl.DataFrame, names: list[str], what: str, c: Columns) -> N
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+# why integer and text ids meet, and the ways out (Python and the command line)
+CSV_IDS = ("A CSV file's user and item ids are read as text (so '007' and '7' stay two ids): give the other input "
+           "text ids too (pl.col(...).cast(pl.String)), or read the CSV yourself with the types you want, e.g. "
+           "pl.read_csv(path, schema_overrides={...: pl.Int64}), and pass the DataFrame; on the command line, "
+           "write the CSV as Parquet with integer ids first (a Parquet file's types are read as they are).")
+
+
 def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list[str] = ()):
     """Ids must be of one kind in both inputs, the same rule on every backend:
 
@@ -631,10 +638,7 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list
         recs_head, truth_head = recs.select(col).head(3).collect()[col], truth.select(col).head(3).collect()[col]
         hint = f"Cast both to the same type, e.g. pl.col({_public(col, c)!r}).cast(pl.String)."
         if csv:
-            hint = (f"The {' and '.join(csv)} {'input is' if len(csv) == 1 else 'inputs are'} CSV, and a CSV "
-                    "file's user and item ids are read as text (so '007' and '7' stay two ids): give the other "
-                    "input text ids too (pl.col(...).cast(pl.String)), or read the CSV yourself with the types you "
-                    "want, e.g. pl.read_csv(path, schema_overrides={...: pl.Int64}), and pass the DataFrame.")
+            hint = (f"The {' and '.join(csv)} {'input is' if len(csv) == 1 else 'inputs are'} CSV. " + CSV_IDS)
         raise DtypeMismatchError(
             f"{_public(col, c)!r} is {a} in the recommendations but {b} in the ground truth.",
             rows=pl.DataFrame({"recommendations": [str(v) for v in recs_head],
