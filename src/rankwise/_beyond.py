@@ -28,7 +28,7 @@ and :class:`SideInputs` from :func:`prepare_side_inputs`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -69,6 +69,8 @@ class SideInputs:
     items: pl.DataFrame | None = None
     features: pl.DataFrame | None = None
     embeddings: tuple[pl.Series, np.ndarray] | None = None
+    # with_item_type's result per item type: made once, so its popularity is computed once too
+    _typed: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def has_features(self) -> bool:
@@ -116,6 +118,8 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
     the other are a DtypeMismatchError, as between recommendations and ground truth."""
     import dataclasses
 
+    if item_dtype in side._typed:
+        return side._typed[item_dtype]
     text = item_dtype in (pl.String, pl.Categorical)
     ids = {"train": side.train, "items": side.items, "item_features": side.features,
            "item_features (embeddings)": None if side.embeddings is None else side.embeddings[0].to_frame(ITEM)}
@@ -136,12 +140,16 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
                                      "recommendations' item type.", rows=outside.select(ITEM).head(_SHOW),
                                      hint="Cast the ids of every input to text (pl.col('item').cast(pl.String)).")
         changed[what] = cast
-    if not changed:
-        return side
-    embeddings = side.embeddings if "item_features (embeddings)" not in changed else \
-        (changed["item_features (embeddings)"][ITEM], side.embeddings[1])
-    return dataclasses.replace(side, train=changed.get("train", side.train), items=changed.get("items", side.items),
-                               features=changed.get("item_features", side.features), embeddings=embeddings)
+    typed = side
+    if changed:
+        embeddings = side.embeddings if "item_features (embeddings)" not in changed else \
+            (changed["item_features (embeddings)"][ITEM], side.embeddings[1])
+        typed = dataclasses.replace(side, train=changed.get("train", side.train),
+                                    items=changed.get("items", side.items),
+                                    features=changed.get("item_features", side.features), embeddings=embeddings,
+                                    _typed={})
+    side._typed[item_dtype] = typed
+    return typed
 
 
 def _frame(data, what: str) -> pl.DataFrame:
@@ -801,13 +809,13 @@ def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
     return {tables[name]: frame for name, frame in frames.items() if frame is not None}, tables, ids
 
 
-def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str, scores: bool):
-    """The script of the metrics ``names`` over the canonical frames (ranks 1..n; ``scores``: their
-    joined score column too, for score_entropy)."""
+def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str):
+    """The script of the metrics ``names`` over the canonical frames (ranks 1..n; for score_entropy
+    their joined score column too, see :func:`with_scores`)."""
     from ._render_beyond import render_beyond
 
     return render_beyond(list(names), list(ks), conv, dialect, tables, user_col=USER, item_col=ITEM, prefix=prefix,
-                         keep_score="score" if scores else None)
+                         keep_score="score" if "score_entropy" in names else None)
 
 
 def _typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids: tuple):
@@ -826,7 +834,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks,
 
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
     frames, tables, ids = _script_inputs(recs, truth, side, prefix)
-    script = _script(tables, names, ks, conv, "postgres", prefix, "score" in recs.collect_schema())
+    script = _script(tables, names, ks, conv, "postgres", prefix)
     with engine.connect() as conn, conn.transaction(force_rollback=True), conn.cursor() as cur:
         settle(cur)
         for table, frame in frames.items():
@@ -847,7 +855,7 @@ def spark_run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Conv
     spark = session()
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
     frames, tables, ids = _script_inputs(recs, truth, side, prefix)
-    script = _script(tables, names, ks, conv, "spark", prefix, "score" in recs.collect_schema())
+    script = _script(tables, names, ks, conv, "spark", prefix)
     try:
         for table, frame in frames.items():
             _to_spark(spark, frame).createOrReplaceTempView(table)
