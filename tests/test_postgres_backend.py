@@ -58,6 +58,20 @@ def test_tables_in_postgres_give_duckdbs_result(pg, pg_dsn):
     assert leftover == 0  # temporary objects, rolled back
 
 
+def test_column_names_that_are_not_plain_lower_case_are_matched_exactly(pg):
+    """Columns created quoted ("User", "Item Id") are read by their exact names; before, the canonical
+    views wrote them unquoted and PostgreSQL folded them to lower case (column src.user does not exist)."""
+    conn, schema = pg
+    names = {"user": "User", "item": "Item Id", "rank": "Rank", "relevance": "Grade"}
+    recs = _table(conn, schema, "recs", RECS.rename(names, strict=False))
+    truth = _table(conn, schema, "truth", TRUTH.rename(names, strict=False))
+    got = rankwise.evaluate(recs, truth, k=[1, 3], backend="postgres", user_col="User", item_col="Item Id",
+                            rank_col="Rank", relevance_col="Grade")
+    want = rankwise.evaluate(RECS, TRUTH, k=[1, 3], backend="duckdb")
+    assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+    assert_frame_equal(got.per_user.rename({"User": "user"}), want.per_user, rel_tol=1e-12)
+
+
 @pytest.mark.parametrize("change, error", [
     (lambda r, t: (pl.concat([r, r.head(1).with_columns(rank=pl.lit(9, pl.Int64))]), t), rankwise.DuplicateItemError),
     (lambda r, t: (r.with_columns(rank=pl.col("rank") - 1), t), rankwise.InvalidRankError),

@@ -131,6 +131,24 @@ def test_query_as_input_and_keyword_columns():
     assert "FROM raw.recs" in text and "src.user AS user_id" in text
 
 
+@pytest.mark.parametrize("dialect", render.DIALECTS)
+def test_one_quoting_rule_for_the_callers_columns(dialect):
+    """Every reference to a caller's column (the check views and the canonical views of the accuracy
+    and the beyond-accuracy script) follows one rule: a plain lower-case word unquoted, so the engine
+    folds it as it folds the caller's own SQL (Snowflake: ITEM_ID); any other name quoted, so it is
+    matched exactly. Before, the check views quoted every name and the canonical views none."""
+    text = rankwise.sql(["ndcg", "ild"], k=2, dialect=dialect, tables={**BEYOND_TABLES, "ground_truth": "g"},
+                        schema="ds" if dialect == "bigquery" else None,
+                        user_col="User", item_col="item id", rank_col="rank", relevance_col="Grade")
+    quoted: dict[str, set] = {}
+    for statement in sqlglot.parse(text, read=dialect):
+        for column in statement.find_all(exp.Column) if statement else ():
+            if column.table == "src":
+                quoted.setdefault(column.name, set()).add(column.this.quoted)
+    assert quoted == {"User": {True}, "item id": {True}, "rank": {False}, "Grade": {True},
+                      "feature": {False}, "value": {False}}
+
+
 # -- declared gaps -----------------------------------------------------------------------------------
 
 

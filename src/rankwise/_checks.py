@@ -60,7 +60,7 @@ def raw_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col
     def col(name, to=None):
         if name is None:
             return exp.cast(exp.Null(), to)
-        column = exp.column(exp.to_identifier(name, quoted=True), table="src")
+        column = render._col(name)
         return exp.cast(column, to) if to else column
 
     recs = exp.select(

@@ -201,9 +201,7 @@ def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_c
                  relevance_col, feature_col, value_col, ks, keep_score=None) -> dict:
     """{logical name: SELECT} of the six input views, in creation order."""
     sqlglot, exp = render._sqlglot()
-
-    def col(name):
-        return exp.column(exp.to_identifier(name, quoted=True), table="src")
+    col = render._col  # the caller's column, quoted by the one rule
 
     def source(key):
         return render._source(tables[key], dialect, f"tables[{key!r}]")

@@ -642,8 +642,15 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
+_PLAIN_COLUMN = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
 def _col(name: str):
-    return _sqlglot()[1].column(name, table="src")
+    """``src.<name>``, the one quoting rule for a caller's column: a plain lower-case word unquoted, so
+    each engine resolves it as it resolves the caller's own unquoted SQL (Snowflake reads ``item_id`` as
+    ITEM_ID, PostgreSQL as item_id); any other name quoted, so it is matched exactly ("User", "item id")."""
+    exp = _sqlglot()[1]
+    return exp.column(exp.to_identifier(name, quoted=not _PLAIN_COLUMN.match(name)), table="src")
 
 
 def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention,
