@@ -318,3 +318,18 @@ def test_explain_and_compare_take_the_beyond_inputs(capsys, tmp_path):
     code, out, _ = run(capsys, "compare", recs, truth, "--presets", "default,replay", "--metrics", "novelty",
                        "--k", "2", "--train", train)
     assert code == 0 and "1.5" in out and "0.5" in out
+
+
+def test_score_col_ranks_by_the_scores_even_beside_a_rank_column(capsys, tmp_path):
+    """--score-col NAME ranks by NAME; before, a stale rank column in the same file won silently.
+    By hand, k = 1: the rank column puts item 10 first (no label), the scores item 11 (the label)."""
+    recs, truth = tmp_path / "r.csv", tmp_path / "t.csv"
+    pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2], "pred": [0.1, 0.9]}).write_csv(recs)
+    pl.DataFrame({"user": [1], "item": [11]}).write_csv(truth)
+    values = {}
+    for flags in ([], ["--score-col", "pred"]):
+        code, out, _ = run(capsys, "evaluate", recs, truth, "--k", "1", "--metrics", "precision", *flags)
+        assert code == 0
+        values[bool(flags)] = out
+    assert "0.0" in values[False].split("precision")[1].split("\n")[0]
+    assert "1.0" in values[True].split("precision")[1].split("\n")[0]

@@ -71,3 +71,28 @@ def test_min_score_needs_scores():
     recs = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
     with pytest.raises(rankwise.ParameterError, match="min_score"):
         rankwise.evaluate(recs, recs.drop("rank"), convention=rankwise.Convention(min_score=1.0))
+
+
+# a rank column and a score column that order the list differently (user 1: ranks 10, 11, 12; scores 12, 10, 11)
+BOTH = pl.DataFrame({"user": [1, 1, 1, 2], "item": [10, 11, 12, 20], "rank": [1, 2, 3, 1],
+                     "score": [0.6, 0.1, 0.9, 0.2]})
+LABELS = pl.DataFrame({"user": [1, 1, 2], "item": [11, 12, 20]})
+
+
+def test_min_score_applies_with_a_rank_column_too(backend):
+    """min_score drops the items scored below it when a rank column ranks the list too; before, the
+    rank column's branch ignored it. By hand, min_score 0.5: user 1 keeps 10, 12 (in rank order), so
+    at k = 2 one hit of two labels: precision 1/2, recall 1/2; user 2's only item (0.2) goes, an
+    empty list: empty_predictions='zero'."""
+    res = rankwise.evaluate(BOTH, LABELS, k=2, metrics=["precision", "recall"], backend=backend,
+                            convention=rankwise.Convention(min_score=0.5))
+    assert res.per_user.sort("user").rows() == [(1, 0.5, 0.5), (2, 0.0, 0.0)]
+
+
+def test_rank_col_none_ranks_by_the_scores(backend):
+    """rank_col=None ranks by score_col although the table has a rank column (the CLI's --score-col).
+    By hand, k = 1: by rank user 1's top item is 10 (no label), by score 12 (a label)."""
+    by_rank = rankwise.evaluate(BOTH, LABELS, k=1, metrics=["hit_rate"], backend=backend)
+    by_score = rankwise.evaluate(BOTH, LABELS, k=1, metrics=["hit_rate"], backend=backend, rank_col=None)
+    assert by_rank.per_user.sort("user").rows() == [(1, 0.0), (2, 1.0)]
+    assert by_score.per_user.sort("user").rows() == [(1, 1.0), (2, 1.0)]

@@ -46,12 +46,12 @@ class Columns:
 
     user: str = "user"
     item: str = "item"
-    rank: str = "rank"
+    rank: str | None = "rank"  # None: rank by the score column even where the table has a rank column
     score: str = "score"
     relevance: str = "relevance"
 
     def __post_init__(self):
-        names = {f.name: getattr(self, f.name) for f in fields(self)}
+        names = {f.name: getattr(self, f.name) for f in fields(self) if not (f.name == "rank" and self.rank is None)}
         for role, name in names.items():
             if not isinstance(name, str):
                 raise ParameterError(f"{role}_col must be a column name (a string), got {name!r}.",
@@ -361,22 +361,21 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
             return _exploded(lists), users, lists
         df = _exploded(lists).collect()
     elif c.rank in schema:
-        df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.rank).alias(RANK)).collect()
-        _check_nulls(df, [USER, ITEM, RANK], "recommendations", c)
+        # min_score drops the items scored below it whatever ranks them: with a rank column too
+        scored = [SCORE] if conv.min_score is not None and c.score in schema else []
+        if scored:
+            _numeric_score(lf, schema, c, "to compare it with min_score")
+        df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.rank).alias(RANK),
+                       *(pl.col(c.score).alias(SCORE) for _ in scored)).collect()
+        _check_nulls(df, [USER, ITEM, RANK, *scored], "recommendations", c)
         _check_ranks(df, c)
+        if scored:
+            df = _drop_below(_no_nan_score(df, c), conv.min_score)
     elif c.score in schema:
-        if not schema[c.score].is_numeric():
-            raise InvalidScoreError(
-                f"recommendations: {c.score!r} must be numeric to rank by it, got {schema[c.score]} "
-                "(text sorts '9' above '10'; booleans and dates are not scores).",
-                rows=_show(lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), c.score).head(_SHOW)
-                           .collect(), c),
-                hint=f"Cast the score to a number, e.g. pl.col({c.score!r}).cast(pl.Float64), or pass ranks "
-                "(rank_col=).",
-            )
+        _numeric_score(lf, schema, c, "to rank by it")
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.score).alias(SCORE)).collect()
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
-        df = _rank_by_score(df, conv.ties, conv.min_score)
+        df = _rank_by_score(_no_nan_score(df, c), conv.ties, conv.min_score)
     else:
         raise MissingColumnError(
             f"recommendations: need a {c.rank!r} or a {c.score!r} column (or list-form items); "
@@ -474,23 +473,41 @@ def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
         )
 
 
-def _rank_by_score(df: pl.DataFrame, ties: str, min_score: float | None) -> pl.DataFrame:
-    """Rank = position by score descending; equal scores ordered by the ``ties`` rule.
+def _numeric_score(lf: pl.LazyFrame, schema, c: Columns, purpose: str) -> None:
+    if not schema[c.score].is_numeric():
+        raise InvalidScoreError(
+            f"recommendations: {c.score!r} must be numeric {purpose}, got {schema[c.score]} "
+            "(text sorts '9' above '10'; booleans and dates are not scores).",
+            rows=_show(lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), c.score).head(_SHOW)
+                       .collect(), c),
+            hint=f"Cast the score to a number, e.g. pl.col({c.score!r}).cast(pl.Float64), or pass ranks "
+            "(rank_col=).",
+        )
 
-    With ``min_score``, items scored below it are dropped; a user left with nothing keeps a
-    null-item row (present, empty list).
-    """
-    df = df.with_row_index("_order")
+
+def _no_nan_score(df: pl.DataFrame, c: Columns) -> pl.DataFrame:
     if df.schema[SCORE].is_float():
         bad = df.filter(pl.col(SCORE).is_nan())
         if bad.height:
-            raise NullValueError("recommendations: a score is NaN.", rows=bad.head(_SHOW),
-                                 hint="Drop or fill NaN scores.")
+            raise NullValueError(f"recommendations: {bad.height} values of {c.score!r} are NaN.",
+                                 rows=_show(bad.head(_SHOW), c), hint=f"Drop or fill the NaN values of {c.score!r}.")
+    return df
+
+
+def _drop_below(df: pl.DataFrame, min_score: float) -> pl.DataFrame:
+    """The items scored below ``min_score`` are not recommended; a user left with nothing keeps a
+    null-item row (present, empty list)."""
+    kept = df.filter(pl.col(SCORE) >= min_score)
+    emptied = df.select(USER).unique().join(kept.select(USER), on=USER, how="anti")
+    return pl.concat([kept, emptied.with_columns(pl.lit(None, dtype=df.schema[ITEM]).alias(ITEM))], how="diagonal")
+
+
+def _rank_by_score(df: pl.DataFrame, ties: str, min_score: float | None) -> pl.DataFrame:
+    """Rank = position by score descending; equal scores ordered by the ``ties`` rule; with
+    ``min_score``, :func:`_drop_below` first."""
+    df = df.with_row_index("_order")
     if min_score is not None:
-        kept = df.filter(pl.col(SCORE) >= min_score)
-        emptied = df.select(USER).unique().join(kept.select(USER), on=USER, how="anti")
-        df = pl.concat([kept, emptied.with_columns(pl.lit(None, dtype=df.schema[ITEM]).alias(ITEM))],
-                       how="diagonal")
+        df = _drop_below(df, min_score)
     tie_key = {"item_asc": (ITEM, False), "item_desc": (ITEM, True), "input_order": ("_order", False)}[ties]
     df = df.sort([USER, SCORE, tie_key[0]], descending=[False, True, tie_key[1]], nulls_last=True)
     ranks = pl.when(pl.col(ITEM).is_not_null()).then(pl.int_range(pl.len(), dtype=pl.Int64).over(USER) + 1)

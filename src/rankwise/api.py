@@ -183,7 +183,7 @@ def evaluate(
     convention: str | Convention = "default",
     user_col: str = "user",
     item_col: str = "item",
-    rank_col: str = "rank",
+    rank_col: str | None = "rank",
     score_col: str = "score",
     relevance_col: str = "relevance",
     collect: bool = True,
@@ -205,6 +205,9 @@ def evaluate(
         validated once and every run is scored on its own users by the same convention (a user
         missing from one run gets that run's ``empty_predictions`` value, as in a single run).
     ground_truth : long table (user, item, optional relevance, default 1) or list form.
+    user_col, item_col, rank_col, score_col, relevance_col : the input's column names. Ranks come
+        from ``rank_col`` when the table has it, else from ``score_col``; ``rank_col=None`` ranks by
+        the scores even where a rank column exists. ``min_score`` reads ``score_col`` either way.
     k : int or list of int; every k is computed in the same pass.
     metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all.
     backend : "polars" (lazy expressions), "duckdb" (the shipped SQL), "spark" (the shipped SQL
@@ -422,7 +425,7 @@ class Evaluator:
     (``_inputs.input_key``). Beyond-accuracy metrics read ``train``, ``items``, ``item_features``."""
 
     def __init__(self, recommendations, ground_truth, *, backend: str = "polars", user_col: str = "user",
-                 item_col: str = "item", rank_col: str = "rank", score_col: str = "score",
+                 item_col: str = "item", rank_col: str | None = "rank", score_col: str = "score",
                  relevance_col: str = "relevance", memory_limit=None, confidence: float = 0.95,
                  train=None, items=None, item_features=None):
         self.engine = _engine(backend)

@@ -131,8 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("recommendations", help="Parquet or CSV file: user, item, rank (or score)")
         sub.add_argument("ground_truth", help="Parquet or CSV file: user, item, optional relevance")
         sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
-        for name in ("user", "item", "rank", "score", "relevance"):
-            sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
+        _column_arguments(sub)
         _side_arguments(sub)
     cmp_.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
     cmp_.add_argument("--metrics", type=_names, default=None, help="e.g. map,ndcg (default: all)")
@@ -165,8 +164,14 @@ def _evaluation_arguments(sub) -> None:
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
     sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
     _side_arguments(sub)
-    for name in ("user", "item", "rank", "score", "relevance"):
+    _column_arguments(sub)
+
+
+def _column_arguments(sub) -> None:
+    for name in ("user", "item", "rank", "relevance"):
         sub.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
+    sub.add_argument("--score-col", default=None, help="rank by this score column, even where there is a rank "
+                     "column (default: a 'score' column ranks a table without --rank-col)")
 
 
 def _side_arguments(sub) -> None:
@@ -176,7 +181,9 @@ def _side_arguments(sub) -> None:
 
 
 def _columns(args) -> dict:
-    return {f"{n}_col": getattr(args, f"{n}_col") for n in ("user", "item", "rank", "score", "relevance")}
+    """evaluate()'s column arguments; an explicit --score-col ranks by the scores (rank_col=None)."""
+    return {"user_col": args.user_col, "item_col": args.item_col, "relevance_col": args.relevance_col,
+            "rank_col": None if args.score_col else args.rank_col, "score_col": args.score_col or "score"}
 
 
 def _side(args) -> dict:
@@ -235,9 +242,7 @@ def _evaluate(args):
     start = time.perf_counter()
     result = evaluate(
         recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
-        backend=args.backend, convention=args.convention, user_col=args.user_col,
-        item_col=args.item_col, rank_col=args.rank_col, score_col=args.score_col,
-        relevance_col=args.relevance_col, train=args.train, items=args.items, item_features=args.item_features,
+        backend=args.backend, convention=args.convention, **_columns(args), **_side(args),
     )
     return result, time.perf_counter() - start
 
