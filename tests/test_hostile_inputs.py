@@ -191,6 +191,29 @@ def test_duckdb_reads_a_glob_path_itself_and_literally(tmp_path):
     assert duckdb.sql(prep.sources["recommendations"]).fetchall() == [(1, 1, 10)]
 
 
+def test_a_key_value_directory_in_the_path_is_not_a_column(tmp_path, backend):
+    """A file under ``user=7/`` holds users 1 and 2: DuckDB's Hive partitioning made every row user 7.
+    By hand: each user's label is its second item, inside k = 2: recall 1 for users 1 and 2."""
+    path = tmp_path / "user=7" / "recs.parquet"
+    path.parent.mkdir()
+    pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "rank": [1, 2, 1, 2]}).write_parquet(path)
+    truth = pl.DataFrame({"user": [1, 2], "item": [11, 21]})
+    res = rankwise.evaluate(str(path), truth, k=2, metrics=["recall"], backend=backend)
+    assert res.per_user.sort("user").rows() == [(1, 1.0), (2, 1.0)]
+
+
+def test_columns_that_differ_only_in_case_are_not_confused(tmp_path, backend):
+    """DuckDB binds names without regard to case: given relevance_col="Relevance" beside a "relevance"
+    column, it read the other one (both users relevant). By hand, with "Relevance": user 1's label
+    has relevance 0 (no relevant label: undefined, left out); user 2's, relevance 3, sits at rank 2:
+    DCG = 7 / ln 3, ideal (the recommended gains sorted) 7 / ln 2, NDCG@2 = ln 2 / ln 3, one user."""
+    recs, truth = tmp_path / "r.parquet", tmp_path / "t.parquet"
+    pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "rank": [1, 2, 1, 2]}).write_parquet(recs)
+    pl.DataFrame({"user": [1, 2], "item": [11, 21], "relevance": [1, 1], "Relevance": [0, 3]}).write_parquet(truth)
+    res = rankwise.evaluate(str(recs), str(truth), k=2, metrics=["ndcg"], relevance_col="Relevance", backend=backend)
+    assert res.summary.select("value", "n_users").rows() == [(pytest.approx(math.log(2) / math.log(3), rel=1e-12), 1)]
+
+
 # -- excluded ------------------------------------------------------------------------------------
 
 

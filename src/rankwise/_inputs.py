@@ -285,7 +285,8 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     sources = {}
     if rec_users is not None and _parquet_file(recommendations):
         sources["recommendations"] = _duckdb_select(
-            recommendations, recs.collect_schema(), {USER: columns.user, RANK: columns.rank, ITEM: columns.item})
+            recommendations, recs.collect_schema(), {USER: columns.user, RANK: columns.rank, ITEM: columns.item},
+            has=recs_raw.collect_schema())
     if gt.users is not None and _parquet_file(gt.data):
         sources["ground_truth"] = _duckdb_select(
             gt.data, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
@@ -314,11 +315,17 @@ def _parquet_file(data) -> bool:
 
 
 def _duckdb_select(path, schema, names: dict, has=None) -> str | None:
-    """The DuckDB twin of the canonical lazy scan: same file, same renames, same target types.
+    """The DuckDB twin of the canonical lazy scan: same file (read literally: no Hive partition columns
+    from a ``key=value`` directory in its path), same renames, same target types.
 
     A column missing from the file (relevance) is the constant the Polars side uses (1.0). None when
-    a type has no plain DuckDB equivalent (the engine then reads the collected frame instead).
+    a type has no plain DuckDB equivalent, or when DuckDB, which binds names without regard to case,
+    could take another column (``Relevance`` beside ``relevance``): the engine then reads the
+    collected frame instead.
     """
+    folded = [name.casefold() for name in has or ()]
+    if any(folded.count(source.casefold()) > 1 for source in names.values() if source):
+        return None
     parts = []
     for out, dtype in schema.items():
         sql_type = _DUCKDB_TYPES.get(dtype)
@@ -332,7 +339,7 @@ def _duckdb_select(path, schema, names: dict, has=None) -> str | None:
             parts.append(f'CAST("{quoted}" AS {sql_type}) AS {out}')
     # DuckDB expands glob characters in every path: bracket them so that the path is read literally
     literal = _GLOB.sub(r"[\1]", str(Path(path))).replace("'", "''")
-    return f"SELECT {', '.join(parts)} FROM read_parquet('{literal}')"
+    return f"SELECT {', '.join(parts)} FROM read_parquet('{literal}', hive_partitioning = false)"
 
 
 _GLOB = re.compile(r"([*?\[])")
