@@ -214,6 +214,21 @@ def test_columns_that_differ_only_in_case_are_not_confused(tmp_path, backend):
     assert res.summary.select("value", "n_users").rows() == [(pytest.approx(math.log(2) / math.log(3), rel=1e-12), 1)]
 
 
+def test_a_csv_score_or_relevance_that_turns_decimal_late_is_read(tmp_path, backend):
+    """Polars infers a CSV column's type from its first 100 rows: integer scores and relevances, then
+    0.5 in row 151, failed to parse. The files must give what the same rows give as DataFrames."""
+    recs = pl.DataFrame({"user": list(range(150)) + [1], "item": list(range(150)) + [999],
+                         "score": [1.0] * 150 + [0.5]})
+    truth = recs.rename({"score": "relevance"})
+    for name, frame in (("r.csv", recs), ("t.csv", truth)):  # integers first, as a user writes them
+        rows = [f"{u},{i},{v:g}" for u, i, v in frame.iter_rows()]
+        (tmp_path / name).write_text("\n".join([",".join(frame.columns), *rows]) + "\n")
+    got = rankwise.evaluate(str(tmp_path / "r.csv"), str(tmp_path / "t.csv"), k=2, metrics=["ndcg"], backend=backend)
+    want = rankwise.evaluate(recs.with_columns(pl.col("user", "item").cast(pl.String)),
+                             truth.with_columns(pl.col("user", "item").cast(pl.String)), k=2, metrics=["ndcg"])
+    assert got.summary.rows() == want.summary.rows()
+
+
 # -- excluded ------------------------------------------------------------------------------------
 
 

@@ -204,8 +204,11 @@ def _scan_file(data, what: str, c: Columns) -> pl.LazyFrame:
             lf = pl.scan_parquet(path, glob=False)
             lf.collect_schema()
             return lf
+        # ids as text (types are aligned later); scores and relevances as numbers whatever the first
+        # rows look like (Polars infers a type from the first 100 rows: 1, 1, ... then 0.5 failed)
         lf = pl.scan_csv(path, separator="\t" if suffix == ".tsv" else ",", glob=False,
-                         schema_overrides={c.user: pl.String, c.item: pl.String})
+                         schema_overrides={c.user: pl.String, c.item: pl.String, c.score: pl.Float64,
+                                           c.relevance: pl.Float64})
         if lf.head(1).collect().height == 0:
             raise InputFileError(f"{what}: the CSV file {str(data)!r} has a header but no rows.",
                                  hint="Write at least one row, or pass an empty DataFrame with typed columns.")
