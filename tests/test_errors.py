@@ -185,3 +185,12 @@ def test_an_empty_metrics_list_is_a_parameter_error():
     """It raised Polars' raw ComputeError ("cannot return empty fold")."""
     with pytest.raises(rankwise.ParameterError, match="metrics is empty"):
         rankwise.evaluate(RECS, TRUTH, k=1, metrics=[])
+
+
+@pytest.mark.parametrize("user_col", ["k", "n_rel", "run", "ndcg", "novelty", "precision@3"])
+def test_a_user_column_named_like_an_output_column_is_a_parameter_error(user_col):
+    """The user column is a column of the per-user frames beside k, n_recs, n_rel, run and the metric
+    columns: such a name raised Polars' DuplicateError or ColumnNotFoundError (the CLI: internal error)."""
+    frame = pl.DataFrame({user_col: [1], "item": [1], "rank": [1]})
+    with pytest.raises(rankwise.ParameterError, match="collide"):
+        rankwise.evaluate(frame, frame.drop("rank"), k=1, user_col=user_col)

@@ -17,11 +17,22 @@ import polars as pl
 from ._engine import Output, error_rules
 from ._inputs import USER, Prepared
 from .conventions import Convention
-from .errors import NumericOverflowError, UndefinedValueError
+from .errors import NumericOverflowError, ParameterError, UndefinedValueError
 from .metrics import MetricRequest, internal_name
 
 KEYS = ("k", "n_recs", "n_rel")
 RUN = "run"
+
+
+def check_user_column(user_col: str, metric_names) -> None:
+    """The caller's user column names a column of every per-user frame, beside KEYS, RUN, the metric
+    columns and ``metric@k``: a name among those would collide (a ParameterError, before any work)."""
+    taken = {*KEYS, RUN, *metric_names}
+    if user_col in taken or "@" in user_col:
+        raise ParameterError(
+            f"user_col={user_col!r} would collide with a column of the per-user frames "
+            f"({', '.join(KEYS)}, {RUN}, the metric names and metric@k).",
+            hint="Rename that column of the inputs (e.g. to 'user') and pass user_col='user'.")
 EXCLUDED_SCHEMA = {"code": pl.String, "reason": pl.String, "n_users": pl.Int64}
 
 

@@ -21,7 +21,7 @@ from ._postgres_backend import PostgresEngine, is_postgres_backend, postgres_inp
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
-from .metrics import MetricRequest, check_cutoffs, parse_request
+from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
 ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
@@ -267,6 +267,7 @@ def evaluate(
         raise ParameterError(f"collect=False needs an engine that keeps results (spark, postgres), not {backend!r}.",
                              hint="Pass backend='spark' or 'postgres', or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
+    _shape.check_user_column(user_col, [*METRICS, *USER_LEVEL, *_beyond.METRICS])
     runs = _runs(recommendations)
     if beyond is not None:
         if not collect:
