@@ -194,3 +194,13 @@ def test_a_user_column_named_like_an_output_column_is_a_parameter_error(user_col
     frame = pl.DataFrame({user_col: [1], "item": [1], "rank": [1]})
     with pytest.raises(rankwise.ParameterError, match="collide"):
         rankwise.evaluate(frame, frame.drop("rank"), k=1, user_col=user_col)
+
+
+@pytest.mark.parametrize("relevance", [[[1.0], None], [1.0, 2.0]])
+def test_a_list_form_relevance_that_is_null_or_not_a_list_is_an_invalid_relevance_error(relevance):
+    """A null relevance list, or one number per user instead of a list, leaked Polars' ShapeError /
+    InvalidOperationError."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [["a", "x"], ["c"]]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [["a"], ["c"]], "relevance": relevance})
+    with pytest.raises(rankwise.InvalidRelevanceError, match="'relevance'"):
+        rankwise.evaluate(recs, truth, k=1)

@@ -415,7 +415,13 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
         cols.append(pl.col(c.relevance).alias(REL))
     df = lf.select(cols).collect()
     items = pl.col(ITEM)
-    rel_length = (pl.col(REL).list.len() != items.list.len()) if REL in df.columns else pl.lit(False)
+    if REL in df.columns and not isinstance(df.schema[REL], pl.List):
+        raise InvalidRelevanceError(
+            f"{what}: with list-form items, {c.relevance!r} must be a list parallel to {c.item!r}, got "
+            f"{df.schema[REL]}.", rows=_show(df.head(_SHOW), c),
+            hint="Give one relevance per item in a list column, or leave the relevance column out (every label 1).")
+    # a null relevance list differs too (ne_missing: null vs a length is True, not null)
+    rel_length = pl.col(REL).list.len().ne_missing(items.list.len()) if REL in df.columns else pl.lit(False)
     flags = df.select(
         null_user=pl.col(USER).null_count() > 0,
         null_list=items.null_count() > 0,
@@ -443,7 +449,7 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
         )
     if flags["rel_length"]:
         raise InvalidRelevanceError(
-            f"{what}: the {c.relevance!r} list and the {c.item!r} list differ in length.",
+            f"{what}: the {c.relevance!r} list and the {c.item!r} list differ in length (or the relevance list is null).",
             rows=_show(df.filter(rel_length), c),
             hint="Give one relevance per item, in the same order.",
         )
