@@ -110,11 +110,17 @@ def test_an_unwritable_frame_path_is_a_write_error_exit_3(tmp_path, capsys, inpu
     assert "precision" in out  # the numbers were printed before the write failed
 
 
-def test_a_frame_path_without_a_known_suffix_fails_before_evaluating(tmp_path, capsys, inputs):
-    code, out, err = run(capsys, "evaluate", *inputs, "--summary", tmp_path / "summary.xlsx")
+@pytest.mark.parametrize("flag", ["--summary", "--output"])
+def test_a_path_without_a_known_suffix_fails_before_evaluating(tmp_path, capsys, inputs, flag):
+    """--output x.txt was refused only after the evaluation had run and printed."""
+    code, out, err = run(capsys, "evaluate", *inputs, flag, tmp_path / "summary.xlsx")
     assert (code, out) == (2, "")
     assert_one_error(err, "ParameterError")
     assert not (tmp_path / "summary.xlsx").exists()
+
+
+def test_a_python_argument_in_a_hint_is_the_flag():
+    assert cli.as_flags("Pass e.g. confidence=0.95 for 95 % intervals.") == "Pass e.g. --confidence 0.95 for 95 % intervals."
 
 
 @pytest.mark.parametrize("name", ["runs.parquet", "runs.csv", "runs.jsonl", "runs.duckdb"])
@@ -211,16 +217,18 @@ def test_an_unexpected_exception_is_an_internal_error_exit_1(capsys, inputs, mon
                    "Hint: run again with --debug for the traceback; please report it."]
 
 
+@pytest.mark.parametrize("command", ["evaluate", "report"])
 @pytest.mark.parametrize("where", ["before", "after"])
-def test_debug_reraises(capsys, inputs, monkeypatch, tmp_path, where):
+def test_debug_reraises(capsys, inputs, monkeypatch, tmp_path, where, command):
+    """--debug before or after the command (report refused it after: unrecognized arguments)."""
     def argv(*rest):
         return ["--debug", *rest] if where == "before" else [*rest, "--debug"]
 
     with pytest.raises(InputFileError):
-        cli.main(argv("evaluate", str(tmp_path / "nope.parquet"), inputs[1]))
+        cli.main(argv(command, str(tmp_path / "nope.parquet"), inputs[1]))
     monkeypatch.setattr(cli, "evaluate", _boom)
     with pytest.raises(RuntimeError, match="boom"):
-        cli.main(argv("evaluate", *inputs))
+        cli.main(argv(command, *inputs))
 
 
 def test_a_missing_optional_dependency_is_exit_4(capsys, inputs, monkeypatch):

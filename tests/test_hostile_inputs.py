@@ -304,6 +304,14 @@ def test_duplicate_column_names():
     _raises(rankwise.UnsupportedInputError, truth=table, match="'item'")
 
 
+def test_a_repeated_csv_header_is_refused_like_a_repeated_frame_column(tmp_path):
+    """Polars renames a CSV's second 'rank' to 'rank_duplicated_0', so the file was read with the
+    first: as with pandas and Arrow, the repeat is an UnsupportedInputError naming it."""
+    path = tmp_path / "r.csv"
+    path.write_text("user,item,rank,rank\n1,10,1,2\n")
+    _raises(rankwise.UnsupportedInputError, recs=str(path), match="'rank'")
+
+
 @pytest.mark.parametrize("names", [
     {"user_col": "item"}, {"item_col": "user"}, {"rank_col": "score"}, {"relevance_col": "user"},
     {"user_col": "u", "item_col": "u"},

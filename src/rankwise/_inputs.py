@@ -10,6 +10,7 @@ exists in that input with nothing in it. Both engines read exactly these tables;
 
 from __future__ import annotations
 
+import csv
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -209,6 +210,8 @@ def _scan_file(data, what: str, c: Columns) -> pl.LazyFrame:
         lf = pl.scan_csv(path, separator="\t" if suffix == ".tsv" else ",", glob=False,
                          schema_overrides={c.user: pl.String, c.item: pl.String, c.score: pl.Float64,
                                            c.relevance: pl.Float64})
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:  # Polars renames a repeat
+            _unique_names(next(csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ","), []), what)
         if lf.head(1).collect().height == 0:
             raise InputFileError(f"{what}: the CSV file {str(data)!r} has a header but no rows.",
                                  hint="Write at least one row, or pass an empty DataFrame with typed columns.")

@@ -174,7 +174,7 @@ def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", fo
     if mode not in ("append", "replace"):
         raise ParameterError(f"mode must be 'append' or 'replace', got {mode!r}.")
     schema, table_prefix = _parse_prefix(prefix)
-    kind, where = _target(str(target), format)
+    kind, where = target_kind(str(target), format)
     tables = frames(result, run_at)
     if kind == "postgres":
         return _postgres(where, schema, table_prefix, tables, mode)
@@ -185,7 +185,7 @@ def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", fo
     return _dataset(Path(where), kind, tables, mode)
 
 
-def _target(target: str, format: str | None) -> tuple[str, str]:
+def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
     """(kind, location): kind is postgres, duckdb, delta, parquet, csv or ndjson."""
     if format not in (None, "delta"):
         raise ParameterError(f"format must be None or 'delta', got {format!r}.",

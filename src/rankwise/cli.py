@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from . import __version__
+from ._write import target_kind
 from .api import BACKENDS, Result, evaluate
 from .conventions import PRESETS
 from .errors import MissingDependencyError, ParameterError, RankwiseError, WriteError
@@ -42,7 +43,7 @@ def _exit_code(error: RankwiseError) -> int:
 # ``--user-col x``, ``k=[1, 5]`` -> ``--k 1,5``, a bare ``score_col`` -> ``--score-col``. Values of
 # None are Python-only (e.g. a Convention's ``metrics=None``) and stay as they are.
 _FLAG_ARGS = ("user_col", "item_col", "rank_col", "score_col", "relevance_col", "k", "metrics", "convention",
-              "backend", "presets", "dialect")
+              "backend", "presets", "dialect", "confidence")
 _PY_ARG = re.compile(r"\b(?P<name>" + "|".join(_FLAG_ARGS) + r")\b"
                      r"(?P<eq>=(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\.\.\.|[\w.+-]*\w)?)?")
 
@@ -140,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--b", default="ranx", choices=sorted(PRESETS), help="second convention (default: ranx)")
     ex.add_argument("--metric", default="map", help="one metric (default map)")
     ex.add_argument("--k", type=int, default=10, help="one cutoff (default 10)")
-    for sub in (ev, sq, cmp_, ex):  # --debug after the command too (SUPPRESS: keeps the global value)
+    for sub in (ev, rp, sq, cmp_, ex):  # --debug after the command too (SUPPRESS: keeps the global value)
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                          help="on failure, show the Python traceback")
     return parser
@@ -251,6 +252,8 @@ def _evaluate_command(args) -> int:
     for path in (args.per_user, args.summary):
         if path:
             _format(path)  # a wrong suffix fails before the evaluation, not after
+    if args.output:
+        target_kind(args.output)  # so does an --output rankwise cannot tell how to write
     result, elapsed = _evaluate(args)
     if len(result.runs) > 1:
         text = render_runs(result, args, elapsed)
