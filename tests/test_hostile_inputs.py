@@ -304,6 +304,31 @@ def test_duplicate_column_names():
     _raises(rankwise.UnsupportedInputError, truth=table, match="'item'")
 
 
+def test_arrow_readers_and_datasets_are_tables_other_arrow_objects_typed_errors():
+    """A RecordBatchReader or a pyarrow.dataset raised AttributeError: no attribute 'column_names'."""
+    import pyarrow.dataset as ds
+
+    table = RECS.to_arrow()
+    for data in (table.to_reader(), ds.dataset(table)):
+        res = rankwise.evaluate(data, TRUTH, k=2, metrics=["hit_rate"])
+        assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+    _raises(rankwise.UnsupportedInputError, recs=pa.array([1, 2]), match="not a table")
+
+
+def test_a_dict_of_columns_is_not_taken_for_runs():
+    """{"user": [...], ...} was read as runs named user, item, rank: 'unsupported input type list'."""
+    _raises(rankwise.ParameterError, recs=RECS.to_dict(as_series=False), match="columns of values")
+
+
+def test_fixed_size_arrays_of_items_are_list_form(backend):
+    """A pl.Array item column (rows of a 2-D numpy array) is list form; it was 'need a rank or a score
+    column'. Users 1 and 2 list [10, 11] and [10, 12]: by hand, hit_rate@2 is 1 (11) and 1 (12)."""
+    recs = pl.DataFrame({"user": [1, 2], "item": np.array([[10, 11], [10, 12]])})
+    assert isinstance(recs.schema["item"], pl.Array)
+    res = rankwise.evaluate(recs, TRUTH, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == [1.0, 1.0]
+
+
 def test_a_repeated_csv_header_is_refused_like_a_repeated_frame_column(tmp_path):
     """Polars renames a CSV's second 'rank' to 'rank_duplicated_0', so the file was read with the
     first: as with pandas and Arrow, the repeat is an UnsupportedInputError naming it."""

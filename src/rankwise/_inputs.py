@@ -118,8 +118,17 @@ def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFram
     """Polars (eager/lazy), pandas, PyArrow, DuckDB relation, or a Parquet/CSV path -> LazyFrame.
 
     A path is read literally (no glob); a CSV file's user and item columns are read as text, so
-    ids such as ``007`` and ``7`` stay two ids (the other columns' types are inferred).
+    ids such as ``007`` and ``7`` stay two ids (the other columns' types are inferred). A fixed-size
+    array of items (a 2-D numpy array's rows) is list form, as a list column is.
     """
+    lf = _lazy(data, what, columns)
+    schema = lf.collect_schema()
+    arrays = [name for name in ((columns or Columns()).item, (columns or Columns()).relevance)
+              if isinstance(schema.get(name), pl.Array)]
+    return lf.with_columns(pl.col(name).arr.to_list() for name in arrays) if arrays else lf
+
+
+def _lazy(data, what: str, columns: Columns | None) -> pl.LazyFrame:
     if isinstance(data, pl.LazyFrame):
         return data
     if isinstance(data, pl.DataFrame):
@@ -134,6 +143,13 @@ def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFram
         except (TypeError, ValueError) as error:  # pyarrow.ArrowInvalid is a ValueError
             _raise_mixed_object_column(data, what, error)
     if module == "pyarrow":
+        if hasattr(data, "read_all"):  # a RecordBatchReader: read once, into a table
+            data = data.read_all()
+        elif hasattr(data, "to_table") and not hasattr(data, "column_names"):  # a pyarrow.dataset.Dataset
+            data = data.to_table()
+        if not hasattr(data, "column_names"):  # an Array, a ChunkedArray, a scalar: not a table
+            raise UnsupportedInputError(f"{what}: a pyarrow {type(data).__name__} is not a table.",
+                                        hint="Pass a pyarrow.Table (pa.table({...})) or a RecordBatch.")
         _unique_names(list(data.column_names), what)
         return pl.from_arrow(data).lazy()
     if module in ("duckdb", "_duckdb"):

@@ -468,6 +468,12 @@ def _runs(recommendations) -> dict:
     if not recommendations:
         raise ParameterError("No runs: the dict of recommendations is empty.",
                              hint="Pass {'name': recommendations, ...} with at least one run.")
+    if all(isinstance(v, (list, tuple)) or type(v).__module__.split(".")[0] == "numpy" for v in recommendations.values()):
+        raise ParameterError(
+            "A dict of recommendations is several runs ({run name: recommendations}), but these values are "
+            f"columns of values (keys {list(recommendations)[:5]}).",
+            hint="Pass one table: pl.DataFrame({...}) (or pandas.DataFrame); for several runs, "
+                 "{'popular': recs_a, 'als': recs_b}.")
     bad = [name for name in recommendations if not isinstance(name, str) or not name]
     if bad:
         raise ParameterError(f"Run names must be non-empty strings, got {bad[:5]!r}.",
