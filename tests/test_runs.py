@@ -236,3 +236,55 @@ def test_table_labels_every_run_with_its_letter_when_catalog_metrics_are_present
     res = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["ndcg", "gini"], train=train)
     _, rows = res.table().cells()
     assert [r[0] for r in rows] == ["a  x", "b  y"]
+
+
+def test_a_run_with_no_user_evaluated_keeps_its_rows_and_compares_to_nan(backend):
+    """Under users='intersection' run b (user 7 only, outside the truth) evaluates nobody: its summary
+    rows were missing, and compare / bootstrap / table raised "unknown run 'b'". Now: NaN, n_users 0,
+    and the pair's p NaN (no user paired), as compare's docstring says."""
+    truth = pl.DataFrame({"user": [1, 2], "item": [2, 3]})
+    a = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
+    b = pl.DataFrame({"user": [7], "item": [2], "rank": [1]})
+    conv = rankwise.Convention(users="intersection")
+    res = rankwise.evaluate({"a": a, "b": b}, truth, k=[1, 2], metrics=["ndcg"], convention=conv, backend=backend)
+    rows_b = res.summary.filter(pl.col("run") == "b")
+    assert rows_b["k"].to_list() == [1, 2] and rows_b["n_users"].to_list() == [0, 0]
+    assert all(math.isnan(v) for v in rows_b["value"])
+    pairs = res.compare()
+    assert pairs["n_users"].to_list() == [0, 0] and all(math.isnan(p) for p in pairs["p_value"])
+    assert res.bootstrap().filter(pl.col("run") == "b")["n_users"].to_list() == [0, 0]
+    assert "nan" in str(res.table())
+    alone = rankwise.evaluate(b, truth, k=2, metrics=["ndcg"], convention=conv, backend=backend)
+    assert alone.summary.select("metric", "k", "n_users").rows() == [("ndcg", 2, 0)]
+
+
+def test_a_segment_without_users_in_a_run_compares_to_nan():
+    """compare(by_segment=True) raised "unknown run 'b'" when one segment had no user of run b, and
+    the other segment's comparison was lost with it. Segment x: users 1, 2 (a hits both, b user 1)."""
+    truth = pl.DataFrame({"user": [1, 2, 3], "item": [2, 3, 4]})
+    a = pl.DataFrame({"user": [1, 2, 3], "item": [2, 3, 4], "rank": [1, 1, 1]})
+    b = pl.DataFrame({"user": [1, 2], "item": [2, 5], "rank": [1, 1]})
+    segments = pl.DataFrame({"user": [1, 2, 3], "segment": ["x", "x", "y"]})
+    res = rankwise.evaluate({"a": a, "b": b}, truth, k=1, metrics=["precision"], segments=segments,
+                            convention=rankwise.Convention(users="intersection"))
+    out = res.compare(by_segment=True)
+    x, y = out.filter(pl.col("segment") == "x").row(0, named=True), out.filter(pl.col("segment") == "y").row(0, named=True)
+    assert (x["mean_a"], x["mean_b"], x["n_users"]) == (1.0, 0.5, 2)
+    assert y["n_users"] == 0 and math.isnan(y["p_value"])
+
+
+def test_an_f_of_means_is_not_paired_or_resampled(backend):
+    """Under f_aggregation='of_means' the summary's F is the F of mean P and mean R; bootstrap and
+    compare resampled and paired the per-user F, another number (0.3 against 0.30303 by hand: run a's
+    P = (1/2, 1/2, 0), R = (1/2, 1/3, 0), F of the means 2 (1/3)(5/18) / (1/3 + 5/18) = 10/33)."""
+    a = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3], "item": [1, 2, 3, 1, 4, 5], "rank": [1, 2, 3, 1, 2, 1]})
+    b = pl.DataFrame({"user": [1, 2, 2, 3], "item": [2, 4, 5, 5], "rank": [1, 1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 1, 2, 2, 2, 4], "item": [2, 9, 4, 5, 6, 1]})
+    conv = rankwise.Convention(users="labels", f_aggregation="of_means")
+    res = rankwise.evaluate({"a": a, "b": b}, truth, k=2, metrics=["precision", "recall", "f1"], convention=conv,
+                            backend=backend)
+    f_a = res.summary.filter((pl.col("run") == "a") & (pl.col("metric") == "f1"))["value"].item()
+    assert f_a == pytest.approx(10 / 33, rel=1e-12)
+    assert set(res.compare()["metric"]) == set(res.bootstrap()["metric"]) == {"precision", "recall"}
+    with pytest.raises(rankwise.ParameterError, match="of_means"):
+        res.compare(metrics=["f1"])

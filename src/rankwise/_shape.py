@@ -89,8 +89,14 @@ def summary(raw: pl.DataFrame, request: MetricRequest, confidence: float) -> pl.
 
     order = {internal_name(n): i for i, n in enumerate(request.names)}
     public = {internal_name(n): n for n in request.names}
+    # every requested (metric, k), also when no user was evaluated (NaN, n_users 0), so that every run of
+    # a comparison has its rows
+    wanted = pl.DataFrame({"metric": list(order)}).join(pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}),
+                                                        how="cross")
+    raw = raw.with_columns(pl.col("k").cast(pl.Int64)).filter(pl.col("metric").is_in(list(order)))
     out = (
-        raw.filter(pl.col("metric").is_in(list(order)))
+        wanted.join(raw, on=["metric", "k"], how="left")
+        .with_columns(pl.col("n_users").fill_null(0))
         .with_columns(
             pl.col("metric").replace_strict(order, return_dtype=pl.Int64).alias("_order"),
             pl.col("metric").replace_strict(public, return_dtype=pl.String),

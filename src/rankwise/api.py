@@ -21,7 +21,7 @@ from ._postgres_backend import PostgresEngine, is_postgres_backend, postgres_inp
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
-from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request
+from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, parse_request
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
 ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
@@ -150,11 +150,20 @@ class Result:
         return report.html_table(self)
 
     def _metric_names(self, metrics) -> list[str]:
+        """The metrics whose summary value is a mean over users (what compare and bootstrap pair and
+        resample): per-user metrics, except F-beta when the convention takes the F of the means."""
         columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
-        names = [n for n in dict.fromkeys(self.request.names) if n in columns]  # per-user metrics only
+        f_of_means = self.convention.f_aggregation == "of_means"
+        names = [n for n in dict.fromkeys(self.request.names) if n in columns
+                 and not (f_of_means and internal_name(n) == "fbeta")]
         if metrics is None:
             return names
         wanted = [metrics] if isinstance(metrics, str) else list(metrics)
+        if f_of_means and any(m in columns and internal_name(m) == "fbeta" for m in wanted):
+            raise ParameterError(
+                f"{[m for m in wanted if internal_name(m) == 'fbeta']}: under f_aggregation='of_means' an F is the F "
+                "of mean precision and mean recall, not a mean over users: nothing to pair or resample.",
+                hint="Compare precision and recall, or evaluate with convention.replace(f_aggregation='per_user').")
         unknown = [m for m in wanted if m not in names]
         if unknown:
             raise ParameterError(f"metrics {unknown} have no per-user values here (per-user metrics: "
@@ -170,7 +179,10 @@ class Result:
         if not isinstance(self.long, pl.DataFrame):
             raise ParameterError(f"The per-user rows are still in the engine (collect=False): {self.long}.",
                                  hint="Evaluate with collect=True to test or resample on the driver.")
-        return self.long if self.runs else self.long.with_columns(run=pl.lit("run"))
+        # the run column an Enum of every run: a run no user was evaluated in still has its rows (NaN)
+        runs = self.runs or ("run",)
+        long = self.long if self.runs else self.long.with_columns(run=pl.lit("run"))
+        return long.with_columns(pl.col("run").cast(pl.Enum(runs)))
 
 
 def evaluate(

@@ -18,7 +18,9 @@ Rules shared by every function here:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -222,7 +224,10 @@ def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None) -> tuple[list
             f"per-user frame: {dup.height} (run, {user_col}, k) combination(s) appear more than once; "
             "a user must have one value per run and k.", rows=dup.head(5),
             hint="pass one row per run, user and k (e.g. Result.long of a multi-run evaluate).")
-    present = long.get_column("run").unique(maintain_order=True).to_list()
+    run_col = long.get_column("run")
+    # an Enum declares the frame's runs, also those without a row (no user evaluated): NaN columns
+    present = run_col.dtype.categories.to_list() if run_col.dtype == pl.Enum else \
+        run_col.unique(maintain_order=True).to_list()
     if runs is None:
         runs = present
     else:
@@ -276,7 +281,7 @@ def bootstrap(long: pl.DataFrame, user_col: str, metrics, n_resamples: int = 100
     if method == "bca":
         lo, hi = _bca(x, theta, boot, alpha)
     else:
-        with np.errstate(invalid="ignore"):
+        with _all_nan_is_nan():
             qlo, qhi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
         lo, hi = (qlo, qhi) if method == "percentile" else (2 * theta - qhi, 2 * theta - qlo)
     bad = n_def < 1
@@ -366,7 +371,7 @@ def compare(long: pl.DataFrame, user_col: str, metrics, baseline: str | None = N
                          n_users=n, effect_size=mean / sd if sd > 0 else np.nan))
     if test == "bootstrap" and groups:
         boot = _resampled_means(dmat, n_resamples, seed, chunk_size)
-        with np.errstate(invalid="ignore"):
+        with _all_nan_is_nan():
             qlo, qhi = np.nanquantile(boot, [(1 - confidence) / 2, 1 - (1 - confidence) / 2], axis=0)
         for g, row in enumerate(rows):
             b = boot[:, g][~np.isnan(boot[:, g])]
@@ -460,6 +465,14 @@ def letters(compare_frame: pl.DataFrame, runs=None, test: str | None = None,
 
 # --------------------------------------------------------------------------------------------
 # helpers
+
+
+@contextlib.contextmanager
+def _all_nan_is_nan():
+    """A column with no value (a run or segment without users) has NaN quantiles, silently."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        yield
 
 
 def _nanmean(v: np.ndarray) -> float:
