@@ -88,6 +88,20 @@ def test_append_two_runs(result, tmp_path, suffix):
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb"])
+def test_a_run_with_an_empty_table_can_be_appended_to(tmp_path, suffix):
+    """No user in common (users='intersection'): per_user has no rows, and its .jsonl file is empty;
+    the next append's column check read that file and failed with 'cannot read ... Expecting value'."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
+    empty = rankwise.evaluate(recs, pl.DataFrame({"user": [3], "item": [2]}), k=1, metrics=["ndcg"],
+                              convention=rankwise.Convention(users="intersection"))
+    assert empty.long.height == 0
+    target = tmp_path / f"runs{suffix}"
+    empty.write(target)
+    empty.write(target)
+    assert _read(target, suffix, "runs").height == 2
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb"])
 def test_schema_mismatch_is_an_error_before_anything_is_written(result, tmp_path, suffix):
     target = tmp_path / f"runs{suffix}"
     wrong = pl.DataFrame({"user": [1], "score": [0.5]})
