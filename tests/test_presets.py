@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _docs
+from rankwise import Convention, _docs
 
 RECS = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 6, 8], [1, 2, 3, 4, 5], [], [1, 2, 3, 4], []]})
 TRUTH = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 2, 3, 4, 5, 6], [2, 4, 6], [2, 4, 6], [], []]})
@@ -143,3 +143,16 @@ def test_compare_conventions_raises_a_side_input_error_once():
     integer_ids = _BEYOND_RECS.with_columns(pl.col("item").replace_strict({"A": 1, "B": 2}))  # train's stay text
     with pytest.raises(rankwise.DtypeMismatchError, match="train"):
         rankwise.compare_conventions(integer_ids, None, k=2, metrics=["novelty"], train=_TRAIN)
+
+
+def test_compare_conventions_refuses_two_conventions_of_one_name():
+    """Convention(...) objects built directly are all named 'default': the table's columns collided
+    (Polars' DuplicateError with three, a silent 'default_right' column with two)."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 1, 2], "item": [2, 1, 3], "relevance": [3.0, 1.0, 1.0]})
+    for presets in ([Convention(), Convention(gain="linear")], [Convention(), Convention(gain="linear"), Convention(gain="binary")]):
+        with pytest.raises(rankwise.ParameterError, match="named 'default'"):
+            rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"], presets=presets)
+    table = rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"],
+                                         presets=[Convention(), Convention().replace(gain="linear")])
+    assert table.columns == ["metric", "k", "default", "default gain='linear'"]

@@ -31,6 +31,13 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
 
     explicit = bool(presets)
     conventions = [resolve(p) for p in (presets or list(PRESETS))]
+    names = [conv.name for conv in conventions]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # each names a column of the table
+        raise ParameterError(
+            f"presets: several conventions are named {', '.join(map(repr, repeated))}.",
+            hint="Name each: Convention(name='linear gain', gain='linear'), or derive it with "
+                 "PRESETS['default'].replace(gain='linear'), which names the change.")
     request = _request(metrics, k)
     rows, skipped, first_error = None, {}, None
     evaluate = Evaluator(recommendations, ground_truth, **options)
