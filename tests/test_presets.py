@@ -4,6 +4,7 @@ divergences we refuse to copy, explain(), and the generated docs page."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -156,3 +157,18 @@ def test_compare_conventions_refuses_two_conventions_of_one_name():
     table = rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"],
                                          presets=[Convention(), Convention().replace(gain="linear")])
     assert table.columns == ["metric", "k", "default", "default gain='linear'"]
+
+
+def test_explain_names_the_mixes_that_leave_the_split_undefined():
+    """One user, its only label of relevance 0.5: under relevance_threshold=1 it has no relevant label,
+    so with users='union' and empty_labels='nan' no user has a precision (a NaN mean). Shapley effects
+    through such a mix are undefined: NaN, and the note says which mixes, instead of NaN silently.
+    The knobs that cannot reach such a mix keep their exact 0."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": [10], "relevance": [0.5]})
+    ex = rankwise.explain(recs, truth, a="default", b="ranx", metric="precision", k=2)
+    assert (ex.value_a, ex.value_b) == (0.5, 0.0)  # 1 hit of 2; ranx: not relevant, scored 0
+    assert "relevance_threshold" in ex.note and "no user has a defined precision@2" in ex.note
+    effects = dict(ex.table.select("knob", "effect").iter_rows())
+    assert math.isnan(effects["relevance_threshold"]) and effects["gain"] == 0.0
+    assert ex.note in str(ex)

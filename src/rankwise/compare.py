@@ -92,7 +92,9 @@ class Explanation:
     table: one row per knob on which a and b differ: its two values, ``effect`` (its Shapley share of
     value_b - value_a: the knob's effect averaged over every order of switching the knobs one at a
     time from a to b; the effects add up to the difference exactly), ``share`` (effect / difference)
-    and ``alone`` (the change from a when only that knob switches).
+    and ``alone`` (the change from a when only that knob switches). When some mix of the knobs leaves
+    no user with a defined value (its mean is NaN), the split is undefined: the effects are NaN and
+    ``note`` names the mixes.
     """
 
     metric: str
@@ -102,6 +104,7 @@ class Explanation:
     value_a: float
     value_b: float
     table: pl.DataFrame
+    note: str = ""
 
     def __str__(self) -> str:
         diff = self.value_b - self.value_a
@@ -113,7 +116,7 @@ class Explanation:
             share = "" if row["share"] is None or math.isnan(row["share"]) else f"{row['share'] + 0.0:.0%}"
             lines.append(f"{row['knob']:<{width}}  {row['a']:>18}  {row['b']:>18}  {row['effect']:>+10.6f}  "
                          f"{share:>7}  {row['alone']:>+10.6f}")
-        return "\n".join(lines)
+        return "\n".join(lines + ([f"\n{self.note}"] if self.note else []))
 
 
 def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", k=10, **options) -> Explanation:
@@ -159,8 +162,13 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     table = pl.DataFrame(rows, schema={"knob": pl.String, "a": pl.String, "b": pl.String, "effect": pl.Float64,
                                        "share": pl.Float64, "alone": pl.Float64}, orient="row")
     table = table.sort(pl.col("effect").abs(), descending=True)
+    undefined = [", ".join(sorted(mix)) for mix, v in cache.items() if math.isnan(v)]
+    note = "" if not undefined else (
+        f"Undefined split: with {'; '.join(undefined[:3])}{' ...' if len(undefined) > 3 else ''} switched to "
+        f"{conv_b.name}'s value{'s' if len(undefined) > 1 else ''}, no user has a defined {name}@{k} "
+        f"({len(undefined)} of the {len(cache)} mixes), so the effects are NaN.")
     # the library values themselves (the presets may restrict metrics; the knobs say the same)
-    return Explanation(name, k, conv_a.name, conv_b.name, base, full, table)
+    return Explanation(name, k, conv_a.name, conv_b.name, base, full, table, note)
 
 
 def _clean(effect: float, scale: float) -> float:
