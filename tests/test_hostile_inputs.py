@@ -12,6 +12,7 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from polars.testing import assert_frame_equal
 
 import rankwise
 from rankwise import _inputs, api
@@ -472,3 +473,19 @@ def test_a_directory_of_parquet_files_skips_hidden_files(tmp_path, backend):
     (tmp_path / "recs" / ".part-0.parquet.crc").write_bytes(b"\x00")
     res = rankwise.evaluate(str(tmp_path / "recs"), TRUTH, k=2, metrics=["hit_rate"], backend=backend)
     assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2
+
+
+@pytest.mark.parametrize("users", [
+    pl.Series(["u1", "u2"], dtype=pl.Categorical),
+    pl.Series(["u1", "u2"], dtype=pl.Enum(["u1", "u2"])),
+    pl.Series([datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)]).dt.replace_time_zone("UTC"),
+])
+def test_the_user_column_keeps_its_type_on_every_engine(users):
+    """DuckDB returned a categorical user column as String and a UTC time zone as Etc/UTC, so the
+    two engines' frames differed for one input."""
+    recs = pl.DataFrame({"user": users, "item": [1, 2], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": users, "item": [1, 3]})
+    got = {b: rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=b) for b in ("polars", "duckdb")}
+    assert got["polars"].per_user.schema["user"] == users.dtype
+    for frame in ("per_user", "long"):
+        assert_frame_equal(getattr(got["polars"], frame), getattr(got["duckdb"], frame))

@@ -17,7 +17,7 @@ import polars as pl
 
 from . import _sql_files
 from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
-from ._inputs import Prepared
+from ._inputs import USER, Prepared
 from .conventions import Convention
 from .errors import RankwiseError
 from .metrics import MetricRequest
@@ -68,6 +68,9 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
     summary_sql = _sql_files.read("summary")
     summary = con.sql(summary_sql, params=_sql_files.bind(summary_sql, conv, request.beta, f_name="fbeta")).pl()
     counts = dict(zip(COUNTS, con.execute(COUNTS_SQL.format(per_user="per_user")).fetchall()[0], strict=True))
-    examples = {knob: con.sql(examples_sql("per_user", condition)).pl() for knob, condition, _, _ in error_rules(conv)}
+    # the caller's user type back (DuckDB returns a categorical as text, a UTC time zone as Etc/UTC)
+    typed = pl.col(USER).cast(prep.user_dtype)
+    examples = {knob: con.sql(examples_sql("per_user", condition)).pl().with_columns(typed)
+                for knob, condition, _, _ in error_rules(conv)}
     con.execute(f"SET threads = {int(threads)}")
-    return Output(con.sql("SELECT * FROM per_user").pl(), summary, counts, examples)
+    return Output(con.sql("SELECT * FROM per_user").pl().with_columns(typed), summary, counts, examples)
