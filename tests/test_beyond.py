@@ -367,6 +367,24 @@ def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
 
 
 @pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("items", [[], pl.Series("item", [], pl.Int64), pl.DataFrame(schema={"item": pl.Int64}),
+                                   "parquet"])
+def test_empty_catalog_is_one_parameter_error_before_any_engine(engine, items, tmp_path, monkeypatch):
+    """An empty items input was NaN coverage and gini 0 on Polars, the train items on DuckDB, and items=[]
+    a DtypeMismatchError ("item ids are String"): now a ParameterError naming items, before an engine runs."""
+    if isinstance(items, str):
+        items = tmp_path / "items.parquet"
+        pl.DataFrame(schema={"item": pl.Int64}).write_parquet(items)
+    monkeypatch.setattr(B, "run", lambda *a, **k: pytest.fail("an engine ran"))
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 4]})
+    for metrics in (["item_coverage", "gini"], ["novelty"]):
+        with pytest.raises(rankwise.ParameterError, match="items is an empty catalog") as info:
+            rankwise.evaluate(recs, None, k=2, metrics=metrics, train=train, items=items, backend=engine)
+        assert "items=None" in str(info.value)
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
 def test_side_input_item_ids_follow_the_recommendations_type(engine, tmp_path):
     """Text item ids in a side input against integer ids in the recommendations (a CSV file's ids are
     text) are a DtypeMismatchError naming the input, not an engine's join error; integer widths are

@@ -196,6 +196,10 @@ def _items(data, item_col: str) -> pl.DataFrame:
         df = pl.DataFrame({item_col: pl.Series(list(data) if isinstance(data, (set, frozenset)) else data)})
     else:
         df = _frame(data, "items")
+    if df.height == 0:  # one rule on every engine, before any runs
+        raise ParameterError("items is an empty catalog: no item to cover or to spread exposure over.",
+                             hint="Pass the catalog's item ids, or leave items out (items=None): the catalog "
+                                  "is then the train items (knob catalog).")
     _require(df, [item_col], "items", "Pass a table with the item column (item_col=) or a sequence of ids.")
     _no_nulls(df, [item_col], "items")
     return df.select(_id_column(df, item_col, "items").alias(ITEM)).unique(maintain_order=True)

@@ -228,7 +228,7 @@ def evaluate(
     confidence : level of the t intervals ``summary.ci_low`` / ``ci_high`` (default 0.95).
     train, items, item_features : inputs of the beyond-accuracy metrics (``rankwise.BEYOND_METRICS``,
         asked for by name in ``metrics``): train interactions (user, item), the catalog (a table with
-        an item column or a sequence of ids), item features long (item, feature[, value]) or (item,
+        an item column or a sequence of ids; empty: a ParameterError), item features long (item, feature[, value]) or (item,
         embedding). Per-user ones (novelty, arp, long_tail_share, ild, serendipity) are columns of
         ``per_user``; catalog ones (item_coverage, gini, exposure_entropy, personalization,
         score_entropy: from the recommendations' score column) are summary rows only;
