@@ -385,6 +385,29 @@ def test_empty_catalog_is_one_parameter_error_before_any_engine(engine, items, t
 
 
 @pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("kind", ["categorical", "enum", "pandas category"])
+def test_categorical_item_ids_meet_text_side_inputs(engine, kind):
+    """Categorical / Enum / pandas category item ids with ground_truth=None were a Polars SchemaError (join
+    keys cat vs str). By hand, k = 2, train pop a 2, b 1, d 1, c cold, U_T = 4: novelty u1 (1 + 2) / 2, u2
+    (cold = one user) 2, mean 1.75; arp u1 1.5, u2 0, mean 0.75; coverage {a, b} of the train items {a, b, d}
+    = 2/3; gini over {a, b, c, d} with exposure 1, 1, 1, 0: (-1 + 1 + 3) / (4 * 3) = 0.25; ild u1 (a, b
+    orthogonal) 1, u2 a single item (undefined)."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "c"], "rank": [1, 2, 1]})
+    if kind == "categorical":
+        recs = recs.with_columns(pl.col("item").cast(pl.Categorical))
+    elif kind == "enum":
+        recs = recs.with_columns(pl.col("item").cast(pl.Enum(["a", "b", "c"])))
+    else:
+        recs = recs.to_pandas().astype({"item": "category"})
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": ["a", "a", "b", "d"]})
+    features = pl.DataFrame({"item": ["a", "b", "c"], "feature": ["f1", "f2", "f1"]})
+    res = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "arp", "item_coverage", "gini", "ild"],
+                            train=train, item_features=features, backend=engine)
+    got = dict(res.summary.select("metric", "value").iter_rows())
+    assert got == pytest.approx({"novelty": 1.75, "arp": 0.75, "item_coverage": 2 / 3, "gini": 0.25, "ild": 1.0})
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
 def test_side_input_item_ids_follow_the_recommendations_type(engine, tmp_path):
     """Text item ids in a side input against integer ids in the recommendations (a CSV file's ids are
     text) are a DtypeMismatchError naming the input, not an engine's join error; integer widths are

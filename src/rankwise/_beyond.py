@@ -114,8 +114,9 @@ def prepare_side_inputs(train=None, items=None, item_features=None, item_col: st
 
 def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
     """``side`` with the recommendations' item id type (the side inputs are joined with them on items):
-    integer ids are cast to the recommendations' integer type; integer ids on one side and text on
-    the other are a DtypeMismatchError, as between recommendations and ground truth."""
+    integer ids are cast to the recommendations' integer type; text ids stay String (:func:`run` casts
+    categorical recommendations to String); integer ids on one side and text on the other are a
+    DtypeMismatchError, as between recommendations and ground truth."""
     import dataclasses
 
     if item_dtype in side._typed:
@@ -757,6 +758,7 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     expressions (every other engine). ``memory_limit`` (bytes) caps DuckDB's memory as in the accuracy
     engine: beyond it DuckDB spills to a temporary directory (removed afterwards)."""
     truth = truth if "serendipity" in names else None
+    recs, truth = _text_items(recs), None if truth is None else _text_items(truth)
     side = with_item_type(side, recs.collect_schema()[ITEM])
     want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
@@ -798,6 +800,14 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     users = users.select(USER, pl.col("k").cast(pl.Int64), *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
     catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
     return users, catalog, items
+
+
+def _text_items(frame):
+    """Categorical or Enum item ids as String, the type of the side inputs' text ids: Polars joins a
+    categorical column with no other type (DuckDB compares them as text)."""
+    if isinstance(frame.collect_schema()[ITEM], (pl.Categorical, pl.Enum)):
+        return frame.with_columns(pl.col(ITEM).cast(pl.String))
+    return frame
 
 
 def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
