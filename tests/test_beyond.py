@@ -477,6 +477,23 @@ def test_evaluate_gives_the_oracles_values(seed, engine, tmp_path):
     assert got_items == want_items
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_list_form_parquet_files(engine, tmp_path):
+    """List-form Parquet files: DuckDB was given a SELECT of a rank column the file does not have (a raw
+    BinderException for recommendations, a ConversionException for a list-form truth). By hand, k = 2,
+    train pop 1 = 2, pop 2 = 1, item 3 cold, U_T = 4: novelty u1 (1 + 2) / 2, u2 2, mean 1.75; coverage
+    {1, 2} of the train items {1, 2, 4} = 2/3; precision u1 1/2, u2 0, mean 0.25."""
+    recs, truth = tmp_path / "recs.parquet", tmp_path / "truth.parquet"
+    pl.DataFrame({"user": [1, 2], "item": [[1, 2], [3]]}).write_parquet(recs)
+    pl.DataFrame({"user": [1, 2], "item": [[2], [5]]}).write_parquet(truth)
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 4]})
+    want = {"novelty": 1.75, "item_coverage": 2 / 3}
+    res = rankwise.evaluate(str(recs), None, k=2, metrics=list(want), train=train, backend=engine)
+    assert dict(res.summary.select("metric", "value").iter_rows()) == pytest.approx(want)
+    res = rankwise.evaluate(str(recs), str(truth), k=2, metrics=["precision", *want], train=train, backend=engine)
+    assert dict(res.summary.select("metric", "value").iter_rows()) == pytest.approx({"precision": 0.25, **want})
+
+
 def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
     train = pl.DataFrame({"user": [7, 8, 8], "item": [10, 10, 12]})
