@@ -494,6 +494,43 @@ def test_list_form_parquet_files(engine, tmp_path):
     assert dict(res.summary.select("metric", "value").iter_rows()) == pytest.approx({"precision": 0.25, **want})
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "duckdb-parquet"])
+@pytest.mark.parametrize(("convention", "want"), [
+    # users='labels': users 1 and 4; 4 has no list (undefined); users 2, 3 are outside_users
+    ("evidently", {1: 1.5, 4: math.nan}),
+    # users='union': user 4 (truth only) is evaluated with an empty list: undefined, counted in excluded
+    ("default", {1: 1.5, 2: 2.0, 3: 2.0, 4: math.nan}),
+    # list_denominator='k': an empty list scores 0 (as RePlay), so user 4 is in the mean
+    ("k", {1: 1.5, 2: 1.0, 3: 1.0, 4: 0.0}),
+])
+def test_beyond_users_are_the_accuracy_users(engine, convention, want, tmp_path):
+    """With accuracy metrics, a per-user beyond metric's users are the convention's accuracy users: its
+    summary is the mean of its per_user column, n_users counts the defined values, and excluded counts
+    every user left out (the summary was over the recommendations' users, and excluded missed user 4).
+    By hand: train pop 1 = 2, pop 2 = pop 3 = 1, U_T = 4; novelty@2 u1 (-log2(2/4) - log2(1/4)) / 2 = 1.5,
+    u2 = u3 = -log2(1/4) = 2 (over n_u = 1; over k = 2: 1); u4 has no recommendation."""
+    backend = engine.split("-")[0]
+    conv = Convention(list_denominator="k") if convention == "k" else convention
+    recs = pl.DataFrame({"user": [1, 1, 2, 3], "item": [1, 2, 3, 3], "rank": [1, 2, 1, 1]})
+    if engine == "duckdb-parquet":  # DuckDB scans the file itself and adds user 4's empty list
+        recs.write_parquet(tmp_path / "recs.parquet")
+        recs = str(tmp_path / "recs.parquet")
+    truth = pl.DataFrame({"user": [1, 4], "item": [2, 1]})
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 3]})
+    res = rankwise.evaluate(recs, truth, 2, metrics=["precision", "novelty"], train=train, convention=conv,
+                            backend=backend)
+    got = dict(res.per_user.select("user", "novelty@2").iter_rows())
+    assert got.keys() == want.keys() and all(_close(want[u], got[u]) for u in want)
+    defined = [v for v in want.values() if not math.isnan(v)]
+    row = res.summary.filter(pl.col("metric") == "novelty").row(0, named=True)
+    assert row["value"] == pytest.approx(sum(defined) / len(defined)) and row["n_users"] == len(defined)
+    excluded = dict(res.excluded.select("code", "n_users").iter_rows())
+    assert excluded["undefined_novelty"] == len(want) - len(defined)
+    assert excluded["outside_users"] == 4 - len(want)
+    boot = res.bootstrap(50, metrics="novelty").row(0, named=True)
+    assert boot["value"] == pytest.approx(row["value"]) and boot["n_users"] == row["n_users"]
+
+
 def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
     train = pl.DataFrame({"user": [7, 8, 8], "item": [10, 10, 12]})
