@@ -15,7 +15,7 @@ import pytest
 
 import rankwise
 from rankwise import _beyond as B
-from rankwise.conventions import BEYOND_PRESETS, Convention, knob_documentation
+from rankwise.conventions import Convention, knob_documentation
 from rankwise.errors import DtypeMismatchError, DuplicateItemError, InputError, MissingColumnError, NullValueError
 
 BEYOND_KNOBS = ("popularity", "arp_popularity", "serendipity_popularity", "cold_items", "list_denominator",
@@ -33,8 +33,9 @@ def _variants():
                 yield f"{knob}={value}", Convention().replace(**{knob: value})
     yield "tail_items 0.1", Convention(long_tail="tail_items", long_tail_ratio=0.1)
     yield "tail_items 2", Convention(long_tail="tail_items", long_tail_ratio=2.0)
-    for name in BEYOND_PRESETS:
-        yield name, rankwise.PRESETS[name]
+    for name, preset in rankwise.PRESETS.items():  # the library presets with beyond-accuracy metrics
+        if name != "default" and set(preset.metrics) & set(B.METRICS):
+            yield name, preset
 
 
 CONVENTIONS = {"default": Convention(), **dict(_variants())}
@@ -366,6 +367,47 @@ def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
 
 
 @pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("items", [[], pl.Series("item", [], pl.Int64), pl.DataFrame(schema={"item": pl.Int64}),
+                                   "parquet"])
+def test_empty_catalog_is_one_parameter_error_before_any_engine(engine, items, tmp_path, monkeypatch):
+    """An empty items input was NaN coverage and gini 0 on Polars, the train items on DuckDB, and items=[]
+    a DtypeMismatchError ("item ids are String"): now a ParameterError naming items, before an engine runs."""
+    if isinstance(items, str):
+        items = tmp_path / "items.parquet"
+        pl.DataFrame(schema={"item": pl.Int64}).write_parquet(items)
+    monkeypatch.setattr(B, "run", lambda *a, **k: pytest.fail("an engine ran"))
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 4]})
+    for metrics in (["item_coverage", "gini"], ["novelty"]):
+        with pytest.raises(rankwise.ParameterError, match="items is an empty catalog") as info:
+            rankwise.evaluate(recs, None, k=2, metrics=metrics, train=train, items=items, backend=engine)
+        assert "items=None" in str(info.value)
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("kind", ["categorical", "enum", "pandas category"])
+def test_categorical_item_ids_meet_text_side_inputs(engine, kind):
+    """Categorical / Enum / pandas category item ids with ground_truth=None were a Polars SchemaError (join
+    keys cat vs str). By hand, k = 2, train pop a 2, b 1, d 1, c cold, U_T = 4: novelty u1 (1 + 2) / 2, u2
+    (cold = one user) 2, mean 1.75; arp u1 1.5, u2 0, mean 0.75; coverage {a, b} of the train items {a, b, d}
+    = 2/3; gini over {a, b, c, d} with exposure 1, 1, 1, 0: (-1 + 1 + 3) / (4 * 3) = 0.25; ild u1 (a, b
+    orthogonal) 1, u2 a single item (undefined)."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "c"], "rank": [1, 2, 1]})
+    if kind == "categorical":
+        recs = recs.with_columns(pl.col("item").cast(pl.Categorical))
+    elif kind == "enum":
+        recs = recs.with_columns(pl.col("item").cast(pl.Enum(["a", "b", "c"])))
+    else:
+        recs = recs.to_pandas().astype({"item": "category"})
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": ["a", "a", "b", "d"]})
+    features = pl.DataFrame({"item": ["a", "b", "c"], "feature": ["f1", "f2", "f1"]})
+    res = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "arp", "item_coverage", "gini", "ild"],
+                            train=train, item_features=features, backend=engine)
+    got = dict(res.summary.select("metric", "value").iter_rows())
+    assert got == pytest.approx({"novelty": 1.75, "arp": 0.75, "item_coverage": 2 / 3, "gini": 0.25, "ild": 1.0})
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
 def test_side_input_item_ids_follow_the_recommendations_type(engine, tmp_path):
     """Text item ids in a side input against integer ids in the recommendations (a CSV file's ids are
     text) are a DtypeMismatchError naming the input, not an engine's join error; integer widths are
@@ -433,6 +475,60 @@ def test_evaluate_gives_the_oracles_values(seed, engine, tmp_path):
     got_items = {r["item"]: (r["exposure"], r["popularity"])
                  for r in res.per_item.filter(pl.col("k") == ks[-1]).iter_rows(named=True)}
     assert got_items == want_items
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_list_form_parquet_files(engine, tmp_path):
+    """List-form Parquet files: DuckDB was given a SELECT of a rank column the file does not have (a raw
+    BinderException for recommendations, a ConversionException for a list-form truth). By hand, k = 2,
+    train pop 1 = 2, pop 2 = 1, item 3 cold, U_T = 4: novelty u1 (1 + 2) / 2, u2 2, mean 1.75; coverage
+    {1, 2} of the train items {1, 2, 4} = 2/3; precision u1 1/2, u2 0, mean 0.25."""
+    recs, truth = tmp_path / "recs.parquet", tmp_path / "truth.parquet"
+    pl.DataFrame({"user": [1, 2], "item": [[1, 2], [3]]}).write_parquet(recs)
+    pl.DataFrame({"user": [1, 2], "item": [[2], [5]]}).write_parquet(truth)
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 4]})
+    want = {"novelty": 1.75, "item_coverage": 2 / 3}
+    res = rankwise.evaluate(str(recs), None, k=2, metrics=list(want), train=train, backend=engine)
+    assert dict(res.summary.select("metric", "value").iter_rows()) == pytest.approx(want)
+    res = rankwise.evaluate(str(recs), str(truth), k=2, metrics=["precision", *want], train=train, backend=engine)
+    assert dict(res.summary.select("metric", "value").iter_rows()) == pytest.approx({"precision": 0.25, **want})
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "duckdb-parquet"])
+@pytest.mark.parametrize(("convention", "want"), [
+    # users='labels': users 1 and 4; 4 has no list (undefined); users 2, 3 are outside_users
+    ("evidently", {1: 1.5, 4: math.nan}),
+    # users='union': user 4 (truth only) is evaluated with an empty list: undefined, counted in excluded
+    ("default", {1: 1.5, 2: 2.0, 3: 2.0, 4: math.nan}),
+    # list_denominator='k': an empty list scores 0 (as RePlay), so user 4 is in the mean
+    ("k", {1: 1.5, 2: 1.0, 3: 1.0, 4: 0.0}),
+])
+def test_beyond_users_are_the_accuracy_users(engine, convention, want, tmp_path):
+    """With accuracy metrics, a per-user beyond metric's users are the convention's accuracy users: its
+    summary is the mean of its per_user column, n_users counts the defined values, and excluded counts
+    every user left out (the summary was over the recommendations' users, and excluded missed user 4).
+    By hand: train pop 1 = 2, pop 2 = pop 3 = 1, U_T = 4; novelty@2 u1 (-log2(2/4) - log2(1/4)) / 2 = 1.5,
+    u2 = u3 = -log2(1/4) = 2 (over n_u = 1; over k = 2: 1); u4 has no recommendation."""
+    backend = engine.split("-")[0]
+    conv = Convention(list_denominator="k") if convention == "k" else convention
+    recs = pl.DataFrame({"user": [1, 1, 2, 3], "item": [1, 2, 3, 3], "rank": [1, 2, 1, 1]})
+    if engine == "duckdb-parquet":  # DuckDB scans the file itself and adds user 4's empty list
+        recs.write_parquet(tmp_path / "recs.parquet")
+        recs = str(tmp_path / "recs.parquet")
+    truth = pl.DataFrame({"user": [1, 4], "item": [2, 1]})
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 3]})
+    res = rankwise.evaluate(recs, truth, 2, metrics=["precision", "novelty"], train=train, convention=conv,
+                            backend=backend)
+    got = dict(res.per_user.select("user", "novelty@2").iter_rows())
+    assert got.keys() == want.keys() and all(_close(want[u], got[u]) for u in want)
+    defined = [v for v in want.values() if not math.isnan(v)]
+    row = res.summary.filter(pl.col("metric") == "novelty").row(0, named=True)
+    assert row["value"] == pytest.approx(sum(defined) / len(defined)) and row["n_users"] == len(defined)
+    excluded = dict(res.excluded.select("code", "n_users").iter_rows())
+    assert excluded["undefined_novelty"] == len(want) - len(defined)
+    assert excluded["outside_users"] == 4 - len(want)
+    boot = res.bootstrap(50, metrics="novelty").row(0, named=True)
+    assert boot["value"] == pytest.approx(row["value"]) and boot["n_users"] == row["n_users"]
 
 
 def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():

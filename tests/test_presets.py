@@ -135,6 +135,26 @@ def test_compare_conventions_with_beyond_accuracy_metrics():
     assert coverage["ranx"] is None
 
 
+def test_compare_conventions_keeps_beyond_metrics_of_derived_conventions():
+    """A convention derived with replace() is renamed but keeps its preset's metrics, beyond-accuracy ones
+    included (they were looked up by name, so every beyond value was null). By hand (see _TRAIN):
+    evidently with cold_items='as_one': no cold item here, novelty x 2, y (0 + 2) / 2 = 1, mean 1.5;
+    default in nats: -ln(pop / 4) is A 0, B ln 4: x ln 4, y ln 4 / 2, mean 0.75 ln 4; item_coverage: {A, B}
+    of the train catalog {A, B} = 1 for both. Evidently has no serendipity or long_tail_share."""
+    derived = [rankwise.PRESETS["evidently"].replace(cold_items="as_one"),
+               rankwise.PRESETS["default"].replace(info_log_base=math.e)]
+    table = rankwise.compare_conventions(_BEYOND_RECS, None, k=2, presets=derived,
+                                         metrics=["novelty", "item_coverage", "long_tail_share"], train=_TRAIN)
+    evidently, nats = (c.name for c in derived)
+    novelty, coverage, tail = table.iter_rows(named=True)
+    assert novelty[evidently] == pytest.approx(1.5) and novelty[nats] == pytest.approx(0.75 * math.log(4))
+    assert coverage[evidently] == 1.0 and coverage[nats] == 1.0
+    assert tail[evidently] is None and tail[nats] is not None
+    for preset in rankwise.PRESETS.values():  # each library's beyond-accuracy note is in its notes
+        if preset.name != "default" and set(preset.metrics) & set(rankwise.BEYOND_METRICS):
+            assert "Beyond accuracy (run live" in preset.notes, preset.name
+
+
 def test_compare_conventions_raises_a_side_input_error_once():
     """A train without a user column, or with text item ids against integer ones, is the input's fault,
     not a preset's: it raises, instead of skipping every preset that has novelty."""

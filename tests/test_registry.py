@@ -68,9 +68,12 @@ def test_everything_else_derives_from_the_registry():
     for metric in REGISTRY:
         assert set(metric.knobs) <= knobs, metric.name
         assert metric.level in ("user", "catalog") and metric.formula and metric.title
+    every = USER_LEVEL + tuple(rankwise.BEYOND_METRICS)  # a preset's metrics: accuracy, then beyond accuracy
     for preset in rankwise.PRESETS.values():
-        assert set(preset.metrics) <= set(USER_LEVEL), preset.name
-    assert rankwise.PRESETS["default"].metrics == USER_LEVEL
+        assert set(preset.metrics) <= set(every), preset.name
+        accuracy = [m for m in preset.metrics if m in USER_LEVEL]
+        assert list(preset.metrics[:len(accuracy)]) == accuracy, preset.name
+    assert rankwise.PRESETS["default"].metrics == every
 
 
 def test_oracle_computes_every_registry_metric():

@@ -114,8 +114,9 @@ def prepare_side_inputs(train=None, items=None, item_features=None, item_col: st
 
 def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
     """``side`` with the recommendations' item id type (the side inputs are joined with them on items):
-    integer ids are cast to the recommendations' integer type; integer ids on one side and text on
-    the other are a DtypeMismatchError, as between recommendations and ground truth."""
+    integer ids are cast to the recommendations' integer type; text ids stay String (:func:`run` casts
+    categorical recommendations to String); integer ids on one side and text on the other are a
+    DtypeMismatchError, as between recommendations and ground truth."""
     import dataclasses
 
     if item_dtype in side._typed:
@@ -196,6 +197,10 @@ def _items(data, item_col: str) -> pl.DataFrame:
         df = pl.DataFrame({item_col: pl.Series(list(data) if isinstance(data, (set, frozenset)) else data)})
     else:
         df = _frame(data, "items")
+    if df.height == 0:  # one rule on every engine, before any runs
+        raise ParameterError("items is an empty catalog: no item to cover or to spread exposure over.",
+                             hint="Pass the catalog's item ids, or leave items out (items=None): the catalog "
+                                  "is then the train items (knob catalog).")
     _require(df, [item_col], "items", "Pass a table with the item column (item_col=) or a sequence of ids.")
     _no_nulls(df, [item_col], "items")
     return df.select(_id_column(df, item_col, "items").alias(ITEM)).unique(maintain_order=True)
@@ -614,14 +619,19 @@ STAGES = {"beyond_popularity": "train_popularity", "beyond_cutoffs": "cutoff_buc
           "beyond_exposure": "exposure"}
 
 
-def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = None) -> None:
+def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = None,
+             empty: pl.DataFrame | None = None) -> None:
     """Register the relations sql/beyond_*.sql read: recommendations(user_id, rank, item_id, score),
     train, items, item_features, ground_truth, cutoffs (missing side inputs become empty tables), then
     compute the :data:`STAGES` once. ``source``: a DuckDB SELECT of the canonical recommendations
-    (``Prepared.sources``), scanned by DuckDB instead of ``recs``."""
+    (``Prepared.sources``), scanned by DuckDB instead of ``recs``, with the empty-list rows ``empty``
+    (user_id, rank, item_id) added."""
     if source is not None:  # a validated Parquet file: DuckDB reads it once, only the top max(k) counts
         con.execute(f"CREATE OR REPLACE TEMP TABLE recommendation_rows AS SELECT s.user_id, s.rank, s.item_id "
                     f"FROM ({source}) AS s WHERE s.rank <= {int(max(ks))}")
+        if empty is not None and empty.height:
+            con.register("empty_lists", empty)
+            con.execute("INSERT INTO recommendation_rows SELECT e.user_id, e.rank, e.item_id FROM empty_lists AS e")
         # no score in a file's scan: a constant in a view, not a stored column of NULLs
         con.execute("CREATE OR REPLACE TEMP VIEW recommendations AS SELECT r.user_id, r.rank, r.item_id, "
                     "CAST(NULL AS DOUBLE) AS score FROM recommendation_rows AS r")
@@ -745,18 +755,25 @@ def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> 
 
 
 def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str,
-        source: str | None = None, postgres=None, memory_limit: int | None = None):
+        source: str | None = None, postgres=None, memory_limit: int | None = None,
+        evaluated: pl.Series | None = None):
     """The beyond-accuracy values of one run: (user rows (user_id, k, n_items, *user metrics), catalog
     rows (metric, k, value, n_users), per_item (item_id, k, exposure, popularity)), by the shipped SQL
     in DuckDB (engine="duckdb"; ``source``: see :func:`register`), the rendered script in PostgreSQL
     (engine="postgres"; ``postgres``: the PostgresEngine) or Spark (engine="spark"), or the Polars
     expressions (every other engine). ``memory_limit`` (bytes) caps DuckDB's memory as in the accuracy
-    engine: beyond it DuckDB spills to a temporary directory (removed afterwards)."""
+    engine: beyond it DuckDB spills to a temporary directory (removed afterwards). ``evaluated``: the
+    user rows are those users' (the accuracy users of the convention), one without recommendations
+    being a user with an empty list; None: the recommendations' users. The catalog rows read every list."""
     truth = truth if "serendipity" in names else None
-    side = with_item_type(side, recs.collect_schema()[ITEM])
-    want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
+    recs, truth = _text_items(recs), None if truth is None else _text_items(truth)
     if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
         source = None
+    empty = None if evaluated is None else _empty_lists(recs, evaluated)
+    if empty is not None and empty.height and source is None:  # (a file's scan gets them in register())
+        recs = pl.concat([recs.lazy(), empty.lazy()], how="diagonal")
+    side = with_item_type(side, recs.collect_schema()[ITEM])
+    want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
     if engine in ("postgres", "spark"):
         users, catalog, items = postgres_run(postgres, recs, truth, names, side, ks, conv) if engine == "postgres" \
             else spark_run(recs, truth, names, side, ks, conv)
@@ -776,7 +793,7 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
                 con.execute("SET memory_limit = ?", [f"{memory_limit}B"])
                 con.execute("SET temp_directory = ?", [spill])
             try:
-                register(con, recs, side, ks, truth, source)
+                register(con, recs, side, ks, truth, source, empty)
                 users = duckdb_user(con, conv)
                 catalog = duckdb_catalog(con, conv) if want_catalog else NO_CATALOG
                 items = duckdb_per_item(con, conv)
@@ -791,9 +808,29 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
         catalog = polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
         items = per_item(recs, side, ks, conv, expo)
     wanted = [n for n in names if n in USER_COLUMNS]
-    users = users.select(USER, pl.col("k").cast(pl.Int64), *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
+    rows = users.select(USER, pl.col("k").cast(pl.Int64),
+                        *[pl.col(n).cast(pl.Float64).fill_null(float("nan")) for n in wanted])
+    if evaluated is not None:  # those users only (the others' lists still count in the catalog rows)
+        rows = rows.filter(pl.col(USER).is_in(evaluated.cast(rows.schema[USER]).implode()))
     catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
-    return users, catalog, items
+    return rows, catalog, items
+
+
+def _empty_lists(recs: pl.LazyFrame, users: pl.Series) -> pl.DataFrame:
+    """An empty-list row (user_id, rank, item_id: null) for each of ``users`` without recommendations."""
+    schema = recs.collect_schema()
+    missing = users.cast(schema[USER]).unique().to_frame(USER).lazy().join(
+        recs.select(USER).unique(), on=USER, how="anti")
+    return missing.select(USER, pl.lit(None, schema["rank"]).alias("rank"),
+                          pl.lit(None, schema[ITEM]).alias(ITEM)).collect()
+
+
+def _text_items(frame):
+    """Categorical or Enum item ids as String, the type of the side inputs' text ids: Polars joins a
+    categorical column with no other type (DuckDB compares them as text)."""
+    if isinstance(frame.collect_schema()[ITEM], (pl.Categorical, pl.Enum)):
+        return frame.with_columns(pl.col(ITEM).cast(pl.String))
+    return frame
 
 
 def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):

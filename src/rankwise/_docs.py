@@ -97,9 +97,9 @@ def render() -> str:
         missing = [p.name for p in PRESETS.values() if p not in presets]
         if missing:
             out += ["Not defined by: " + ", ".join(missing) + ".", ""]
-        out += ["| preset | " + " | ".join(varying) + " |", "|---" * (len(varying) + 1) + "|"]
+        out += ["| preset |" + "".join(f" {k} |" for k in varying), "|---" * (len(varying) + 1) + "|"]
         for p in presets:
-            out.append(f"| `{p.name}` | " + " | ".join(f"`{getattr(p, k)!r}`" for k in varying) + " |")
+            out.append(f"| `{p.name}` |" + "".join(f" `{getattr(p, k)!r}` |" for k in varying))
     out += ["", "## Presets", ""]
     for p in PRESETS.values():
         out += [f"### `{p.name}`", "", p.notes, "", "Metrics: " + ", ".join(p.metrics or ()) + ".", ""]

@@ -75,8 +75,9 @@ class Prepared:
     see ``_runs.grouped_runs``) they are plain scans, so a 100M-row input is never held in
     memory. ``recommendations`` / ``ground_truth`` collect them on first use (writers, Spark).
     ``sources`` holds, per table, a DuckDB SELECT that reads the same file with the same renames and
-    casts, so DuckDB scans the Parquet itself. ``rec_users`` / ``truth_users`` are each input's
-    distinct users when the checks already produced them (else None).
+    casts, so DuckDB scans the Parquet itself (long files only: a list-form file is read through
+    Polars). ``rec_users`` / ``truth_users`` are each input's distinct users when the checks already
+    produced them (else None).
     """
 
     recs: pl.LazyFrame
@@ -304,12 +305,12 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     csv = [what for what, data in (("recommendations", recommendations), ("ground truth", gt.data))
            if isinstance(data, (str, Path)) and Path(data).suffix.lower() in _CSV]
     recs, truth = _align_dtypes(recs, gt.frame, columns, csv)
-    sources = {}
-    if rec_users is not None and _parquet_file(recommendations):
+    sources = {}  # long Parquet files only: a list-form file has no rank or scalar item column to SELECT
+    if rec_users is not None and rec_lists is None and _parquet_file(recommendations):
         sources["recommendations"] = _duckdb_select(
             recommendations, recs.collect_schema(), {USER: columns.user, RANK: columns.rank, ITEM: columns.item},
             has=recs_raw.collect_schema())
-    if gt.users is not None and _parquet_file(gt.data):
+    if gt.users is not None and gt.lists is None and _parquet_file(gt.data):
         sources["ground_truth"] = _duckdb_select(
             gt.data, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
             has=gt.raw_schema)

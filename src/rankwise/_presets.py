@@ -2,13 +2,19 @@
 
 Each preset was checked against a live run of its library (tests/conformance, versions there). A
 library's plain bugs that yield impossible values are not copied; each such divergence is written in
-the preset's notes and pinned by a test in tests/test_presets.py.
+the preset's notes and pinned by a test in tests/test_presets.py. A preset's ``metrics`` hold its
+beyond-accuracy metrics too (after the accuracy ones), its notes say how they were checked
+(tests/conformance, ../shared/beyond_accuracy.md).
 """
 
 from __future__ import annotations
 
+import math
+
 from .conventions import Convention
-from .metrics import USER_LEVEL as _ALL
+from .metrics import BEYOND, USER_LEVEL
+
+_ALL = USER_LEVEL + tuple(m.name for m in BEYOND)  # every accuracy and beyond-accuracy metric
 
 
 def _preset(name: str, metrics: tuple[str, ...], notes: str, **knobs) -> Convention:
@@ -75,36 +81,69 @@ PRESETS: dict[str, Convention] = {
             ideal="labels",
         ),
         _preset(
-            "evidently", ("precision", "recall", "fbeta", "map", "mar", "mrr", "ndcg", "hit_rate"),
+            "evidently", ("precision", "recall", "fbeta", "map", "mar", "mrr", "ndcg", "hit_rate",
+                          "item_coverage", "novelty", "arp", "gini", "personalization", "ild", "score_entropy"),
             """Evidently 0.7.23 (legacy and new API): users with at least one relevant row; precision /
             min(k, rows of the user), a row per item recommended or relevant; AP and AR / |relevant|; F-beta of the mean P and mean R; NDCG
             linear on the raw target, log2, ideal from all the user's rows. Divergence, not copied:
-            Evidently repeats a short list's last relevance beyond its end, so MAP/MAR can exceed 1.""",
+            Evidently repeats a short list's last relevance beyond its end, so MAP/MAR can exceed 1.
+            Beyond accuracy (run live: Evidently 0.7.23 legacy metrics, tests/conformance, 1e-9 per
+            user for novelty and diversity): novelty and arp drop items missing from train (a user
+            with only such items is left out); coverage over train items; gini over recommended
+            items / (n - 1); diversity = ild with 1 - cosine summed over pairs and divided by n_u
+            (Evidently's missing normalisation, reproduced: values can exceed 1); personalization
+            subtracts #U k (exact only for full lists, reproduced); score_entropy in nats. Not
+            reproduced: serendipity (another family), normalize_arp=True, float average ranks of
+            tied scores.""",
             users="labels", empty_labels="nan", empty_predictions="zero", precision_denominator="min_k_candidates",
             ap_denominator="n_rel", f_aggregation="of_means", gain="linear", log_base=2.0, ideal="labels",
+            cold_items="drop", catalog="train", gini="recommended_n1", ild_denominator="n_u",
+            ild_short="zero", personalization_lists="full",
         ),
         _preset(
-            "recommenders", ("precision", "recall", "map"),
+            "recommenders", ("precision", "recall", "map", "item_coverage", "exposure_entropy", "ild"),
             """Microsoft Recommenders 1.2.1 python_evaluation precision_at_k, recall_at_k, map_at_k
             (AP / min(|L|, k)): users in both tables. ndcg_at_k is not in this preset: it averages over
             a different set of users (every ground-truth user, 0 without predictions); use
-            Convention(... users='labels', gain='binary', ideal='labels') for it.""",
+            Convention(... users='labels', gain='binary', ideal='labels') for it.
+            Beyond accuracy (run live: MS Recommenders 1.2.1, tests/conformance, 1e-9 per user for
+            diversity): catalog_coverage (train items, no intersection), distributional_coverage (log2
+            exposure entropy), diversity with item_sim_measure='item_feature_vector' (ild, single-item
+            users left out). MS has no k: cut the table to the top k first, or pass k >= the longest
+            list. novelty (train rows, a cold item adds 0) equals MS only when every list holds k
+            items: MS pools over recommendation rows, rankwise averages users. Not reproduced:
+            serendipity, co-occurrence diversity.""",
             users="intersection", empty_labels="nan", empty_predictions="nan", ap_denominator="min_k_nrel",
             gain="binary", ideal="labels",
+            catalog="train", catalog_outside="count", popularity="rows",
+            cold_items="zero_novelty",
         ),
         _preset(
-            "replay", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate"),
+            "replay", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "item_coverage", "novelty"),
             """RePlay 0.22.0 replay.metrics on long tables: ground-truth users; no recommendations -> 0;
-            AP / min(k, |L|); binary NDCG, log2, ideal min(k, |L|) ones; score ties: larger item id first.""",
+            AP / min(k, |L|); binary NDCG, log2, ideal min(k, |L|) ones; score ties: larger item id first.
+            Beyond accuracy (run live: RePlay 0.22.0, tests/conformance, 1e-9 per user; pandas, dict
+            and polars inputs): Surprisal = novelty / log2 U_T summed over the top k and divided by k
+            (an empty list scores 0); Coverage over train items. Not reproduced: RePlay Novelty (share
+            unseen by the user), Unexpectedness, CategoricalDiversity.""",
             users="labels", empty_labels="nan", empty_predictions="zero", ap_denominator="min_k_nrel",
             gain="binary", log_base=2.0, ideal="labels", ties="item_desc",
+            novelty_normalize="log_users", list_denominator="k", catalog="train",
         ),
         _preset(
-            "rectools", ("precision", "recall", "fbeta", "map", "mrr", "ndcg", "hit_rate"),
+            "rectools", ("precision", "recall", "fbeta", "map", "mrr", "ndcg", "hit_rate",
+                         "item_coverage", "novelty", "arp", "serendipity"),
             """RecTools 0.19.0 defaults: users in the interactions; no recommendations -> 0; precision /
-            k; AP / |L|; F-beta per user; binary NDCG, log2, ideal = k relevant slots.""",
+            k; AP / |L|; F-beta per user; binary NDCG, log2, ideal = k relevant slots.
+            Beyond accuracy (run live: RecTools 0.19.0, tests/conformance, 1e-9 per user):
+            MeanInvUserFreq (novelty, cold item = 1 user); AvgRecPopularity (arp, train rows, cold 0);
+            CatalogCoverage (count, outside items counted; normalize=True is coverage_scale='ratio');
+            Serendipity (dense rank of train rows, N = |items|). Not reproduced: IntraListDiversity's
+            Hamming count (rankwise's ild is cosine), AvgRecPopularity(normalize=True).""",
             users="labels", empty_labels="nan", empty_predictions="zero", ap_denominator="n_rel",
             gain="binary", log_base=2.0, ideal="k_ones",
+            arp_popularity="rows", serendipity_popularity="rows", catalog_outside="count",
+            coverage_scale="count", ild_short="zero",
         ),
         _preset(
             "kaggle", ("map",),
@@ -121,11 +160,21 @@ PRESETS: dict[str, Convention] = {
             precision_denominator="min_k_len", relevance_threshold=3.5, min_score=3.5,
         ),
         _preset(
-            "recbole", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate"),
+            "recbole", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate",
+                        "item_coverage", "arp", "gini", "exposure_entropy", "long_tail_share"),
             """RecBole 1.2.1 metrics: users with test items; precision / k; AP / min(k, |L|); binary NDCG,
-            log2, ideal min(k, |L|) ones; MRR with cutoff.""",
+            log2, ideal min(k, |L|) ones; MRR with cutoff.
+            Beyond accuracy (run live: RecBole 1.2.1 metric classes on full top-k lists,
+            tests/conformance, 1e-9 per user for arp and long_tail_share): ItemCoverage and GiniIndex
+            count the [PAD] token in num_items (reproduced, catalog_padding=1; give the dataset's items
+            as items=); AveragePopularity / k over train rows; ShannonEntropy in nats divided by the
+            distinct recommended items (reproduced); TailPercentage with tail_ratio 0.1 (or > 1: a count
+            bound), cold items never tail. Not reproduced: rounding to 4 decimals.""",
             users="labels", empty_labels="nan", empty_predictions="zero", ap_denominator="min_k_nrel",
             gain="binary", log_base=2.0, ideal="labels",
+            catalog_padding=1, catalog_outside="count", popularity="rows", arp_popularity="rows",
+            list_denominator="k", info_log_base=math.e, entropy_normalize="distinct", long_tail="tail_items",
+            long_tail_ratio=0.1,
         ),
     )
 }

@@ -240,9 +240,11 @@ def evaluate(
     confidence : level of the t intervals ``summary.ci_low`` / ``ci_high`` (default 0.95).
     train, items, item_features : inputs of the beyond-accuracy metrics (``rankwise.BEYOND_METRICS``,
         asked for by name in ``metrics``): train interactions (user, item), the catalog (a table with
-        an item column or a sequence of ids), item features long (item, feature[, value]) or (item,
-        embedding). Per-user ones (novelty, arp, long_tail_share, ild, serendipity) are columns of
-        ``per_user``; catalog ones (item_coverage, gini, exposure_entropy, personalization,
+        an item column or a sequence of ids; empty: a ParameterError), item features long (item,
+        feature[, value]) or (item, embedding). Per-user ones (novelty, arp, long_tail_share, ild,
+        serendipity) are columns of ``per_user`` (with accuracy metrics, for the same users: a user
+        without recommendations has an empty list; undefined values are counted in ``excluded``, code
+        undefined_<metric>); catalog ones (item_coverage, gini, exposure_entropy, personalization,
         score_entropy: from the recommendations' score column) are summary rows only;
         ``Result.per_item`` holds each item's exposure and popularity (``write`` stores it too).
         ``ground_truth`` may be None when only metrics that do not read it are asked for.
@@ -356,7 +358,9 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
 
 
-def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
+def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None, evaluated=None):
+    """(per-user rows, summary, excluded, per_item) of the beyond-accuracy metrics; ``evaluated``: the
+    users of the per-user rows, summary and excluded (None: the recommendations' users)."""
     names, side, _ = beyond
     if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
         raise ParameterError(f"Beyond-accuracy metrics on backend={engine.name!r} take DataFrames or files, not "
@@ -365,7 +369,7 @@ def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, me
                                   f"script: rankwise.sql(metrics=[...], dialect={engine.name!r}, tables={{...}}).")
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
                                         source=prep.sources.get("recommendations"), postgres=engine,
-                                        memory_limit=memory_limit)
+                                        memory_limit=memory_limit, evaluated=evaluated)
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
                              confidence)
     excluded = pl.DataFrame(_beyond.excluded_rows(users, names), schema=_shape.EXCLUDED_SCHEMA, orient="row")
@@ -374,10 +378,13 @@ def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, me
 
 
 def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
-    """The accuracy result of one run joined with its beyond-accuracy values (per user and k)."""
+    """The accuracy result of one run joined with its beyond-accuracy values (per user and k): one user
+    set, the accuracy users of the convention (a user without recommendations has an empty list), so
+    each per-user mean is over the per_user column and ``excluded`` counts every user it leaves out."""
     rows, summary, excluded, _ = parts
+    evaluated = rows.filter(pl.col("k") == request.ks[0]).get_column(user_col)
     users, b_summary, b_excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
-                                                         memory_limit)
+                                                         memory_limit, evaluated)
     names = beyond[0]
     user_names = [n for n in names if n in users.columns]
     rows = rows.join(users.with_columns(pl.col(user_col).cast(rows.schema[user_col])), on=[user_col, "k"],

@@ -11,7 +11,7 @@ import polars as pl
 
 from ._beyond import METRICS as BEYOND_NAMES
 from .api import Evaluator, _split_beyond
-from .conventions import BEYOND_METRICS, Convention, resolve
+from .conventions import Convention, resolve
 from .errors import DtypeMismatchError, InputFileError, MissingDependencyError, ParameterError, RankwiseError
 from .metrics import KNOBS_BY_METRIC, METRICS, MetricRequest, internal_name, parse_request
 
@@ -78,10 +78,8 @@ def _request(metrics, k) -> MetricRequest:
 
 
 def defines(conv: Convention, name: str) -> bool:
-    """Whether ``conv``'s library has the metric: the preset's metric sets (``Convention.metrics``,
-    ``conventions.BEYOND_METRICS``); the default convention has them all."""
-    if name in BEYOND_NAMES:
-        return conv.name == "default" or name in BEYOND_METRICS.get(conv.name, ())
+    """Whether ``conv``'s library has the metric: its ``Convention.metrics`` (accuracy and beyond-accuracy
+    names; None = every metric), which a convention derived with ``replace()`` keeps."""
     return conv.metrics is None or internal_name(name) in conv.metrics
 
 
