@@ -341,3 +341,16 @@ def test_score_col_ranks_by_the_scores_even_beside_a_rank_column(capsys, tmp_pat
         values[bool(flags)] = out
     assert "0.0" in values[False].split("precision")[1].split("\n")[0]
     assert "1.0" in values[True].split("precision")[1].split("\n")[0]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_summary_json_is_a_json_array_and_jsonl_a_row_per_line(tmp_path, capsys, inputs, suffix):
+    """--summary x.json wrote a row per line (NDJSON), which a JSON reader refuses."""
+    import json
+
+    path = tmp_path / f"summary{suffix}"
+    code, _, _ = run(capsys, "evaluate", *inputs, "--k", "2", "--metrics", "precision", "--summary", path)
+    assert code == 0
+    text = path.read_text()
+    rows = json.loads(text) if suffix == ".json" else [json.loads(line) for line in text.splitlines()]
+    assert [(r["metric"], r["k"]) for r in rows] == [("precision", 2)]

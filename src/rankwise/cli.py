@@ -103,8 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     ev = commands.add_parser("evaluate", help="evaluate recommendations against ground truth", **common)
     _evaluation_arguments(ev)
-    ev.add_argument("--per-user", type=Path, help="write the per-user frame (.parquet, .csv, .jsonl)")
-    ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl)")
+    ev.add_argument("--per-user", type=Path, help="write the per-user frame (.parquet, .csv, .jsonl, .json)")
+    ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
                     "file or .parquet/.csv/.jsonl files (see rankwise._write)")
     rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
@@ -309,19 +309,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson",
-            ".json": "ndjson"}
+            ".json": "json"}  # .json: one JSON array of row objects, as a .json reader expects
 
 
 def _format(path: Path) -> str:
     fmt = _FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ParameterError(f"cannot tell the format of {str(path)!r} from its suffix.",
-                             hint="Name the file .parquet, .csv or .jsonl.")
+                             hint="Name the file .parquet, .csv, .jsonl or .json.")
     return fmt
 
 
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    """Write by extension: .parquet, .csv, .jsonl / .ndjson; an OS error becomes a WriteError."""
+    """Write by extension: .parquet, .csv, .jsonl / .ndjson (a row per line), .json (one array); an OS
+    error becomes a WriteError."""
     fmt = _format(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
