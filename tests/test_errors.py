@@ -204,3 +204,12 @@ def test_a_list_form_relevance_that_is_null_or_not_a_list_is_an_invalid_relevanc
     truth = pl.DataFrame({"user": [1, 2], "item": [["a"], ["c"]], "relevance": relevance})
     with pytest.raises(rankwise.InvalidRelevanceError, match="'relevance'"):
         rankwise.evaluate(recs, truth, k=1)
+
+
+def test_a_lazyframe_whose_scan_cannot_read_its_file_is_an_input_file_error(tmp_path):
+    """pl.scan_parquet of a missing file failed at collect with a raw FileNotFoundError."""
+    frame = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
+    with pytest.raises(rankwise.InputFileError, match="recommendations: the LazyFrame"):
+        rankwise.evaluate(pl.scan_parquet(tmp_path / "missing.parquet"), frame.drop("rank"), k=1)
+    with pytest.raises(rankwise.InputFileError, match="ground truth: the LazyFrame"):
+        rankwise.evaluate(frame, pl.scan_csv(tmp_path / "missing.csv"), k=1)

@@ -237,7 +237,15 @@ def _scan_file(data, what: str, c: Columns) -> pl.LazyFrame:
 
 @contextmanager
 def reading(data, what: str):
-    """Turn a read error of a file input (at scan or at collect time) into an InputFileError naming it."""
+    """Turn a read error of a file input (at scan or at collect time) into an InputFileError naming it;
+    likewise a caller's LazyFrame whose own scan cannot read its file."""
+    if isinstance(data, pl.LazyFrame):
+        try:
+            yield
+        except OSError as error:
+            raise InputFileError(f"{what}: the LazyFrame's scan cannot read its file ({error}).",
+                                 hint="Check the path given to pl.scan_parquet / pl.scan_csv.") from error
+        return
     if not isinstance(data, (str, Path)):
         yield
         return
