@@ -192,3 +192,14 @@ def test_explain_names_the_mixes_that_leave_the_split_undefined():
     effects = dict(ex.table.select("knob", "effect").iter_rows())
     assert math.isnan(effects["relevance_threshold"]) and effects["gain"] == 0.0
     assert ex.note in str(ex)
+
+
+def test_explain_refuses_a_metric_a_convention_does_not_define():
+    """explain(b='spark', metric='mrr') attributed a gap to a value MLlib never computes; evaluate() and
+    compare_conventions refuse or leave out such a metric."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": [10]})
+    with pytest.raises(rankwise.ParameterError, match="'spark' convention has no metric 'mrr'"):
+        rankwise.explain(recs, truth, a="default", b="spark", metric="mrr", k=2)
+    lifted = rankwise.PRESETS["spark"].replace(metrics=None)
+    assert rankwise.explain(recs, truth, a="default", b=lifted, metric="mrr", k=2).value_b == 1.0  # hit at rank 1

@@ -125,6 +125,12 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     if len(request.ks) != 1:
         raise ParameterError("explain() takes one k.", hint="For example k=10.")
     name, k = request.names[0], request.ks[0]
+    for conv in (conv_a, conv_b):
+        if not defines(conv, name):  # as evaluate() and compare_conventions treat it
+            raise ParameterError(f"The {conv.name!r} convention has no metric {name!r}: the library it reproduces "
+                                 "does not define one.",
+                                 hint=f"Pick a convention that has it, or derive one: "
+                                      f"rankwise.PRESETS[{conv.name!r}].replace(metrics=None).")
     differing = conv_a.diff(conv_b)
     movers = [knob for knob in differing if knob in KNOBS_BY_METRIC[internal_name(name)]]
     if len(movers) > 10:
