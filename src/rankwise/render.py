@@ -655,7 +655,8 @@ def _col(name: str):
 
 def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention,
                           with_score: bool = False, keep_score: str | None = None):
-    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs; with
+    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs, sorted by
+    the numbers sql/checks.sql checks (a text rank or score cast, so '10' comes after '2'); with
     ``with_score``, also the score of the kept row: ``score_col`` when ranking by it (under first_shift
     an item keeps its first, so highest, score), else ``keep_score`` (a column carried along while
     ranking by ``rank_col``: evaluate()'s canonical rows, no item repeated), else NULL."""
@@ -672,10 +673,10 @@ def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_co
             raise UnsupportedSQLError(
                 "convention ties='input_order' cannot be expressed in SQL: a table has no row order.",
                 hint="Rank by a rank column (rank_col=...), or use ties='item_asc' / 'item_desc'.")
-        order = [exp.Ordered(this=_col(score_col), desc=True),
+        order = [exp.Ordered(this=exp.cast(_col(score_col), "DOUBLE"), desc=True),
                  exp.Ordered(this=item, desc=conv.ties == "item_desc")]
     elif rank_col is not None:
-        order = [exp.Ordered(this=_col(rank_col)), exp.Ordered(this=item)]
+        order = [exp.Ordered(this=exp.cast(_col(rank_col), "BIGINT")), exp.Ordered(this=item)]
     else:
         raise ParameterError("rank_col and score_col are both None.", hint="Name the column ranks come from.")
     position = exp.Window(this=exp.RowNumber(), partition_by=[user.copy()], order=exp.Order(expressions=order))

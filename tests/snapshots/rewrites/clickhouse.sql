@@ -49,7 +49,7 @@ CREATE VIEW rankwise_recommendations_input AS
 SELECT
   src.user AS user_id,
   src.item AS item_id,
-  CAST(src.rank AS Nullable(Int64)) AS position,
+  CAST(src.rank AS Nullable(Float64)) AS position,
   CAST(NULL AS Nullable(Float64)) AS score
 FROM analytics.recs AS src;
 
