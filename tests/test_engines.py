@@ -8,6 +8,8 @@ script ``rankwise.sql`` renders for its dialect, exactly as a user would, over u
 
 from __future__ import annotations
 
+import uuid
+
 import engines as E
 import polars as pl
 import pytest
@@ -287,6 +289,46 @@ def test_uuid_ids(engine):
     engine.execute(f"INSERT INTO {recs} VALUES (1, {c}, 2)")
     with pytest.raises(Exception, match="rankwise: recommendations: a rank repeated in one user's list"):
         engine.query(script.check)
+
+
+def test_the_script_drops_only_its_own_temporary_objects(engine):
+    """A persistent view or table named as one of the scripts' temporary views or stages, where an
+    unqualified name resolves to it, survives both scripts: they drop their own temporary objects (in
+    DuckDB's temp, PostgreSQL's pg_temp), never a caller's of the same name."""
+    from rankwise._render_beyond import render_beyond
+
+    if engine.dialect not in ("duckdb", "postgres"):
+        pytest.skip("only DuckDB and PostgreSQL have a temporary schema to qualify the drops with")
+    home = "memory.main" if engine.dialect == "duckdb" else engine.schema  # main alone finds temp.main first
+    if engine.dialect == "postgres":  # unqualified names resolve to the engine's own schema (not public)
+        engine.execute(f"SET search_path TO {home}")
+    prefix = f"rw{uuid.uuid4().hex[:8]}_"  # a fresh name: no temporary object of an earlier test has it
+    mine = (f"{prefix}cutoffs", f"{prefix}recommendations_input", f"{prefix}beyond_recommendations")
+    stage = f"{prefix}beyond_exposure"
+    try:
+        for name in mine:
+            engine.execute(f"CREATE VIEW {home}.{name} AS SELECT 42 AS k")
+        engine.execute(f"CREATE TABLE {home}.{stage} AS SELECT 42 AS k")
+        good_recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+        per_user, _ = engine.run(good_recs, pl.DataFrame({"user": [1], "item": [11], "relevance": [1.0]}),
+                                 ks=(2,), metrics=["precision"], prefix=prefix)
+        assert per_user["precision"].to_list() == [0.5]
+        engine.load("rw_b_train", pl.DataFrame({"user": [7], "item": [10]}))
+        script = render_beyond(["novelty"], [2], "default", engine.dialect,
+                               {"recommendations": engine.qualified("rw_recs"),
+                                "train": engine.qualified("rw_b_train")}, schema=engine.schema, prefix=prefix)
+        for statement in script.statements()[:-3]:
+            engine.execute(statement)
+        assert engine.query(script.per_user).height == 1
+        for name in (*mine, stage):
+            assert engine.query(f"SELECT k FROM {home}.{name}")["k"].to_list() == [42], name
+    finally:
+        for name in mine:
+            engine.execute(f"DROP VIEW IF EXISTS {home}.{name}")
+        engine.execute(f"DROP TABLE IF EXISTS {home}.{stage}")
+        engine.execute(f"DROP TABLE IF EXISTS {engine.qualified(prefix + 'per_user')}")
+        if engine.dialect == "postgres":
+            engine.execute("RESET search_path")
 
 
 # -- the Spark backend beyond the cross-backend tests ---------------------------------------------------

@@ -209,6 +209,13 @@ def _probe_temporary_views(dialect):
     assert views and all(s.startswith("CREATE TEMPORARY VIEW") for s in views)
 
 
+def _probe_temporary_drops(dialect):
+    """Each DROP of a temporary view or stage names the temporary schema (not a caller's object)."""
+    drops = [s for s in (*render.render(dialect=dialect, k=3).setup, *_beyond_script(dialect).setup)
+             if s.startswith("DROP") and "_per_user" not in s]
+    assert drops and all(s.split()[-1].split(".")[0] in ("temp", "pg_temp") for s in drops), drops
+
+
 def _probe_nulls_last(dialect):
     """Every window ORDER BY sorts NULLs last, as the shipped DuckDB text does (sqlglot sets each
     parsed ORDER BY's null order from the dialect's default when the text does not say)."""
@@ -273,6 +280,7 @@ PROBES = {
     "list-form inputs": (_probe_list_form, ("duckdb",)),
     "NaN": (_probe_nan, ("duckdb",)),
     "temporary views": (_probe_temporary_views, render.DIALECTS),
+    "dropping only the script's own": (_probe_temporary_drops, render.DIALECTS),
     "NULLS LAST": (_probe_nulls_last, render.DIALECTS),
     "JOIN ... ON with an inequality": (_probe_inequality_join, render.DIALECTS),
     "beyond-accuracy: score_entropy": (_probe_beyond_score_entropy, render.DIALECTS),
@@ -352,3 +360,4 @@ def test_beyond_script_renders_and_parses_back(dialect):
     assert "rankwise_per_user" in both and "beyond_exposure" in both
     with pytest.raises(rankwise.ParameterError, match="needs train"):
         rankwise.sql(["novelty"], k=2, dialect=dialect, schema="ds" if dialect == "bigquery" else None)
+

@@ -178,7 +178,8 @@ def _create_table(name: str, query: str, dialect: str) -> list[str]:
         create.set("properties", exp.Properties(expressions=[
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
-    return [f"DROP TABLE IF EXISTS {table.sql(dialect)}", render._fill(render._generate(create, dialect), query)]
+    return [render._drop("TABLE", table.sql(dialect), dialect, dialect in _TEMP_TABLES),
+            render._fill(render._generate(create, dialect), query)]
 
 
 def _raw_views(tables: dict, dialect: str, rel: dict, user_col, item_col, rank_col, score_col, relevance_col) -> dict:

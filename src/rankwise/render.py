@@ -34,6 +34,10 @@ INPUTS = ("recommendations", "ground_truth")
 OUTPUT_COLUMNS = ("user_id", "k", "n_recs", "n_rel")
 # dialects whose views can be session-scoped (no leftover objects in the warehouse)
 _TEMP_VIEWS = {"duckdb", "postgres", "spark", "databricks", "snowflake"}
+# the schema that holds a session's temporary objects, where a dialect lets a statement name it: an
+# unqualified DROP ... IF EXISTS drops a caller's persistent object of that name when the session has
+# no temporary one (DuckDB's main schema, PostgreSQL's search path)
+_TEMP_SCHEMA = {"duckdb": "temp", "postgres": "pg_temp"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,10 @@ GAPS = (
     Gap(("bigquery",), "objects without a dataset", "pass schema='dataset' or run with a default dataset"),
     Gap(("bigquery", "trino", "clickhouse", "redshift"), "temporary views",
         "the input views are ordinary views named <prefix>...; dropped and recreated on every run"),
+    Gap(("spark", "databricks", "snowflake", "bigquery", "trino", "clickhouse", "redshift"),
+        "dropping only the script's own temporary views and stages (a DROP naming the temporary schema)",
+        "an unqualified DROP ... IF EXISTS, which drops a view or table of that name in the current schema "
+        "when the session has no temporary one; choose a prefix= that none of yours starts with"),
     Gap(("bigquery",), "NULLS LAST in a window's ORDER BY",
         "the engine's default null order is used; those sort keys (rank, gain) are never NULL"),
     Gap(("clickhouse",), "JOIN ... ON with an inequality (older servers)",
@@ -717,8 +725,15 @@ def _view(name: str, query, dialect: str) -> list[str]:
     """DROP + CREATE VIEW, TEMPORARY where views can be session-scoped (not OR REPLACE: PostgreSQL
     refuses to replace a view whose column types change, e.g. integer ids then string ids)."""
     body = query if isinstance(query, str) else _generate(query, dialect)
-    temporary = "TEMPORARY " if dialect in _TEMP_VIEWS else ""
-    return [f"DROP VIEW IF EXISTS {name}", f"CREATE {temporary}VIEW {name} AS\n{body}"]
+    temporary = dialect in _TEMP_VIEWS
+    return [_drop("VIEW", name, dialect, temporary), f"CREATE {'TEMPORARY ' if temporary else ''}VIEW {name} AS\n{body}"]
+
+
+def _drop(kind: str, name: str, dialect: str, temporary: bool) -> str:
+    """DROP VIEW/TABLE IF EXISTS of the script's own object: a temporary one named in the dialect's
+    temporary schema (see _TEMP_SCHEMA), so that a caller's persistent one of the same name stays."""
+    schema = _TEMP_SCHEMA.get(dialect) if temporary else None
+    return f"DROP {kind} IF EXISTS {schema + '.' if schema else ''}{name}"
 
 
 # -- helpers -----------------------------------------------------------------------------------------

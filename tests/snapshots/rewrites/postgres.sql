@@ -42,7 +42,7 @@ SELECT
   'x',
   'y';
 
-DROP VIEW IF EXISTS rankwise_recommendations_input;
+DROP VIEW IF EXISTS pg_temp.rankwise_recommendations_input;
 
 CREATE TEMPORARY VIEW rankwise_recommendations_input AS
 SELECT
