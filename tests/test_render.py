@@ -361,3 +361,27 @@ def test_beyond_script_renders_and_parses_back(dialect):
     with pytest.raises(rankwise.ParameterError, match="needs train"):
         rankwise.sql(["novelty"], k=2, dialect=dialect, schema="ds" if dialect == "bigquery" else None)
 
+
+def test_the_placeholder_text_in_a_table_name_query_or_schema():
+    """A table name, query or schema holding the text of the renderer's placeholder table renders and
+    runs: each rendered body goes where its wrapper reads that table, not into the check's message (a
+    string) or a schema name. By hand: user 1's list 10, 11 with 11 relevant, user 2's 20 with no
+    relevant item: precision@2 = (1/2 + 0) / 2."""
+    body = render._BODY
+    tables = {"recommendations": body, "ground_truth": f"SELECT * FROM truth WHERE '{body}' <> ''"}
+    con = duckdb.connect()
+    con.execute(f"CREATE SCHEMA {body}")
+    for name, frame in ((body, pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 20], "rank": [1, 2, 1]})),
+                        ("truth", pl.DataFrame({"user": [1, 2], "item": [11, 21], "relevance": [1.0, 1.0]}))):
+        con.register("_f", frame)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM _f")
+        con.unregister("_f")
+    script = render.render(["precision"], [2], dialect="duckdb", tables=tables, schema=body)
+    *head, last = script.statements()
+    for statement in head:
+        con.execute(statement)
+    assert con.sql(last).pl().select("metric", "value").rows() == [("precision", 0.25)]
+    for dialect in render.DIALECTS:
+        script = render.render(["precision"], [2], dialect=dialect, tables=tables, schema=body)
+        assert f"recommendations = {body}" in script.check and "recommendation_flags" in script.check, dialect
+

@@ -199,7 +199,7 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
     create_per_user = (f"DROP TABLE IF EXISTS {_table(names['per_user'], dialect).sql(dialect)}",
-                       _fill(_generate(create, dialect), per_user_sql))
+                       _fill(create, per_user_sql, dialect))
     final = _ordered_summary(summary_sql, request, dialect)
     check = _stop_on_failed_checks(_checks.checks_query(conv, by_score, dialect, names, null_item_marks_empty=True), tables, dialect)
     return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user, check)
@@ -466,7 +466,7 @@ def _ordered_summary(summary_sql: str, request, dialect: str) -> str:
     order = " ".join(f"WHEN s.metric = '{n}' THEN {j}" for j, n in enumerate(request.names))
     text = (f"SELECT s.metric AS metric, s.k, s.value, s.n_users FROM {_BODY} AS s "
             f"ORDER BY CASE {order} END, s.k")
-    return _fill(_generate(sqlglot.parse_one(text, read="duckdb"), dialect), summary_sql)
+    return _fill(sqlglot.parse_one(text, read="duckdb"), summary_sql, dialect)
 
 
 # how a dialect stops a script with a message: its own error function, else a conversion of the
@@ -499,19 +499,33 @@ def _stop_on_failed_checks(checks_sql: str, tables: dict, dialect: str) -> str:
     else:
         stop = exp.cast(message, "INT")
     guard = exp.select(exp.alias_(stop, "failed_check")).from_(exp.to_table(_BODY).as_("c"))
-    return _fill(_generate(guard, dialect), checks_sql)
+    return _fill(guard, checks_sql, dialect)
 
 
 _BODY = "rankwise_body_placeholder"
 
 
-def _fill(wrapper: str, body: str) -> str:
-    """Put an already rendered query where the wrapper names the placeholder table (no re-parse)."""
+def _fill(wrapper, body: str, dialect: str) -> str:
+    """``wrapper`` (a query reading the placeholder table _BODY) for ``dialect``, with ``body``, an already
+    rendered query, in that table's place (no re-parse of the body). The placeholder is renamed until its
+    name occurs once in the text: a caller's table name or query (in a check's message) or schema may
+    hold the same text, and the body must not land there."""
+    _, exp = _sqlglot()
+    name = _BODY
+    while True:
+        tree = wrapper.copy()
+        for table in tree.find_all(exp.Table):
+            if table.name == _BODY and not table.db:
+                table.set("this", exp.to_identifier(name))
+        text = _generate(tree, dialect)
+        found = text.count(name)
+        if found == 1:
+            break
+        if found == 0:
+            raise RankwiseError("internal: the rendered wrapper lost its placeholder.")
+        name += "_"
     indented = "\n".join("  " + line for line in body.splitlines())
-    filled = re.sub(rf"[`\"]?{_BODY}[`\"]?", lambda _: f"(\n{indented}\n)", wrapper, count=1)
-    if filled == wrapper:
-        raise RankwiseError("internal: the rendered wrapper lost its placeholder.")
-    return filled
+    return re.sub(rf"[`\"]?{name}[`\"]?", lambda _: f"(\n{indented}\n)", text, count=1)
 
 
 # -- input views ------------------------------------------------------------------------------------
