@@ -385,3 +385,23 @@ def test_the_placeholder_text_in_a_table_name_query_or_schema():
         script = render.render(["precision"], [2], dialect=dialect, tables=tables, schema=body)
         assert f"recommendations = {body}" in script.check and "recommendation_flags" in script.check, dialect
 
+
+def test_item_features_without_a_value_column():
+    """rankwise.sql takes the feature and value columns of item_features; value_col=None reads (item,
+    feature) rows as features of value 1, as evaluate() reads a table without a value column. By hand:
+    items 5 {a} and 6 {a, b} have cosine 1/sqrt(2), so user 1's list (5, 6) has ILD 1 - 1/sqrt(2)."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [5, 6], "rank": [1, 2]})
+    tags = pl.DataFrame({"item": [5, 6, 6], "tag": ["a", "a", "b"]})
+    want = rankwise.evaluate(recs, None, k=2, metrics=["ild"], item_features=tags.rename({"tag": "feature"}))
+    assert want.summary["value"].to_list() == [pytest.approx(1 - 1 / math.sqrt(2))]
+    text = rankwise.sql(["ild"], k=2, dialect="duckdb", feature_col="tag", value_col=None,
+                        tables={"recommendations": "recs", "item_features": "tags"})
+    con = duckdb.connect()
+    for name, frame in (("recs", recs), ("tags", tags)):
+        con.register(name, frame)
+    statements = [s for s in (p.strip() for p in text.split(";\n")) if s and not s.startswith("--")]
+    for statement in statements[:-3]:
+        con.execute(statement)
+    users = con.sql(statements[-3]).pl()
+    assert users["ild"].to_list() == [pytest.approx(want.summary["value"][0], rel=1e-12)]
+

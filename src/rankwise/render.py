@@ -114,13 +114,15 @@ class Script:
 def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: str = "duckdb",
         tables: dict | None = None, *, user_col: str = "user", item_col: str = "item",
         rank_col: str | None = "rank", score_col: str | None = None,
-        relevance_col: str | None = "relevance", schema: str | None = None,
-        prefix: str = "rankwise_") -> str:
+        relevance_col: str | None = "relevance", feature_col: str = "feature", value_col: str | None = "value",
+        schema: str | None = None, prefix: str = "rankwise_") -> str:
     """One self-contained SQL script for ``dialect`` computing the per-user table and the summary.
 
     Beyond-accuracy names in ``metrics`` (``rankwise.BEYOND_METRICS``) add their script
     (:func:`rankwise._render_beyond.render_beyond`: ``tables`` may also name "train", "items" and
-    "item_features"); with only those, the script is theirs alone.
+    "item_features", long rows of ``feature_col`` and ``value_col``; value_col=None: every row a
+    feature of value 1, as evaluate() reads a table without one); with only those, the script is
+    theirs alone.
 
     ``tables`` maps "recommendations" and "ground_truth" to a table name (as the engine spells it,
     e.g. "db.schema.recs") or to a query ("SELECT ..."); default: tables of those names. Ranks come
@@ -148,7 +150,8 @@ def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: s
         beyond_tables = {"recommendations": "recommendations", **(tables or {})}
         parts.append(_render_beyond.render_beyond(
             beyond, k, convention, dialect, beyond_tables, user_col=user_col, item_col=item_col, rank_col=rank_col,
-            score_col=score_col, relevance_col=relevance_col, schema=schema, prefix=prefix).text())
+            score_col=score_col, relevance_col=relevance_col, feature_col=feature_col, value_col=value_col,
+            schema=schema, prefix=prefix).text())
     return "\n".join(parts)
 
 
