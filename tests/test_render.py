@@ -405,3 +405,12 @@ def test_item_features_without_a_value_column():
     users = con.sql(statements[-3]).pl()
     assert users["ild"].to_list() == [pytest.approx(want.summary["value"][0], rel=1e-12)]
 
+
+def test_ild_unit_vectors_never_divide_by_zero():
+    """ILD's unit vectors divide by the norm behind a WHERE norm > 0, but an engine may compute the
+    projection before that filter (BigQuery and Spark in ANSI mode raise on a division by zero): the
+    divisor itself is NULL for a zero norm, so the division is safe in any evaluation order."""
+    tree = sqlglot.parse_one(rankwise._sql_files.read("beyond_user"), read="duckdb")
+    unit = next(cte for cte in tree.find_all(exp.CTE) if cte.alias == "unit")
+    divisions = list(unit.this.find_all(exp.Div))
+    assert divisions and all(isinstance(d.expression, exp.Nullif) for d in divisions)
