@@ -150,9 +150,11 @@ seren AS (
     JOIN catalog_size AS cs ON cs.k = c.k
     GROUP BY r.user_id, c.k
 ),
--- ild without pairs: unit vectors, their sum per list, its squared norm
+-- ild without pairs: unit vectors, their sum per list, its squared norm (the divisor is NULL for a
+-- zero norm: an engine may compute the projection before the WHERE, and BigQuery and Spark in ANSI
+-- mode raise on a division by zero; where sq > 0 the value is the same)
 unit AS (
-    SELECT v.item_id, v.feature, CAST(v.value / SQRT(v.sq) AS DECIMAL(38, 18)) AS u
+    SELECT v.item_id, v.feature, CAST(v.value / NULLIF(SQRT(v.sq), 0.0) AS DECIMAL(38, 18)) AS u
     FROM (SELECT f.item_id, f.feature, f.value,
                  SUM(f.value * f.value) OVER (PARTITION BY f.item_id) AS sq
           FROM item_features AS f) AS v

@@ -8,6 +8,8 @@ script ``rankwise.sql`` renders for its dialect, exactly as a user would, over u
 
 from __future__ import annotations
 
+import uuid
+
 import engines as E
 import polars as pl
 import pytest
@@ -111,6 +113,12 @@ MALFORMED = [
     ("a rank below 1", "recommendations: rank below 1", [(1, 10, 0), (2, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
     ("a repeated rank", "recommendations: a rank repeated in one user's list",
      [(1, 10, 1), (1, 12, 1), (2, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
+    # a NULL item marks an empty list only as its user's one row: in a list it would take a rank (and
+    # shift the items after it), among labels it would be dropped; evaluate() refuses both
+    ("a NULL item in a list", "recommendations: a NULL item next to other rows of its user",
+     [(1, 10, 1), (1, None, None), (1, 12, 2), (2, 11, 1)], [(1, 10, 1.0), (2, 11, 1.0)]),
+    ("a NULL item among labels", "ground truth: a NULL item next to other rows of its user",
+     [(1, 10, 1), (2, 11, 1)], [(1, 10, 1.0), (1, None, 1.0), (2, 11, 1.0)]),
 ]
 
 
@@ -142,6 +150,40 @@ def test_a_failed_input_check_stops_the_script(engine):
             assert "input check failed" in text and "rw_recs" in text, (what, text)
         with pytest.raises(Exception):  # dropped before the check: nothing of the last good run is left
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['per_user']}")
+
+
+def test_text_ranks_and_scores_rank_as_numbers(engine):
+    """A text rank or score column is ranked by its numbers, as the checks read it (CAST), not as words
+    ('10' sorts before '2' as text). User 1's ranks 2, 10, 1 put items 12, 10, 11 in that order; its
+    scores 9, 10, 1.5 put 11, 10, 12. Expected: evaluate() on the same rows with numeric columns, and by
+    hand (precision@2 = 1/2: one of the top two is relevant; MRR = 1/2: the relevant item is second)."""
+    truth = pl.DataFrame({"user": [1], "item": [10], "relevance": [1.0]})
+    ranked = pl.DataFrame({"user": [1, 1, 1], "item": [10, 11, 12], "rank": ["2", "10", "1"]})
+    scored = pl.DataFrame({"user": [1, 1, 1], "item": [10, 11, 12], "score": ["9", "10", "1.5"]})
+    for recs, kw in ((ranked, {}), (scored, {"score_col": "score", "rank_col": None})):
+        numeric = recs.with_columns(pl.col("rank").cast(pl.Int64) if "rank" in recs.columns
+                                    else pl.col("score").cast(pl.Float64))
+        want = rankwise.evaluate(numeric, truth, k=2, metrics=["precision", "mrr"], backend="polars",
+                                 **({"score_col": "score"} if kw else {}))
+        per_user, _ = engine.run(recs, truth, ks=(2,), metrics=["precision", "mrr"], **kw)
+        got = per_user.row(0, named=True)
+        assert (got["precision"], got["mrr"]) == pytest.approx((0.5, 0.5)), kw
+        assert (got["precision"], got["mrr"]) == pytest.approx(want.per_user.select("precision@2", "mrr@2").row(0))
+
+
+def test_a_rank_that_is_not_an_integer_stops_the_script(engine):
+    """A fractional rank is refused as evaluate() refuses a float rank column (InvalidRankError), with
+    the other rank problems: 0.6 would pass "rank below 1" once cast to an integer (1)."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 11], "rank": [0.6, 2.0, 1.0]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 11], "relevance": [1.0, 1.0]})
+    with pytest.raises(rankwise.InvalidRankError):
+        rankwise.evaluate(recs, truth, k=1, backend="polars")
+    with pytest.raises(Exception) as failure:
+        engine.run(recs, truth, ks=(1,))
+    assert "rankwise: recommendations: rank below 1 or not an integer" in str(failure.value)
+    whole = recs.with_columns(rank=pl.Series([3.0, 2.0, 1.0]))  # whole numbers in a float column: ranks
+    per_user, _ = engine.run(whole, truth, ks=(1,), metrics=["precision"])
+    assert dict(per_user.select("user_id", "precision").iter_rows()) == {1: 0.0, 2: 1.0}  # 11 then 10 for user 1
 
 
 def test_rendered_score_entropy_equals_evaluate(engine):
@@ -222,6 +264,71 @@ def test_a_failed_input_check_stops_the_beyond_script(engine):
             assert "input check failed" in text and f"rw_b_{table}" in text, (what, text)
         with pytest.raises(Exception):  # dropped before the checks: no stage of the good run is left
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['exposure']}")
+
+
+def test_uuid_ids(engine):
+    """Ids of a type without MIN (PostgreSQL has no min(uuid)): the checks take every example as text, so
+    a repeated rank is reported as such, and valid tables run (by hand: user 1's list a, b with b
+    relevant, precision@2 = MRR@2 = 1/2)."""
+    if engine.dialect not in ("duckdb", "postgres"):
+        pytest.skip("the UUID tables are created in DuckDB and PostgreSQL")
+    recs, truth = engine.qualified("rw_uuid_recs"), engine.qualified("rw_uuid_truth")
+    a, b, c = (f"CAST('00000000-0000-0000-0000-00000000000{x}' AS UUID)" for x in "abc")
+    engine.execute(f"DROP TABLE IF EXISTS {recs}")
+    engine.execute(f"DROP TABLE IF EXISTS {truth}")
+    engine.execute(f'CREATE TABLE {recs} ("user" BIGINT, item UUID, "rank" BIGINT)')
+    engine.execute(f'CREATE TABLE {truth} ("user" BIGINT, item UUID, relevance DOUBLE PRECISION)')
+    engine.execute(f"INSERT INTO {recs} VALUES (1, {a}, 1), (1, {b}, 2)")
+    engine.execute(f"INSERT INTO {truth} VALUES (1, {b}, 1.0)")
+    script = rankwise.render.render(["precision", "mrr"], [2], "default", engine.dialect,
+                                    {"recommendations": recs, "ground_truth": truth}, schema=engine.schema)
+    for statement in script.statements()[:-1]:
+        engine.execute(statement)
+    row = engine.query(f"SELECT * FROM {script.names['per_user']}").row(0, named=True)
+    assert (row["precision"], row["mrr"]) == pytest.approx((0.5, 0.5))
+    engine.execute(f"INSERT INTO {recs} VALUES (1, {c}, 2)")
+    with pytest.raises(Exception, match="rankwise: recommendations: a rank repeated in one user's list"):
+        engine.query(script.check)
+
+
+def test_the_script_drops_only_its_own_temporary_objects(engine):
+    """A persistent view or table named as one of the scripts' temporary views or stages, where an
+    unqualified name resolves to it, survives both scripts: they drop their own temporary objects (in
+    DuckDB's temp, PostgreSQL's pg_temp), never a caller's of the same name."""
+    from rankwise._render_beyond import render_beyond
+
+    if engine.dialect not in ("duckdb", "postgres"):
+        pytest.skip("only DuckDB and PostgreSQL have a temporary schema to qualify the drops with")
+    home = "memory.main" if engine.dialect == "duckdb" else engine.schema  # main alone finds temp.main first
+    if engine.dialect == "postgres":  # unqualified names resolve to the engine's own schema (not public)
+        engine.execute(f"SET search_path TO {home}")
+    prefix = f"rw{uuid.uuid4().hex[:8]}_"  # a fresh name: no temporary object of an earlier test has it
+    mine = (f"{prefix}cutoffs", f"{prefix}recommendations_input", f"{prefix}beyond_recommendations")
+    stage = f"{prefix}beyond_exposure"
+    try:
+        for name in mine:
+            engine.execute(f"CREATE VIEW {home}.{name} AS SELECT 42 AS k")
+        engine.execute(f"CREATE TABLE {home}.{stage} AS SELECT 42 AS k")
+        good_recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+        per_user, _ = engine.run(good_recs, pl.DataFrame({"user": [1], "item": [11], "relevance": [1.0]}),
+                                 ks=(2,), metrics=["precision"], prefix=prefix)
+        assert per_user["precision"].to_list() == [0.5]
+        engine.load("rw_b_train", pl.DataFrame({"user": [7], "item": [10]}))
+        script = render_beyond(["novelty"], [2], "default", engine.dialect,
+                               {"recommendations": engine.qualified("rw_recs"),
+                                "train": engine.qualified("rw_b_train")}, schema=engine.schema, prefix=prefix)
+        for statement in script.statements()[:-3]:
+            engine.execute(statement)
+        assert engine.query(script.per_user).height == 1
+        for name in (*mine, stage):
+            assert engine.query(f"SELECT k FROM {home}.{name}")["k"].to_list() == [42], name
+    finally:
+        for name in mine:
+            engine.execute(f"DROP VIEW IF EXISTS {home}.{name}")
+        engine.execute(f"DROP TABLE IF EXISTS {home}.{stage}")
+        engine.execute(f"DROP TABLE IF EXISTS {engine.qualified(prefix + 'per_user')}")
+        if engine.dialect == "postgres":
+            engine.execute("RESET search_path")
 
 
 # -- the Spark backend beyond the cross-backend tests ---------------------------------------------------

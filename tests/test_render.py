@@ -209,6 +209,13 @@ def _probe_temporary_views(dialect):
     assert views and all(s.startswith("CREATE TEMPORARY VIEW") for s in views)
 
 
+def _probe_temporary_drops(dialect):
+    """Each DROP of a temporary view or stage names the temporary schema (not a caller's object)."""
+    drops = [s for s in (*render.render(dialect=dialect, k=3).setup, *_beyond_script(dialect).setup)
+             if s.startswith("DROP") and "_per_user" not in s]
+    assert drops and all(s.split()[-1].split(".")[0] in ("temp", "pg_temp") for s in drops), drops
+
+
 def _probe_nulls_last(dialect):
     """Every window ORDER BY sorts NULLs last, as the shipped DuckDB text does (sqlglot sets each
     parsed ORDER BY's null order from the dialect's default when the text does not say)."""
@@ -273,6 +280,7 @@ PROBES = {
     "list-form inputs": (_probe_list_form, ("duckdb",)),
     "NaN": (_probe_nan, ("duckdb",)),
     "temporary views": (_probe_temporary_views, render.DIALECTS),
+    "dropping only the script's own": (_probe_temporary_drops, render.DIALECTS),
     "NULLS LAST": (_probe_nulls_last, render.DIALECTS),
     "JOIN ... ON with an inequality": (_probe_inequality_join, render.DIALECTS),
     "beyond-accuracy: score_entropy": (_probe_beyond_score_entropy, render.DIALECTS),
@@ -352,3 +360,57 @@ def test_beyond_script_renders_and_parses_back(dialect):
     assert "rankwise_per_user" in both and "beyond_exposure" in both
     with pytest.raises(rankwise.ParameterError, match="needs train"):
         rankwise.sql(["novelty"], k=2, dialect=dialect, schema="ds" if dialect == "bigquery" else None)
+
+
+def test_the_placeholder_text_in_a_table_name_query_or_schema():
+    """A table name, query or schema holding the text of the renderer's placeholder table renders and
+    runs: each rendered body goes where its wrapper reads that table, not into the check's message (a
+    string) or a schema name. By hand: user 1's list 10, 11 with 11 relevant, user 2's 20 with no
+    relevant item: precision@2 = (1/2 + 0) / 2."""
+    body = render._BODY
+    tables = {"recommendations": body, "ground_truth": f"SELECT * FROM truth WHERE '{body}' <> ''"}
+    con = duckdb.connect()
+    con.execute(f"CREATE SCHEMA {body}")
+    for name, frame in ((body, pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 20], "rank": [1, 2, 1]})),
+                        ("truth", pl.DataFrame({"user": [1, 2], "item": [11, 21], "relevance": [1.0, 1.0]}))):
+        con.register("_f", frame)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM _f")
+        con.unregister("_f")
+    script = render.render(["precision"], [2], dialect="duckdb", tables=tables, schema=body)
+    *head, last = script.statements()
+    for statement in head:
+        con.execute(statement)
+    assert con.sql(last).pl().select("metric", "value").rows() == [("precision", 0.25)]
+    for dialect in render.DIALECTS:
+        script = render.render(["precision"], [2], dialect=dialect, tables=tables, schema=body)
+        assert f"recommendations = {body}" in script.check and "recommendation_flags" in script.check, dialect
+
+
+def test_item_features_without_a_value_column():
+    """rankwise.sql takes the feature and value columns of item_features; value_col=None reads (item,
+    feature) rows as features of value 1, as evaluate() reads a table without a value column. By hand:
+    items 5 {a} and 6 {a, b} have cosine 1/sqrt(2), so user 1's list (5, 6) has ILD 1 - 1/sqrt(2)."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [5, 6], "rank": [1, 2]})
+    tags = pl.DataFrame({"item": [5, 6, 6], "tag": ["a", "a", "b"]})
+    want = rankwise.evaluate(recs, None, k=2, metrics=["ild"], item_features=tags.rename({"tag": "feature"}))
+    assert want.summary["value"].to_list() == [pytest.approx(1 - 1 / math.sqrt(2))]
+    text = rankwise.sql(["ild"], k=2, dialect="duckdb", feature_col="tag", value_col=None,
+                        tables={"recommendations": "recs", "item_features": "tags"})
+    con = duckdb.connect()
+    for name, frame in (("recs", recs), ("tags", tags)):
+        con.register(name, frame)
+    statements = [s for s in (p.strip() for p in text.split(";\n")) if s and not s.startswith("--")]
+    for statement in statements[:-3]:
+        con.execute(statement)
+    users = con.sql(statements[-3]).pl()
+    assert users["ild"].to_list() == [pytest.approx(want.summary["value"][0], rel=1e-12)]
+
+
+def test_ild_unit_vectors_never_divide_by_zero():
+    """ILD's unit vectors divide by the norm behind a WHERE norm > 0, but an engine may compute the
+    projection before that filter (BigQuery and Spark in ANSI mode raise on a division by zero): the
+    divisor itself is NULL for a zero norm, so the division is safe in any evaluation order."""
+    tree = sqlglot.parse_one(rankwise._sql_files.read("beyond_user"), read="duckdb")
+    unit = next(cte for cte in tree.find_all(exp.CTE) if cte.alias == "unit")
+    divisions = list(unit.this.find_all(exp.Div))
+    assert divisions and all(isinstance(d.expression, exp.Nullif) for d in divisions)

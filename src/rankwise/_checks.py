@@ -65,7 +65,8 @@ def raw_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col
 
     recs = exp.select(
         exp.alias_(col(user_col), "user_id"), exp.alias_(col(item_col), "item_id"),
-        exp.alias_(col(rank_col, "BIGINT"), "position"), exp.alias_(col(score_col, "DOUBLE"), "score"),
+        # the rank as DOUBLE: a fractional rank reaches sql/checks.sql as it is (a BIGINT cast would round it)
+        exp.alias_(col(rank_col, "DOUBLE"), "position"), exp.alias_(col(score_col, "DOUBLE"), "score"),
     ).from_(render._source(source["recommendations"], dialect))
     relevance = col(relevance_col, "DOUBLE") if relevance_col else exp.cast(exp.Literal.number(1), "DOUBLE")
     truth = exp.select(

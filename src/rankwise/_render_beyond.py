@@ -154,14 +154,14 @@ def _query(file: str, conv: Convention, dialect: str, rel: dict) -> str:
 def _select(query: str, columns: list, dialect: str) -> str:
     _, exp = render._sqlglot()
     outer = exp.select(*(exp.column(c, table="u") for c in columns)).from_(exp.to_table(render._BODY).as_("u"))
-    return render._fill(render._generate(outer, dialect), query)
+    return render._fill(outer, query, dialect)
 
 
 def _filtered(query: str, condition: str, dialect: str) -> str:
     sqlglot, _ = render._sqlglot()
     outer = sqlglot.parse_one(f"SELECT c.metric AS metric, c.k AS k, c.value AS value, c.n_users AS n_users "
                               f"FROM {render._BODY} AS c WHERE {condition}", read="duckdb")
-    return render._fill(render._generate(outer, dialect), query)
+    return render._fill(outer, query, dialect)
 
 
 def _create_table(name: str, query: str, dialect: str) -> list[str]:
@@ -178,7 +178,8 @@ def _create_table(name: str, query: str, dialect: str) -> list[str]:
         create.set("properties", exp.Properties(expressions=[
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
-    return [f"DROP TABLE IF EXISTS {table.sql(dialect)}", render._fill(render._generate(create, dialect), query)]
+    return [render._drop("TABLE", table.sql(dialect), dialect, dialect in _TEMP_TABLES),
+            render._fill(create, query, dialect)]
 
 
 def _raw_views(tables: dict, dialect: str, rel: dict, user_col, item_col, rank_col, score_col, relevance_col) -> dict:

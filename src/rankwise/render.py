@@ -34,6 +34,10 @@ INPUTS = ("recommendations", "ground_truth")
 OUTPUT_COLUMNS = ("user_id", "k", "n_recs", "n_rel")
 # dialects whose views can be session-scoped (no leftover objects in the warehouse)
 _TEMP_VIEWS = {"duckdb", "postgres", "spark", "databricks", "snowflake"}
+# the schema that holds a session's temporary objects, where a dialect lets a statement name it: an
+# unqualified DROP ... IF EXISTS drops a caller's persistent object of that name when the session has
+# no temporary one (DuckDB's main schema, PostgreSQL's search path)
+_TEMP_SCHEMA = {"duckdb": "temp", "postgres": "pg_temp"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,10 @@ GAPS = (
     Gap(("bigquery",), "objects without a dataset", "pass schema='dataset' or run with a default dataset"),
     Gap(("bigquery", "trino", "clickhouse", "redshift"), "temporary views",
         "the input views are ordinary views named <prefix>...; dropped and recreated on every run"),
+    Gap(("spark", "databricks", "snowflake", "bigquery", "trino", "clickhouse", "redshift"),
+        "dropping only the script's own temporary views and stages (a DROP naming the temporary schema)",
+        "an unqualified DROP ... IF EXISTS, which drops a view or table of that name in the current schema "
+        "when the session has no temporary one; choose a prefix= that none of yours starts with"),
     Gap(("bigquery",), "NULLS LAST in a window's ORDER BY",
         "the engine's default null order is used; those sort keys (rank, gain) are never NULL"),
     Gap(("clickhouse",), "JOIN ... ON with an inequality (older servers)",
@@ -106,13 +114,15 @@ class Script:
 def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: str = "duckdb",
         tables: dict | None = None, *, user_col: str = "user", item_col: str = "item",
         rank_col: str | None = "rank", score_col: str | None = None,
-        relevance_col: str | None = "relevance", schema: str | None = None,
-        prefix: str = "rankwise_") -> str:
+        relevance_col: str | None = "relevance", feature_col: str = "feature", value_col: str | None = "value",
+        schema: str | None = None, prefix: str = "rankwise_") -> str:
     """One self-contained SQL script for ``dialect`` computing the per-user table and the summary.
 
     Beyond-accuracy names in ``metrics`` (``rankwise.BEYOND_METRICS``) add their script
     (:func:`rankwise._render_beyond.render_beyond`: ``tables`` may also name "train", "items" and
-    "item_features"); with only those, the script is theirs alone.
+    "item_features", long rows of ``feature_col`` and ``value_col``; value_col=None: every row a
+    feature of value 1, as evaluate() reads a table without one); with only those, the script is
+    theirs alone.
 
     ``tables`` maps "recommendations" and "ground_truth" to a table name (as the engine spells it,
     e.g. "db.schema.recs") or to a query ("SELECT ..."); default: tables of those names. Ranks come
@@ -140,7 +150,8 @@ def sql(metrics=None, k=10, convention: str | Convention = "default", dialect: s
         beyond_tables = {"recommendations": "recommendations", **(tables or {})}
         parts.append(_render_beyond.render_beyond(
             beyond, k, convention, dialect, beyond_tables, user_col=user_col, item_col=item_col, rank_col=rank_col,
-            score_col=score_col, relevance_col=relevance_col, schema=schema, prefix=prefix).text())
+            score_col=score_col, relevance_col=relevance_col, feature_col=feature_col, value_col=value_col,
+            schema=schema, prefix=prefix).text())
     return "\n".join(parts)
 
 
@@ -191,7 +202,7 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
     create_per_user = (f"DROP TABLE IF EXISTS {_table(names['per_user'], dialect).sql(dialect)}",
-                       _fill(_generate(create, dialect), per_user_sql))
+                       _fill(create, per_user_sql, dialect))
     final = _ordered_summary(summary_sql, request, dialect)
     check = _stop_on_failed_checks(_checks.checks_query(conv, by_score, dialect, names, null_item_marks_empty=True), tables, dialect)
     return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user, check)
@@ -458,7 +469,7 @@ def _ordered_summary(summary_sql: str, request, dialect: str) -> str:
     order = " ".join(f"WHEN s.metric = '{n}' THEN {j}" for j, n in enumerate(request.names))
     text = (f"SELECT s.metric AS metric, s.k, s.value, s.n_users FROM {_BODY} AS s "
             f"ORDER BY CASE {order} END, s.k")
-    return _fill(_generate(sqlglot.parse_one(text, read="duckdb"), dialect), summary_sql)
+    return _fill(sqlglot.parse_one(text, read="duckdb"), summary_sql, dialect)
 
 
 # how a dialect stops a script with a message: its own error function, else a conversion of the
@@ -491,19 +502,33 @@ def _stop_on_failed_checks(checks_sql: str, tables: dict, dialect: str) -> str:
     else:
         stop = exp.cast(message, "INT")
     guard = exp.select(exp.alias_(stop, "failed_check")).from_(exp.to_table(_BODY).as_("c"))
-    return _fill(_generate(guard, dialect), checks_sql)
+    return _fill(guard, checks_sql, dialect)
 
 
 _BODY = "rankwise_body_placeholder"
 
 
-def _fill(wrapper: str, body: str) -> str:
-    """Put an already rendered query where the wrapper names the placeholder table (no re-parse)."""
+def _fill(wrapper, body: str, dialect: str) -> str:
+    """``wrapper`` (a query reading the placeholder table _BODY) for ``dialect``, with ``body``, an already
+    rendered query, in that table's place (no re-parse of the body). The placeholder is renamed until its
+    name occurs once in the text: a caller's table name or query (in a check's message) or schema may
+    hold the same text, and the body must not land there."""
+    _, exp = _sqlglot()
+    name = _BODY
+    while True:
+        tree = wrapper.copy()
+        for table in tree.find_all(exp.Table):
+            if table.name == _BODY and not table.db:
+                table.set("this", exp.to_identifier(name))
+        text = _generate(tree, dialect)
+        found = text.count(name)
+        if found == 1:
+            break
+        if found == 0:
+            raise RankwiseError("internal: the rendered wrapper lost its placeholder.")
+        name += "_"
     indented = "\n".join("  " + line for line in body.splitlines())
-    filled = re.sub(rf"[`\"]?{_BODY}[`\"]?", lambda _: f"(\n{indented}\n)", wrapper, count=1)
-    if filled == wrapper:
-        raise RankwiseError("internal: the rendered wrapper lost its placeholder.")
-    return filled
+    return re.sub(rf"[`\"]?{name}[`\"]?", lambda _: f"(\n{indented}\n)", text, count=1)
 
 
 # -- input views ------------------------------------------------------------------------------------
@@ -655,7 +680,8 @@ def _col(name: str):
 
 def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention,
                           with_score: bool = False, keep_score: str | None = None):
-    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs; with
+    """(user_id, rank, item_id) with ranks renumbered 1..n per user, as in rankwise._inputs, sorted by
+    the numbers sql/checks.sql checks (a text rank or score cast, so '10' comes after '2'); with
     ``with_score``, also the score of the kept row: ``score_col`` when ranking by it (under first_shift
     an item keeps its first, so highest, score), else ``keep_score`` (a column carried along while
     ranking by ``rank_col``: evaluate()'s canonical rows, no item repeated), else NULL."""
@@ -672,10 +698,10 @@ def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_co
             raise UnsupportedSQLError(
                 "convention ties='input_order' cannot be expressed in SQL: a table has no row order.",
                 hint="Rank by a rank column (rank_col=...), or use ties='item_asc' / 'item_desc'.")
-        order = [exp.Ordered(this=_col(score_col), desc=True),
+        order = [exp.Ordered(this=exp.cast(_col(score_col), "DOUBLE"), desc=True),
                  exp.Ordered(this=item, desc=conv.ties == "item_desc")]
     elif rank_col is not None:
-        order = [exp.Ordered(this=_col(rank_col)), exp.Ordered(this=item)]
+        order = [exp.Ordered(this=exp.cast(_col(rank_col), "BIGINT")), exp.Ordered(this=item)]
     else:
         raise ParameterError("rank_col and score_col are both None.", hint="Name the column ranks come from.")
     position = exp.Window(this=exp.RowNumber(), partition_by=[user.copy()], order=exp.Order(expressions=order))
@@ -716,8 +742,15 @@ def _view(name: str, query, dialect: str) -> list[str]:
     """DROP + CREATE VIEW, TEMPORARY where views can be session-scoped (not OR REPLACE: PostgreSQL
     refuses to replace a view whose column types change, e.g. integer ids then string ids)."""
     body = query if isinstance(query, str) else _generate(query, dialect)
-    temporary = "TEMPORARY " if dialect in _TEMP_VIEWS else ""
-    return [f"DROP VIEW IF EXISTS {name}", f"CREATE {temporary}VIEW {name} AS\n{body}"]
+    temporary = dialect in _TEMP_VIEWS
+    return [_drop("VIEW", name, dialect, temporary), f"CREATE {'TEMPORARY ' if temporary else ''}VIEW {name} AS\n{body}"]
+
+
+def _drop(kind: str, name: str, dialect: str, temporary: bool) -> str:
+    """DROP VIEW/TABLE IF EXISTS of the script's own object: a temporary one named in the dialect's
+    temporary schema (see _TEMP_SCHEMA), so that a caller's persistent one of the same name stays."""
+    schema = _TEMP_SCHEMA.get(dialect) if temporary else None
+    return f"DROP {kind} IF EXISTS {schema + '.' if schema else ''}{name}"
 
 
 # -- helpers -----------------------------------------------------------------------------------------

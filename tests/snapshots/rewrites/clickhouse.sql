@@ -47,9 +47,9 @@ DROP VIEW IF EXISTS rankwise_recommendations_input;
 
 CREATE VIEW rankwise_recommendations_input AS
 SELECT
-  src."user" AS user_id,
-  src."item" AS item_id,
-  CAST(src."rank" AS Nullable(Int64)) AS position,
+  src.user AS user_id,
+  src.item AS item_id,
+  CAST(src.rank AS Nullable(Float64)) AS position,
   CAST(NULL AS Nullable(Float64)) AS score
 FROM analytics.recs AS src;
 

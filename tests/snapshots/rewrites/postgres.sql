@@ -42,13 +42,13 @@ SELECT
   'x',
   'y';
 
-DROP VIEW IF EXISTS rankwise_recommendations_input;
+DROP VIEW IF EXISTS pg_temp.rankwise_recommendations_input;
 
 CREATE TEMPORARY VIEW rankwise_recommendations_input AS
 SELECT
-  src."user" AS user_id,
-  src."item" AS item_id,
-  CAST(src."rank" AS BIGINT) AS position,
+  src.user AS user_id,
+  src.item AS item_id,
+  CAST(src.rank AS DOUBLE PRECISION) AS position,
   CAST(NULL AS DOUBLE PRECISION) AS score
 FROM analytics.recs AS src;
 

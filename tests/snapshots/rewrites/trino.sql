@@ -46,9 +46,9 @@ DROP VIEW IF EXISTS rankwise_recommendations_input;
 
 CREATE VIEW rankwise_recommendations_input AS
 SELECT
-  src."user" AS user_id,
-  src."item" AS item_id,
-  CAST(src."rank" AS BIGINT) AS position,
+  src.user AS user_id,
+  src.item AS item_id,
+  CAST(src.rank AS DOUBLE) AS position,
   CAST(NULL AS DOUBLE) AS score
 FROM analytics.recs AS src;
 
