@@ -88,8 +88,8 @@ class Engine:
                         {"recommendations": self.qualified("rw_recs"), "ground_truth": self.qualified("rw_truth")},
                         schema=self.schema, **kw)
         *head, last = script.statements()
-        for statement in head:
-            self.execute(statement)
+        for statement in head:  # the check is a SELECT: fetched, as a SQL client shows it (Spark is lazy)
+            self.query(statement) if statement == script.check else self.execute(statement)
         summary = self.query(last)
         per_user = self.query(f"SELECT * FROM {script.names['per_user']}")
         return per_user, summary

@@ -123,7 +123,7 @@ def test_unknown_backend_and_convention():
 
 
 def test_unsupported_container():
-    _raises(rankwise.UnsupportedInputError, recs={"user": [1]}, match="unsupported")
+    _raises(rankwise.UnsupportedInputError, recs={1, 2}, match="unsupported")
 
 
 def test_list_form_user_twice():
