@@ -598,7 +598,8 @@ def test_postgres_backend_equals_polars(seed, pg_dsn):
     metrics = ["precision", *B.USER_COLUMNS, "item_coverage", "gini", "exposure_entropy", "personalization"]
     kwargs = dict(k=ks, metrics=metrics, train=side.train.rename({"user_id": "user", "item_id": "item"}),
                   items=None if side.items is None else side.items.rename({"item_id": "item"}),
-                  item_features=side.long_features.rename({"item_id": "item"}), convention="evidently")
+                  item_features=side.long_features.rename({"item_id": "item"}),
+                  convention=rankwise.PRESETS["evidently"].replace(metrics=None))  # its knobs, every metric
     truth_in = truth_df.rename({"user_id": "user", "item_id": "item"})
     want = rankwise.evaluate(recs_in, truth_in, backend="polars", **kwargs)
     got = rankwise.evaluate(recs_in, truth_in, backend="postgresql://postgres@127.0.0.1:54329/postgres", **kwargs)

@@ -484,8 +484,9 @@ def test_spark_backend_beyond_metrics_equal_polars(spark_session):
     recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, False)
     recs_in = recs_df.filter(pl.col("item_id").is_not_null()).select(
         pl.col("user_id").alias("user"), pl.col("item_id").alias("item"), "rank")
-    kwargs = dict(k=list(ks), convention="recbole", metrics=["novelty", "arp", "long_tail_share", "ild", "serendipity", "item_coverage",
-                                       "gini", "exposure_entropy", "personalization"],
+    kwargs = dict(k=list(ks), convention=rankwise.PRESETS["recbole"].replace(metrics=None),  # its knobs, every metric
+                  metrics=["novelty", "arp", "long_tail_share", "ild", "serendipity", "item_coverage", "gini",
+                           "exposure_entropy", "personalization"],
                   train=side.train.rename({"user_id": "user", "item_id": "item"}),
                   items=None if side.items is None else side.items.rename({"item_id": "item"}),
                   item_features=side.long_features.rename({"item_id": "item"}))

@@ -203,3 +203,15 @@ def test_explain_refuses_a_metric_a_convention_does_not_define():
         rankwise.explain(recs, truth, a="default", b="spark", metric="mrr", k=2)
     lifted = rankwise.PRESETS["spark"].replace(metrics=None)
     assert rankwise.explain(recs, truth, a="default", b=lifted, metric="mrr", k=2).value_b == 1.0  # hit at rank 1
+
+
+def test_a_beyond_metric_a_preset_lacks_is_refused_like_an_accuracy_one():
+    """evaluate(metrics=['serendipity'], convention='evidently') computed a metric Evidently does not
+    have, while an accuracy metric outside a preset raises; derived with metrics=None it is computed."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": [10]})
+    train = pl.DataFrame({"user": [1, 2], "item": [10, 11]})
+    with pytest.raises(rankwise.ParameterError, match="'evidently' convention has no metric 'serendipity'"):
+        rankwise.evaluate(recs, truth, k=2, metrics=["serendipity"], train=train, convention="evidently")
+    lifted = rankwise.PRESETS["evidently"].replace(metrics=None)
+    assert rankwise.evaluate(recs, truth, k=2, metrics=["serendipity"], train=train, convention=lifted).summary.height == 1

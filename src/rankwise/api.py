@@ -407,6 +407,13 @@ def _plan(metrics, k, conv: Convention, has_truth: bool, side_inputs) -> tuple[M
     features, called only when a beyond-accuracy metric is asked for. With only those, the request is
     a placeholder that keeps k (the accuracy engine is not run)."""
     metrics, beyond_names = _split_beyond(metrics)
+    lacking = [n for n in beyond_names if conv.metrics is not None and n not in conv.metrics]
+    if lacking:  # as parse_request refuses an accuracy metric the convention's library lacks
+        raise ParameterError(
+            f"The {conv.name!r} convention has no metric {lacking[0]!r}: the library it reproduces does not "
+            "define one.",
+            hint=f"It has: {', '.join(conv.metrics)}. For another definition, derive a convention: "
+                 f"rankwise.PRESETS[{conv.name!r}].replace(...) keeps its knobs and lifts the limit with metrics=None.")
     side = side_inputs() if beyond_names else None
     if beyond_names:
         _beyond.check_inputs(beyond_names, side, conv, has_truth=has_truth)
