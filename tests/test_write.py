@@ -130,6 +130,17 @@ def test_unknown_target(result):
         result.write("runs.xlsx")
 
 
+@pytest.mark.parametrize("target", ["s3://bucket/x.parquet", "duckdb:///x/u.duckdb", "delta:s3://bucket/runs",
+                                    "gs://b/runs.csv"])
+def test_a_uri_is_refused_not_written_to_a_local_path(result, tmp_path, monkeypatch, target):
+    """Path() collapsed s3://bucket/x.parquet to the local directory ./s3:/bucket/x.parquet and the
+    write 'succeeded'."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rankwise.ParameterError, match="local paths only"):
+        result.write(target)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_legacy_single_file_is_not_overwritten(result, tmp_path):
     legacy = tmp_path / "runs.parquet"
     RECS.write_parquet(legacy)

@@ -192,8 +192,14 @@ def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
                              hint="The other formats follow from the target: .parquet, .csv, .jsonl, .duckdb.")
     if target.startswith(("postgresql://", "postgres://")):
         return "postgres", target
+    location = target.removeprefix("delta:").removeprefix("//") if target.startswith("delta:") else target
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", location):  # a path would collapse s3://b/x to ./s3:/b/x
+        raise ParameterError(f"Cannot write to {target!r}: besides postgresql:// URIs, rankwise writes local "
+                             "paths only (no object stores or other URIs).",
+                             hint="Write to a local path (a .parquet/.csv/.jsonl dataset, a .duckdb file or "
+                                  "delta:PATH) and copy it, or to a postgresql:// URI.")
     if target.startswith("delta:"):  # delta:runs, delta://runs, delta:///abs/runs
-        return "delta", target.removeprefix("delta:").removeprefix("//")
+        return "delta", location
     path = Path(target)
     if format == "delta" or (path / "runs" / "_delta_log").is_dir():
         return "delta", target

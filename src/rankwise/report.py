@@ -51,7 +51,8 @@ def _long(result) -> pl.DataFrame:
     """result.long with a ``run`` column (ONE_RUN for a single run)."""
     long = result.long
     if not isinstance(long, pl.DataFrame):
-        raise ParameterError("A report needs the per-user rows in Polars; this Result kept them in Spark.",
+        raise ParameterError("A report needs the per-user rows in Polars; this Result kept them in the engine "
+                             "(collect=False).",
                              hint="Evaluate with collect=True (the default) to report on it.")
     return long if "run" in long.columns else long.with_columns(run=pl.lit(ONE_RUN)).select("run", pl.exclude("run"))
 
@@ -538,8 +539,9 @@ for (const el of document.querySelectorAll('.chart')) {
 
 
 def _json(spec: dict) -> str:
-    """JSON safe inside <script>: no '</' to end the element early."""
-    return json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """JSON safe inside <script>: every '<' escaped (\\u003c, the same string to JSON), so no '</script'
+    ends the element and no '<!--<script' puts the HTML tokenizer in its double-escaped state."""
+    return json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 @cache
