@@ -224,7 +224,7 @@ def test_report_beyond_accuracy_panels_when_present(one, tmp_path):
     values = curves["datasets"][next(iter(curves["datasets"]))] if "datasets" in curves else curves["data"]["values"]
     assert {v["metric"] for v in values} == {"precision", "ndcg"}
     svg = report.save(report.plot(result, "lorenz"), tmp_path / "lorenz.svg").read_text()  # drawn by vl-convert
-    assert "result (Gini 0.75)" in svg
+    assert "result (curve Gini 0.75)" in svg
 
 
 def test_report_errors(one, two, tmp_path):
@@ -350,3 +350,15 @@ def test_browser_check_fails_on_console_errors_requests_and_empty_charts(tmp_pat
     assert "console.error: boom" in done.stderr
     assert "network request" in done.stderr and "example.invalid" in done.stderr
     assert "chart chart-x has no SVG/canvas" in done.stderr
+
+
+def test_summary_grid_users_per_k_when_they_differ():
+    """The users column showed the largest n_users of a metric's row (7 beside a mean over 2 users at
+    @1); now one number when every k has the same, else one per k in column order."""
+    summary = pl.DataFrame({"metric": ["ndcg", "ndcg", "precision", "precision"], "k": [1, 5, 1, 5],
+                            "value": [1.0, 0.6, 0.5, 0.4], "n_users": [2, 7, 7, 7],
+                            "ci_low": [float("nan")] * 4, "ci_high": [float("nan")] * 4})
+    grid = report.summary_grid(summary)
+    ndcg = grid[grid.index("<td>ndcg</td>"):grid.index("</tr>", grid.index("<td>ndcg</td>"))]
+    precision = grid[grid.index("<td>precision</td>"):grid.index("</tr>", grid.index("<td>precision</td>"))]
+    assert ndcg.endswith("<td>2 / 7</td>") and precision.endswith("<td>7</td>")

@@ -275,7 +275,7 @@ def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: 
 def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame):
     """Lorenz curve of exposure per run, with the equality diagonal; Gini in the legend."""
     alt = _altair()
-    labels = gini.select("run", label=pl.format("{} (Gini {})", "run", pl.col("gini").round(3)))
+    labels = gini.select("run", label=pl.format("{} (curve Gini {})", "run", pl.col("gini").round(3)))
     data = points.join(labels, on="run", maintain_order="left")
     diagonal = alt.Chart(_data(alt, pl.DataFrame({"x": [0.0, 1.0]}))).mark_line(
         strokeDash=[4, 4], color="gray").encode(x="x:Q", y="x:Q")
@@ -393,9 +393,11 @@ def summary_grid(summary: pl.DataFrame) -> str:
             ci = "" if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) else \
                 f"<span class='ci'>[{_fmt(lo)}, {_fmt(hi)}]</span>"
             tds.append(f"<td>{_fmt(row['value'])} {ci}</td>")
-        users = part["n_users"].max() if "n_users" in part.columns else None
+        # the users in each mean: one number when every k has the same, else one per k in column order
+        counts = [cells[k]["n_users"] for k in ks if k in cells] if "n_users" in part.columns else [None]
+        users = _fmt(counts[0]) if len(set(counts)) == 1 else " / ".join(_fmt(n) for n in counts)
         rows.append("<tr>" + (f"<td>{html.escape(str(run))}</td>" if multi else "")
-                    + f"<td>{html.escape(str(metric))}</td>" + "".join(tds) + f"<td>{_fmt(users)}</td></tr>")
+                    + f"<td>{html.escape(str(metric))}</td>" + "".join(tds) + f"<td>{users}</td></tr>")
     return f"<table class='summary'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
@@ -512,7 +514,10 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
         if isinstance(per_item, pl.DataFrame) and per_item.height:
             points, gini = lorenz(per_item, k, max_points=max_points)
             charts["lorenz"] = lorenz_chart(points, gini)
-            body += f"<h3>Exposure at k={k}</h3>{_table(gini)}<div class='chart' id='chart-lorenz'></div>"
+            body += (f"<h3>Exposure at k={k}</h3><p>The curve's Gini is 1 − 2 × the area under it, over the "
+                     "items listed per item; the summary's <code>gini</code> follows the convention's "
+                     f"<code>gini</code> variant and catalog, so the two differ under some presets.</p>"
+                     f"{_table(gini.rename({'gini': 'curve_gini'}))}<div class='chart' id='chart-lorenz'></div>")
         sections.append(("Beyond accuracy", body))
     specs = "".join(
         f"<script type='application/json' id='spec-{name}'>{_json(chart.to_dict())}</script>"
