@@ -358,6 +358,18 @@ def test_a_legacy_or_foreign_path_under_a_delta_target(result, tmp_path):
     assert not (tmp_path / "d" / "per_user").exists()
 
 
+def test_delta_replace_starts_over_a_table_with_other_columns(result, tmp_path):
+    """An existing Delta table with other columns: append is refused (hint: mode='replace'), and replace
+    then failed ('Cannot cast schema') after per_user was already overwritten: half a write."""
+    import deltalake
+
+    deltalake.write_deltalake(str(tmp_path / "d" / "summary"), pl.DataFrame({"x": [1]}).to_arrow())
+    with pytest.raises(rankwise.WriteSchemaError, match="mode='replace'"):
+        result.write(f"delta:{tmp_path}/d")
+    result.write(f"delta:{tmp_path}/d", mode="replace")
+    assert_complete_runs(f"delta:{tmp_path}/d", 1)
+
+
 def test_delta_without_the_package_is_a_missing_dependency(result, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "deltalake", None)
     with pytest.raises(rankwise.MissingDependencyError, match=r"rankwise\[delta\]"):

@@ -348,8 +348,10 @@ def _delta(root: Path, tables: dict, mode: str) -> dict:
                                  hint="Write to another path, or remove it.")
         for name in names:
             location = root / name
+            # replace starts over, whatever columns the old table had (as on every other target)
             deltalake.write_deltalake(str(location), tables[name].to_arrow(),
-                                      mode="overwrite" if mode == "replace" else "append")
+                                      **({"mode": "overwrite", "schema_mode": "overwrite"} if mode == "replace"
+                                         else {"mode": "append"}))
             out[name] = str(location)
     except OSError as error:
         raise _write_error(root, error) from error
