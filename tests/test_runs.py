@@ -288,3 +288,34 @@ def test_an_f_of_means_is_not_paired_or_resampled(backend):
     assert set(res.compare()["metric"]) == set(res.bootstrap()["metric"]) == {"precision", "recall"}
     with pytest.raises(rankwise.ParameterError, match="of_means"):
         res.compare(metrics=["f1"])
+
+
+def test_segment_tables_of_another_id_type_are_typed_errors(tmp_path):
+    """String (or float) user ids in the segment table against integer users raised Polars'
+    InvalidOperationError, and "1" or 1.5 were silently matched to user 1; a CSV's ids, read as text,
+    still meet integer users when every one is an integer."""
+    recs = pl.DataFrame({"user": [1, 1, 2, 3], "item": [1, 2, 3, 4], "rank": [1, 2, 1, 1]})
+    truth = pl.DataFrame({"user": [1, 2, 3], "item": [2, 3, 9]})
+    for table in (pl.DataFrame({"user": ["1", "2"], "segment": ["x", "y"]}),
+                  pl.DataFrame({"user": [1.0, 1.5], "segment": ["x", "y"]})):
+        with pytest.raises(rankwise.DtypeMismatchError, match="segments: the user ids"):
+            rankwise.evaluate(recs, truth, k=3, metrics=["precision"], segments=table)
+    path = tmp_path / "segments.csv"
+    path.write_text("user,segment\n1,x\n2,x\n3,y\n")
+    res = rankwise.evaluate(recs, truth, k=3, metrics=["precision"], segments=str(path))
+    # by hand at k = 3: user 1 hits 2 of its 2 items (1/3), user 2 hits 3 (1/3), user 3 none: x = 1/3, y = 0
+    assert res.segments.select("segment", "value").rows() == [("x", pytest.approx(1 / 3)), ("y", 0.0)]
+
+
+def test_segments_edge_cases_are_parameter_errors_or_empty_frames():
+    """user_col='segment' with segments='country' raised Polars' DuplicateError; no evaluated user in
+    any segment made compare(by_segment=True) raise 'cannot concat empty list'."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [1, 2], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [1, 3], "country": ["fr", "de"]})
+    with pytest.raises(rankwise.ParameterError, match="collides with the segment column"):
+        rankwise.evaluate(recs.rename({"user": "segment"}), truth.rename({"user": "segment"}), k=1,
+                          user_col="segment", segments="country")
+    res = rankwise.evaluate({"a": recs, "b": recs}, truth, k=1, metrics=["precision"],
+                            segments=pl.DataFrame({"user": [100], "segment": ["x"]}))
+    out = res.compare(by_segment=True)
+    assert out.height == 0 and out.columns[:3] == ["segment", "run_a", "run_b"]

@@ -11,13 +11,16 @@ from __future__ import annotations
 import polars as pl
 
 from ._inputs import to_lazyframe
-from .errors import DuplicateUserError, MissingColumnError, NullValueError
+from .errors import DtypeMismatchError, DuplicateUserError, MissingColumnError, NullValueError, ParameterError
 
 SEGMENT = "segment"
 
 
 def read(segments, ground_truth, user_col: str) -> pl.DataFrame:
     """(user_col, segment) with one row per user; typed errors for nulls and users in two segments."""
+    if user_col == SEGMENT:
+        raise ParameterError(f"user_col={SEGMENT!r} collides with the segment column of segments=.",
+                             hint="Rename the user column of the inputs (e.g. to 'user') and pass user_col='user'.")
     if isinstance(segments, str) and ground_truth is not None and not segments.endswith((".parquet", ".csv")):
         frame = to_lazyframe(ground_truth, "ground_truth").collect()
         if segments not in frame.columns:
@@ -33,6 +36,10 @@ def read(segments, ground_truth, user_col: str) -> pl.DataFrame:
                                      f"{', '.join(frame.columns)}).",
                                      hint=f"Pass a table ({user_col}, segment): one row per user.")
         frame = frame.select(user_col, SEGMENT).unique()
+        if str(segments).lower().endswith(".csv"):  # a CSV's ids are read as text: integers when all are
+            as_int = frame[user_col].cast(pl.Int64, strict=False)
+            if as_int.null_count() == frame[user_col].null_count():
+                frame = frame.with_columns(as_int)
     nulls = frame.filter(pl.col(SEGMENT).is_null() | pl.col(user_col).is_null())
     if nulls.height:
         raise NullValueError(f"segments: {nulls.height} row(s) with a null user or segment.", rows=nulls.head(5),
@@ -42,6 +49,22 @@ def read(segments, ground_truth, user_col: str) -> pl.DataFrame:
         raise DuplicateUserError(f"segments: {twice[user_col].n_unique()} user(s) are in more than one segment.",
                                  rows=twice.head(5), hint="Give each user one segment.")
     return frame.with_columns(pl.col(SEGMENT).cast(pl.String))
+
+
+def aligned(segments: pl.DataFrame, user_dtype, user_col: str) -> pl.DataFrame:
+    """The segment table's users in the evaluation's user type: integer widths and text kinds are cast;
+    integers against text (or floats) are a DtypeMismatchError, never a silent match of "1" to 1."""
+    have = segments.schema[user_col]
+
+    def kind(dtype):
+        return "integer" if dtype.is_integer() else "text" if dtype in (pl.String, pl.Categorical) or \
+            isinstance(dtype, pl.Enum) else str(dtype)
+
+    if kind(have) != kind(user_dtype):
+        raise DtypeMismatchError(
+            f"segments: the user ids are {have}, but {user_dtype} in the evaluation.",
+            rows=segments.head(5), hint="Cast the segment table's user column to the evaluation's user type first.")
+    return segments.with_columns(pl.col(user_col).cast(user_dtype))
 
 
 def summary(long: pl.DataFrame, segments: pl.DataFrame, user_col: str, names, confidence: float) -> pl.DataFrame:

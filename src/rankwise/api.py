@@ -101,6 +101,10 @@ class Result:
                 baseline, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
                 metrics=metrics).select(pl.lit(segment).alias("segment"), pl.all())
                 for (segment,), part in sorted(long.partition_by("segment", as_dict=True).items())]
+            if not parts:  # no evaluated user is in a segment: no rows, the frame's columns
+                return self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
+                                    n_resamples=n_resamples, metrics=metrics).head(0).select(
+                    pl.lit(None, pl.String).alias("segment"), pl.all())
             return pl.concat(parts)
         return stats.compare(self._long_with_runs(), self.user_col, self._metric_names(metrics), baseline=baseline,
                              test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
@@ -313,6 +317,7 @@ def _with_segments(result: Result, segment_of: pl.DataFrame) -> Result:
     """The result with its per-segment summary and the users in no segment counted."""
     if not isinstance(result.long, pl.DataFrame):
         raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
+    segment_of = _segments.aligned(segment_of, result.long.schema[result.user_col], result.user_col)
     names = result._metric_names(None)
     table = _segments.summary(result.long, segment_of, result.user_col, names, result.confidence)
     runs = result.runs or (None,)
