@@ -144,3 +144,14 @@ def test_collect_false_leaves_the_per_user_rows_in_a_table(pg):
         with pytest.raises(rankwise.ParameterError, match="still in the engine"):
             kept.bootstrap(10)
         conn.execute(f"DROP TABLE {kept.per_user.name}")
+
+
+def test_beyond_metrics_over_table_names_are_a_parameter_error_with_or_without_truth(pg):
+    """Beyond-accuracy metrics over tables evaluated in place are not there yet: a ParameterError says
+    so. Without a ground truth the table name was read as a file: InputFileError "'recs' does not exist"."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    train = pl.DataFrame({"user": [1, 2], "item": [10, 20]})
+    for ground_truth in (truth, None):
+        with pytest.raises(rankwise.ParameterError, match="take DataFrames or files"):
+            rankwise.evaluate(recs, ground_truth, k=3, metrics=["novelty"], train=train, backend="postgres")

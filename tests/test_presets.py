@@ -215,3 +215,23 @@ def test_a_beyond_metric_a_preset_lacks_is_refused_like_an_accuracy_one():
         rankwise.evaluate(recs, truth, k=2, metrics=["serendipity"], train=train, convention="evidently")
     lifted = rankwise.PRESETS["evidently"].replace(metrics=None)
     assert rankwise.evaluate(recs, truth, k=2, metrics=["serendipity"], train=train, convention=lifted).summary.height == 1
+
+
+def test_the_readme_preset_table_lists_each_presets_metrics():
+    """The README's "metrics it has" column is each preset's Convention.metrics (accuracy; beyond
+    accuracy), so that it cannot drift from the presets (it listed only the accuracy metrics)."""
+    from rankwise.metrics import REGISTRY
+
+    public = {m.name: m.public_name for m in REGISTRY}
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line.split("|")[3].strip()
+            for line in readme.splitlines() if line.startswith("| `") and line.split("|")[1].strip().strip("`") in
+            rankwise.PRESETS}
+    assert set(rows) == set(rankwise.PRESETS)
+    for name, listed in rows.items():
+        if name == "default":
+            assert listed == "all"
+            continue
+        want = ", ".join(public.get(m, m) for m in rankwise.PRESETS[name].metrics if m in public)
+        beyond = [m for m in rankwise.PRESETS[name].metrics if m not in public]
+        assert listed == want + (f"; {', '.join(beyond)}" if beyond else ""), name

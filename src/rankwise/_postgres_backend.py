@@ -210,10 +210,15 @@ def _is_file(data) -> bool:
         os.path.exists(data) or os.sep in data or data.lower().endswith(_FILE_LIKE)))
 
 
+def is_table_input(data) -> bool:
+    """A string naming a table or a SELECT query (a string that names an existing file is a file)."""
+    return isinstance(data, str) and not _is_file(data)
+
+
 def postgres_inputs(recs, truth, columns: Columns, conv: Convention, engine: PostgresEngine) -> PostgresInputs | None:
     """PostgresInputs when both inputs are strings naming tables or SELECT queries (a string that names
     an existing file is a file), else None (the inputs are read and checked in Python, then copied)."""
-    is_table = [isinstance(x, str) and not _is_file(x) for x in (recs, truth)]
+    is_table = [is_table_input(x) for x in (recs, truth)]
     if not all(is_table):
         if any(is_table):
             raise ParameterError("backend='postgres' takes both inputs as table names / queries, or both as data.",

@@ -17,7 +17,7 @@ from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
 from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
 from ._polars_backend import PolarsEngine
-from ._postgres_backend import PostgresEngine, is_postgres_backend, postgres_inputs
+from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
@@ -292,6 +292,8 @@ def evaluate(
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
                                  hint="Evaluate with collect=True, or render the script: rankwise.sql(metrics=[...]).")
         if ground_truth is None:
+            if engine.capabilities.native_tables and any(is_table_input(r) for r in runs.values()):
+                raise _beyond_in_place(engine)  # (the truth built from the recommendations would read a file)
             ground_truth = _no_truth(next(iter(runs.values())), columns)
     prepared = {}
     if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
@@ -363,15 +365,19 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
 
 
+def _beyond_in_place(engine) -> ParameterError:
+    return ParameterError(f"Beyond-accuracy metrics on backend={engine.name!r} take DataFrames or files, not "
+                          "Spark DataFrames or table names.",
+                          hint="Pass the recommendations as a Polars/pandas DataFrame or a file, or render the "
+                               f"script: rankwise.sql(metrics=[...], dialect={engine.name!r}, tables={{...}}).")
+
+
 def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None, evaluated=None):
     """(per-user rows, summary, excluded, per_item) of the beyond-accuracy metrics; ``evaluated``: the
     users of the per-user rows, summary and excluded (None: the recommendations' users)."""
     names, side, _ = beyond
     if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
-        raise ParameterError(f"Beyond-accuracy metrics on backend={engine.name!r} take DataFrames or files, not "
-                             "Spark DataFrames or table names.",
-                             hint="Pass the recommendations as a Polars/pandas DataFrame or a file, or render the "
-                                  f"script: rankwise.sql(metrics=[...], dialect={engine.name!r}, tables={{...}}).")
+        raise _beyond_in_place(engine)
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
                                         source=prep.sources.get("recommendations"), postgres=engine,
                                         memory_limit=memory_limit, evaluated=evaluated)
