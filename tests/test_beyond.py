@@ -545,6 +545,10 @@ def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():
         rankwise.evaluate(recs, None, k=2, metrics=["ild"], train=train)
     with pytest.raises(rankwise.ParameterError, match="ground_truth"):
         rankwise.evaluate(recs, None, k=2, metrics=["precision", "novelty"], train=train)
+    # the catalog comes from items, else from the train items: either will do (it said "needs items")
+    with pytest.raises(rankwise.ParameterError, match="needs items or train") as info:
+        rankwise.evaluate(recs, None, k=2, metrics=["item_coverage"])
+    assert "items=... or train=..." in str(info.value)
 
 
 # -- score_entropy through evaluate() (document 001: Evidently's ScoreDistribution) --------------------

@@ -213,3 +213,11 @@ def test_a_lazyframe_whose_scan_cannot_read_its_file_is_an_input_file_error(tmp_
         rankwise.evaluate(pl.scan_parquet(tmp_path / "missing.parquet"), frame.drop("rank"), k=1)
     with pytest.raises(rankwise.InputFileError, match="ground truth: the LazyFrame"):
         rankwise.evaluate(frame, pl.scan_csv(tmp_path / "missing.csv"), k=1)
+
+
+def test_a_non_integer_rank_column_shows_the_rows_that_are_not_whole_numbers():
+    """'must be integer, got String' showed no row: in a CSV with one bad value, which one?"""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "c"], "rank": ["1", "x", "1"]})
+    with pytest.raises(rankwise.InvalidRankError) as info:
+        rankwise.evaluate(recs, pl.DataFrame({"user": [1], "item": ["a"]}), k=1)
+    assert info.value.rows is not None and info.value.rows["rank"].to_list() == ["x"]

@@ -744,14 +744,14 @@ def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> 
         needs = list(_NEEDS.get(name, ()))
         if name in ("item_coverage", "gini") and conv.catalog != "recommended" and not (
                 given["train"] or (conv.catalog == "items" and given["items"])):
-            needs.append("items" if conv.catalog == "items" else "train")
-        missing = [n for n in needs if not given[n]]
+            needs.append("items or train" if conv.catalog == "items" else "train")  # the catalog
+        missing = [n.split(" or ") for n in needs if " or " in n or not given[n]]
         if missing:
             raise ParameterError(
-                f"Metric {name!r} needs {' and '.join(missing)}, which {'was' if len(missing) == 1 else 'were'} "
-                "not given (or empty).",
-                hint=f"Pass evaluate(..., {', '.join(f'{n}=...' for n in missing)}) (CLI: "
-                     f"{', '.join('--' + n.replace('_', '-') for n in missing)}).")
+                f"Metric {name!r} needs {' and '.join(' or '.join(m) for m in missing)}, which "
+                f"{'was' if len(missing) == 1 else 'were'} not given (or empty).",
+                hint=f"Pass evaluate(..., {', '.join(' or '.join(f'{n}=...' for n in m) for m in missing)}) (CLI: "
+                     f"{', '.join(' or '.join('--' + n.replace('_', '-') for n in m) for m in missing)}).")
 
 
 def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str,
