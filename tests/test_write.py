@@ -25,7 +25,7 @@ def result():
 
 def test_frames_schema_and_metadata(result):
     tables = _write.frames(result)
-    assert set(tables) == {"runs", "per_user", "summary"}  # no beyond-accuracy metrics: no per_item
+    assert set(tables) == {"runs", "per_user", "summary", "excluded"}  # no beyond-accuracy metrics: no per_item
     for name in tables:
         assert tables[name].schema == pl.Schema(_write.TABLES[name])
     runs, per_user, summary = tables["runs"], tables["per_user"], tables["summary"]
@@ -40,6 +40,10 @@ def test_frames_schema_and_metadata(result):
     undefined = per_user.filter(pl.col("user_id") == "3")
     assert undefined.height == 6 and undefined["value"].null_count() == undefined.height
     assert str(runs.schema["run_at"]) == "Datetime(time_unit='us', time_zone='UTC')"
+    # who each mean left out, and why (it was not written: a warehouse saw the means without it)
+    excluded = tables["excluded"]
+    assert excluded.select("code", "reason", "n_users").rows() == result.excluded.rows()
+    assert set(excluded["run_id"]) == set(runs["run_id"])
 
 
 def test_fingerprint_is_the_data_not_the_container(result):
@@ -220,7 +224,7 @@ def test_per_item_is_written_and_read_back(beyond_result, result, tmp_path, suff
     read = (lambda t: pl.read_delta(str(target / t))) if suffix == "delta" else (lambda t: _read(target, suffix, t))
     kwargs = {"format": "delta"} if suffix == "delta" else {}
     out = beyond_result.write(target, **kwargs)
-    assert set(out) == {"runs", "per_user", "summary", "per_item"}
+    assert set(out) == {"runs", "per_user", "summary", "excluded", "per_item"}
     beyond_result.write(target, **kwargs)
     per_item, runs = read("per_item"), read("runs")
     assert per_item.columns == list(_write.PER_ITEM_SCHEMA) and per_item["run_id"].n_unique() == 2
@@ -259,3 +263,13 @@ def test_postgres_per_item(beyond_result, pg_dsn):
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as con:
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_excluded_is_written_per_run():
+    """Several runs: each run's exclusions under its own run_id and name, as Result.excluded has them."""
+    two = rankwise.evaluate({"a": RECS, "b": RECS.head(2)}, TRUTH, k=1, metrics=["precision"])
+    tables = _write.frames(two)
+    runs = dict(tables["runs"].select("run_name", "run_id").iter_rows())
+    written = tables["excluded"].with_columns(pl.col("run_id").replace_strict({v: k for k, v in runs.items()}))
+    assert written.select("run_id", "code", "reason", "n_users").rows() == two.excluded.rows()
+    assert (written["run_id"] == written["run_name"]).all()

@@ -2,7 +2,7 @@
 
 Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts over):
 - ``postgresql://user@host:port/db`` (or ``postgres://``): tables ``<prefix>runs``,
-  ``<prefix>per_user``, ``<prefix>summary`` (and ``<prefix>per_item``, see below); ``prefix`` may
+  ``<prefix>per_user``, ``<prefix>summary``, ``<prefix>excluded`` (and ``<prefix>per_item``, see below); ``prefix`` may
   name a schema ("analytics.rankwise_", created if missing). Needs psycopg. One transaction: all the
   tables or none.
 - ``runs.duckdb`` / ``runs.db``: the same tables in a DuckDB file, one transaction; a file another
@@ -26,6 +26,7 @@ Schema (stable: it does not depend on the metrics, the k values or the conventio
     per_user: run_id, run_name, user_id, metric, k, value
     summary:  run_id, run_name, metric, k, value, n_users, ci_low, ci_high
     per_item: run_id, run_name, item_id, k, exposure, popularity
+    excluded: run_id, run_name, code, reason, n_users (Result.excluded: every user a mean left out)
 
 The knobs are stored once per run (``convention_knobs`` as JSON, sorted keys); ``run_name`` is the
 run's name in a multi-run evaluate (NULL for one run); ``inputs_fingerprint`` a SHA-256 of the
@@ -63,9 +64,12 @@ SUMMARY_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "metric": pl.Strin
                   "value": pl.Float64, "n_users": pl.Int64, "ci_low": pl.Float64, "ci_high": pl.Float64}
 PER_ITEM_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "item_id": pl.String, "k": pl.Int64,
                    "exposure": pl.Int64, "popularity": pl.Int64}
-TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_SCHEMA, "per_item": PER_ITEM_SCHEMA}
+EXCLUDED_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "code": pl.String, "reason": pl.String,
+                   "n_users": pl.Int64}
+TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_SCHEMA, "per_item": PER_ITEM_SCHEMA,
+          "excluded": EXCLUDED_SCHEMA}
 # runs last: a run is complete when its runs row exists; per_item only when the result has one
-WRITE_ORDER = ("per_user", "summary", "per_item", "runs")
+WRITE_ORDER = ("per_user", "summary", "per_item", "excluded", "runs")
 _SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB), as information_schema spells them
     pl.String: ("text", "VARCHAR"), pl.Int64: ("bigint", "BIGINT"),
     pl.Float64: ("double precision", "DOUBLE"), pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
@@ -102,7 +106,7 @@ def _as_text(name: str, dtype) -> pl.Expr:
 
 
 def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
-    """{"runs", "per_user", "summary"[, "per_item"]}: the frames as written (one run_id per run)."""
+    """{"runs", "per_user", "summary", "excluded"[, "per_item"]}: the frames as written (one run_id per run)."""
     from . import __version__
 
     if not isinstance(_source(result), pl.DataFrame):
@@ -131,7 +135,12 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
         "convention": result.convention.name, "convention_knobs": knobs,
         "inputs_fingerprint": fingerprint(result.prepared.get(name)), "n_users": n_users.get(name, 0),
         "metrics": metrics, "ks": ks} for name in names], schema=RUNS_SCHEMA)
-    out = {"runs": runs, "per_user": per_user, "summary": summary}
+    excluded = result.excluded
+    run = pl.col("run") if "run" in excluded.columns else pl.lit(None, dtype=pl.String)
+    run_id = run.replace_strict(ids, return_dtype=pl.String) if "run" in excluded.columns else pl.lit(ids[None])
+    out = {"runs": runs, "per_user": per_user, "summary": summary,  # who each mean left out, and why
+           "excluded": excluded.select(run_id.alias("run_id"), run.alias("run_name"), "code", "reason",
+                                       "n_users").cast(EXCLUDED_SCHEMA)}
     if getattr(result, "per_item", None) is not None:
         items = result.per_item
         run = pl.col("run") if "run" in items.columns else pl.lit(None, dtype=pl.String)
