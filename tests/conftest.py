@@ -57,7 +57,9 @@ def pytest_generate_tests(metafunc):
             backends = [b for b in backends if b not in ("spark", "postgres")]
         metafunc.parametrize("backend", backends)
     if "engine_name" in metafunc.fixturenames:
-        metafunc.parametrize("engine_name", _chosen(metafunc.config, "--engines"), scope="module")
+        names = _chosen(metafunc.config, "--engines")
+        only = metafunc.definition.get_closest_marker("engines")  # a test for some engines: not a skip on others
+        metafunc.parametrize("engine_name", [n for n in names if only is None or n in only.args], scope="module")
 
 
 SLOW_BACKENDS = ("spark", "postgres")

@@ -266,12 +266,11 @@ def test_a_failed_input_check_stops_the_beyond_script(engine):
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['exposure']}")
 
 
+@pytest.mark.engines("duckdb", "postgres")  # the UUID tables are created in these two
 def test_uuid_ids(engine):
     """Ids of a type without MIN (PostgreSQL has no min(uuid)): the checks take every example as text, so
     a repeated rank is reported as such, and valid tables run (by hand: user 1's list a, b with b
     relevant, precision@2 = MRR@2 = 1/2)."""
-    if engine.dialect not in ("duckdb", "postgres"):
-        pytest.skip("the UUID tables are created in DuckDB and PostgreSQL")
     recs, truth = engine.qualified("rw_uuid_recs"), engine.qualified("rw_uuid_truth")
     a, b, c = (f"CAST('00000000-0000-0000-0000-00000000000{x}' AS UUID)" for x in "abc")
     engine.execute(f"DROP TABLE IF EXISTS {recs}")
@@ -291,14 +290,13 @@ def test_uuid_ids(engine):
         engine.query(script.check)
 
 
+@pytest.mark.engines("duckdb", "postgres")  # the dialects with a temporary schema to qualify drops with
 def test_the_script_drops_only_its_own_temporary_objects(engine):
     """A persistent view or table named as one of the scripts' temporary views or stages, where an
     unqualified name resolves to it, survives both scripts: they drop their own temporary objects (in
     DuckDB's temp, PostgreSQL's pg_temp), never a caller's of the same name."""
     from rankwise._render_beyond import render_beyond
 
-    if engine.dialect not in ("duckdb", "postgres"):
-        pytest.skip("only DuckDB and PostgreSQL have a temporary schema to qualify the drops with")
     home = "memory.main" if engine.dialect == "duckdb" else engine.schema  # main alone finds temp.main first
     if engine.dialect == "postgres":  # unqualified names resolve to the engine's own schema (not public)
         engine.execute(f"SET search_path TO {home}")
