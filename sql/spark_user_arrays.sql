@@ -16,8 +16,9 @@
 --     in rank order, as (pos, is_rel, gain); ideal_gains: the earning labels' gains, descending
 --     (only when $ideal = 'labels'); suspect: 1 when one of sql/checks.sql's rules may fail for the
 --     user (a NULL key, rank or score; a rank below 1; a NaN or infinite score; a repeated item or
---     rank; a bad relevance; a repeated label). The caller runs sql/checks.sql itself when any user is
---     suspect, so that a failed check reports the same rows as on every other path.
+--     rank; a bad relevance; a repeated label; a label with a NULL item). The caller runs
+--     sql/checks.sql itself when any user is suspect, so that a failed check reports the same rows
+--     as on every other path.
 -- Ranks: the list sorted by (position, item), or by (score descending, item by $ties); with
 -- $duplicates = 'first_shift' an item keeps its first place and the ranks close up (array_distinct
 -- keeps first occurrences): the renumbering of rankwise._inputs and render's input views.
@@ -65,6 +66,7 @@ both_ AS (
     SELECT COALESCE(r.user_id, g.user_id) AS user_id,
            CASE WHEN r.sorted IS NULL THEN 0 ELSE 1 END AS in_recs,
            CASE WHEN g.rows_ IS NULL THEN 0 ELSE 1 END AS in_truth,
+           CASE WHEN exists(g.rows_, l -> l.item_id IS NULL) THEN 1 ELSE 0 END AS null_label,
            r.bad_row, COALESCE(CASE WHEN $duplicates = 'first_shift' THEN array_distinct(r.sorted.item_id)
                                     ELSE r.sorted.item_id END, array()) AS items,
            r.sorted.position AS positions, size(r.sorted) AS n_items,
@@ -91,7 +93,7 @@ SELECT f.user_id, f.in_recs, f.in_truth,
                                    'gain', f.earning_gains[p.at - 1])) AS earned,
        CASE WHEN $ideal = 'labels' THEN sort_array(f.earning_gains, false)
             ELSE CAST(array() AS ARRAY<DOUBLE>) END AS ideal_gains,
-       CASE WHEN f.user_id IS NULL OR f.bad_row = 1
+       CASE WHEN f.user_id IS NULL OR f.bad_row = 1 OR f.null_label = 1
                  OR ($duplicates = 'error' AND size(array_distinct(f.items)) <> f.n_items)
                  OR ($by_score = 0 AND size(array_distinct(f.positions)) <> f.n_items)
                  OR exists(f.judged, l -> l.relevance IS NULL OR NOT (l.relevance BETWEEN 0.0D AND 1.7976931348623157e308D))

@@ -14,6 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import rankwise
+from rankwise import _spark_backend
 
 pytest.importorskip("pyspark")
 
@@ -98,6 +99,58 @@ def test_null_keys_in_spark_frames_are_refused(spark):
     r = r.withColumn("item", F.when(F.col("item") == 11, F.lit(None)).otherwise(F.col("item")))
     with pytest.raises(rankwise.NullValueError, match="NULL"):
         rankwise.evaluate(r, t, k=3, backend="spark")
+
+
+def test_a_null_label_item_in_a_spark_frame_is_refused_and_no_view_is_left(spark):
+    """A NULL item in the ground truth passed on Spark DataFrames (users 2 and 3 scored as having no
+    labels) while evaluate() refuses it anywhere else; and a failed check left the run's views."""
+    from pyspark.sql import functions as F
+
+    r, t = _spark_frames(spark, RECS, TRUTH)
+    t = t.withColumn("item", F.when(F.col("user") == 4, F.lit(None)).otherwise(F.col("item")))
+    before = _spark_backend.temporary_views(spark)
+    with pytest.raises(rankwise.NullValueError):
+        rankwise.evaluate(r, t, k=3, backend="spark")
+    assert _spark_backend.temporary_views(spark) == before
+
+
+def test_spark_id_and_relevance_types_the_python_path_takes(spark, tmp_path):
+    """UInt64 ids from a Polars-written Parquet file read into Spark as decimal(20, 0) ("ids must be
+    both integers": a self-contradicting DtypeMismatchError), and a Boolean relevance was refused."""
+    recs = RECS.with_columns(pl.col("user", "item").cast(pl.UInt64))
+    truth = TRUTH.with_columns(pl.col("user", "item").cast(pl.UInt64), relevance=pl.col("relevance") > 1.5)
+    recs.write_parquet(tmp_path / "r.parquet")
+    truth.write_parquet(tmp_path / "t.parquet")
+    r, t = spark.read.parquet(str(tmp_path / "r.parquet")), spark.read.parquet(str(tmp_path / "t.parquet"))
+    assert r.schema["user"].dataType.simpleString() == "decimal(20,0)"
+    got = rankwise.evaluate(r, t, k=[1, 3], backend="spark")
+    want = rankwise.evaluate(recs, truth, k=[1, 3], backend="polars")
+    assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+
+
+def test_collect_false_with_several_runs_is_refused_before_any_spark_work(spark):
+    r, t = _spark_frames(spark, RECS, TRUTH)
+    before = _spark_backend.temporary_views(spark)
+    with pytest.raises(rankwise.ParameterError, match="collect=False takes one run"):
+        rankwise.evaluate({"a": r, "b": r}, t, k=3, backend="spark", collect=False)
+    assert _spark_backend.temporary_views(spark) == before
+
+
+def test_evaluating_from_another_thread_keeps_the_sessions_settings(spark):
+    """From a worker thread getActiveSession() is None: session() built a new builder whose
+    getOrCreate() set the running session's shuffle partitions and time zone to rankwise's."""
+    import threading
+
+    key = "spark.sql.session.timeZone"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "America/New_York")
+    try:
+        worker = threading.Thread(target=lambda: rankwise.evaluate(RECS, TRUTH, k=2, backend="spark"))
+        worker.start()
+        worker.join()
+        assert spark.conf.get(key) == "America/New_York"
+    finally:
+        spark.conf.set(key, before)
 
 
 @pytest.mark.skipif(os.environ.get("RANKWISE_SKIP_SPARK_SCALE") == "1", reason="RANKWISE_SKIP_SPARK_SCALE=1")

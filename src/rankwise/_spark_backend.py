@@ -44,7 +44,9 @@ def _pyspark():
 def session():
     """The active SparkSession, or a small local one (loopback only, no UI, UTC, 2 shuffle partitions)."""
     _, SparkSession = _pyspark()
-    active = SparkSession.getActiveSession()
+    # the caller's session as it is: from another thread getActiveSession() is None, and getOrCreate()
+    # would apply the settings below to the running session (shuffle partitions, time zone)
+    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
     if active is not None:
         return active
     return (SparkSession.builder.master("local[2]").appName("rankwise")
@@ -104,6 +106,11 @@ def _adaptive_off(spark):
             spark.conf.set(key, before)
 
 
+def temporary_views(spark) -> set[str]:
+    """The session's temporary views (SHOW VIEWS: catalog.listTables() fails to decode in Spark 4.3)."""
+    return {row["viewName"] for row in spark.sql("SHOW VIEWS").collect() if row["isTemporary"]}
+
+
 def _drop(spark, views) -> None:
     for view in views:
         spark.catalog.dropTempView(view)
@@ -147,17 +154,21 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
     if any(isinstance(schema[columns.item], T.ArrayType) for schema in (r, t)):
         return None  # list form: normalised on the driver
 
-    def kind(dtype):
-        return "integer" if isinstance(dtype, T.IntegralType) else "string" if isinstance(dtype, T.StringType) \
-            else dtype.simpleString()
+    def kind(dtype):  # decimal(20, 0): how Spark reads a Parquet file's UInt64 ids
+        integral = isinstance(dtype, T.IntegralType) or (isinstance(dtype, T.DecimalType) and dtype.scale == 0)
+        return "integer" if integral else "string" if isinstance(dtype, T.StringType) else dtype.simpleString()
 
     for column in (columns.user, columns.item):
         a, b = kind(r[column]), kind(t[column])
-        if a != b or a not in ("integer", "string"):
+        if a != b:
             raise DtypeMismatchError(
                 f"{column!r} is {r[column].simpleString()} in the recommendations and {t[column].simpleString()} "
                 "in the ground truth; ids must be both integers or both strings.",
                 hint=f"Cast one side, e.g. df.withColumn({column!r}, F.col({column!r}).cast('string')).")
+        if a not in ("integer", "string"):
+            raise DtypeMismatchError(
+                f"{column!r} is {r[column].simpleString()} in both inputs: ids must be integers or strings.",
+                hint=f"Cast both, e.g. df.withColumn({column!r}, F.col({column!r}).cast('string')).")
     by_score = columns.rank not in r
     if by_score and columns.score not in r:
         raise MissingColumnError(f"recommendations: neither a rank column {columns.rank!r} nor a score column "
@@ -169,7 +180,7 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
         raise InvalidScoreError(f"recommendations: {columns.score!r} must be numeric to rank by it, got "
                                 f"{r[columns.score].simpleString()}.", hint="Cast the score to a double.")
     has_relevance = columns.relevance in t
-    if has_relevance and not isinstance(t[columns.relevance], T.NumericType):
+    if has_relevance and not isinstance(t[columns.relevance], (T.NumericType, T.BooleanType)):
         raise InvalidRelevanceError(f"ground truth: {columns.relevance!r} must be numeric, got "
                                     f"{t[columns.relevance].simpleString()}.", hint="Cast the relevance to a double.")
     return SparkInputs(recs, truth, columns, by_score, has_relevance)
@@ -302,10 +313,17 @@ class SparkEngine:
     def run(self, prep, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
         prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+        spark = prep.recommendations.sparkSession if isinstance(prep, SparkInputs) else session()
+        try:
+            return self._run(spark, prefix, prep, request, conv, collect)
+        except Exception:  # a failed check or an engine error: none of this run's views is left behind
+            _drop(spark, [name for name in temporary_views(spark) if name.startswith(prefix)])
+            raise
+
+    def _run(self, spark, prefix: str, prep, request: MetricRequest, conv: Convention, collect: bool) -> Output:
         names = {**render.relation_names(prefix, None, "spark"),
                  "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
         native = isinstance(prep, SparkInputs)
-        spark = prep.recommendations.sparkSession if native else session()
         user_dtype = None if native else prep.user_dtype
         spark.sql(render.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
         views = [names["cutoffs"], names["per_user"]]

@@ -287,6 +287,8 @@ def evaluate(
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
     _shape.check_user_column(user_col, [*METRICS, *USER_LEVEL, *_beyond.METRICS])
     runs = _runs(recommendations)
+    if not collect and len(runs) > 1:  # before any engine work
+        raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
     if beyond is not None:
         if not collect:
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
@@ -358,8 +360,6 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
         request = MetricRequest((*([] if beyond[2] else request.names), *beyond[0]), request.ks, request.beta)
     if None in shaped:
         return Result(*shaped[None][:3], conv, request, user_col, prepared, confidence, shaped[None][3])
-    if not collect:
-        raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
     long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
     per_item = None if beyond is None else _shape.stack({name: parts[3] for name, parts in shaped.items()})
     return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
