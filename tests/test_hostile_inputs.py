@@ -489,3 +489,13 @@ def test_the_user_column_keeps_its_type_on_every_engine(users):
     assert got["polars"].per_user.schema["user"] == users.dtype
     for frame in ("per_user", "long"):
         assert_frame_equal(getattr(got["polars"], frame), getattr(got["duckdb"], frame))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_or_infinite_score_is_one_invalid_score_error_everywhere(bad, backend):
+    """The Python path raised NullValueError for NaN and took infinity; sql/checks.sql (the rendered
+    scripts, Spark DataFrames, PostgreSQL tables) raises InvalidScoreError for both: one rule now."""
+    recs = SCORED.with_columns(score=pl.Series([9.0, bad, 2.0]))
+    _raises(rankwise.InvalidScoreError, recs=recs, truth=SCORED_TRUTH, match="NaN or infinite", backend=backend)
+    _raises(rankwise.InvalidScoreError, recs=recs.with_columns(rank=pl.Series([1, 2, 3])), truth=SCORED_TRUTH,
+            match="NaN or infinite", backend=backend, convention=rankwise.Convention(min_score=0.0))

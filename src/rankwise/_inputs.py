@@ -408,12 +408,12 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
         _check_nulls(df, [USER, ITEM, RANK, *scored], "recommendations", c)
         _check_ranks(df, c)
         if scored:
-            df = _drop_below(_no_nan_score(df, c), conv.min_score)
+            df = _drop_below(_finite_scores(df, c), conv.min_score)
     elif c.score in schema:
         _numeric_score(lf, schema, c, "to rank by it")
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.score).alias(SCORE)).collect()
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
-        df = _rank_by_score(_no_nan_score(df, c), conv.ties, conv.min_score)
+        df = _rank_by_score(_finite_scores(df, c), conv.ties, conv.min_score)
     else:
         raise MissingColumnError(
             f"recommendations: need a {c.rank!r} or a {c.score!r} column (or list-form items); "
@@ -533,12 +533,15 @@ def _numeric_score(lf: pl.LazyFrame, schema, c: Columns, purpose: str) -> None:
         )
 
 
-def _no_nan_score(df: pl.DataFrame, c: Columns) -> pl.DataFrame:
+def _finite_scores(df: pl.DataFrame, c: Columns) -> pl.DataFrame:
+    """A NaN or infinite score orders nothing: an InvalidScoreError, the rule of sql/checks.sql (so the
+    same error on every engine and in the rendered scripts)."""
     if df.schema[SCORE].is_float():
-        bad = df.filter(pl.col(SCORE).is_nan())
+        bad = df.filter(~pl.col(SCORE).is_finite())
         if bad.height:
-            raise NullValueError(f"recommendations: {bad.height} values of {c.score!r} are NaN.",
-                                 rows=_show(bad.head(_SHOW), c), hint=f"Drop or fill the NaN values of {c.score!r}.")
+            raise InvalidScoreError(f"recommendations: {bad.height} values of {c.score!r} are NaN or infinite.",
+                                    rows=_show(bad.head(_SHOW), c),
+                                    hint=f"Drop or fill those values of {c.score!r}.")
     return df
 
 
