@@ -499,3 +499,19 @@ def test_a_nan_or_infinite_score_is_one_invalid_score_error_everywhere(bad, back
     _raises(rankwise.InvalidScoreError, recs=recs, truth=SCORED_TRUTH, match="NaN or infinite", backend=backend)
     _raises(rankwise.InvalidScoreError, recs=recs.with_columns(rank=pl.Series([1, 2, 3])), truth=SCORED_TRUTH,
             match="NaN or infinite", backend=backend, convention=rankwise.Convention(min_score=0.0))
+
+
+def test_a_parquet_directory_whose_files_differ_in_integer_width_is_one_table(tmp_path, backend):
+    """Spark or pandas parts written at different times: Int32 ids in one file, Int64 in the next.
+    Polars' scan takes the first file's type and failed on the second ('cannot be read as one table');
+    the widest type is taken now. Other differences (a column's kind, the column set) still fail."""
+    directory = tmp_path / "recs"
+    directory.mkdir()
+    narrow = {"user": pl.Int32, "item": pl.Int32, "rank": pl.Int32}
+    pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]}, schema=narrow).write_parquet(directory / "a.parquet")
+    pl.DataFrame({"user": [2], "item": [20], "rank": [1]}).write_parquet(directory / "b.parquet")  # Int64
+    res = rankwise.evaluate(str(directory), TRUTH, k=2, metrics=["hit_rate"], backend=backend)
+    assert res.per_user["hit_rate@2"].to_list() == HIT_RATE_2  # user 1 hits 11, user 2 misses 12
+    pl.DataFrame({"user": [3], "item": ["x"], "rank": [1]}).write_parquet(directory / "c.parquet")
+    with pytest.raises(rankwise.InputFileError, match="cannot be read as one table"):
+        rankwise.evaluate(str(directory), TRUTH, k=2, backend=backend)

@@ -209,7 +209,9 @@ def _scan_file(data, what: str, c: Columns) -> pl.LazyFrame:
             raise InputFileError(f"{what}: the directory {str(data)!r} holds no Parquet files.",
                                  hint="Point to a .parquet file, or to a directory of .parquet files.")
         with reading(data, what):
-            lf = pl.scan_parquet(path, glob=False, hidden_file_prefix=_HIDDEN)
+            widened = _widened_schema([p for p in files if p.suffix.lower() in _PARQUET])
+            lf = pl.scan_parquet(path, glob=False, hidden_file_prefix=_HIDDEN, **({} if widened is None else {
+                "schema": widened, "cast_options": pl.ScanCastOptions(integer_cast="upcast", float_cast="upcast")}))
             lf.collect_schema()
         return lf
     if suffix not in _PARQUET + _CSV:
@@ -233,6 +235,31 @@ def _scan_file(data, what: str, c: Columns) -> pl.LazyFrame:
             raise InputFileError(f"{what}: the CSV file {str(data)!r} has a header but no rows.",
                                  hint="Write at least one row, or pass an empty DataFrame with typed columns.")
     return lf
+
+
+def _widened_schema(files: list[Path]) -> pl.Schema | None:
+    """One schema for Parquet files whose columns differ only in integer or float width (Int32 in one
+    file, Int64 in another: Polars' scan takes the first file's type and fails on the next), the widest
+    of each; None when the files agree, or differ otherwise (the scan then says how)."""
+    schemas = [pl.read_parquet_schema(f) for f in files]
+    if len({tuple(s.items()) for s in schemas}) <= 1 or len({tuple(s) for s in schemas}) > 1:
+        return None
+    out = {}
+    for name in schemas[0]:
+        dtypes = {s[name] for s in schemas}
+        if len(dtypes) == 1:
+            out[name] = dtypes.pop()
+        elif all(d.is_signed_integer() for d in dtypes) or all(d.is_unsigned_integer() for d in dtypes):
+            out[name] = max(dtypes, key=lambda d: _BITS.get(d, 128))  # Int128 / UInt128 the widest
+        elif all(d.is_float() for d in dtypes):
+            out[name] = pl.Float64
+        else:
+            return None
+    return pl.Schema(out)
+
+
+_BITS = {pl.Int8: 8, pl.Int16: 16, pl.Int32: 32, pl.Int64: 64, pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32,
+         pl.UInt64: 64}
 
 
 @contextmanager
