@@ -122,10 +122,9 @@ def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFram
     ids such as ``007`` and ``7`` stay two ids (the other columns' types are inferred). A fixed-size
     array of items (a 2-D numpy array's rows) is list form, as a list column is.
     """
-    lf = _lazy(data, what, columns)
+    lf, c = _lazy(data, what, columns), columns or Columns()
     schema = lf.collect_schema()
-    arrays = [name for name in ((columns or Columns()).item, (columns or Columns()).relevance)
-              if isinstance(schema.get(name), pl.Array)]
+    arrays = [name for name in (c.item, c.relevance) if isinstance(schema.get(name), pl.Array)]
     return lf.with_columns(pl.col(name).arr.to_list() for name in arrays) if arrays else lf
 
 
@@ -244,22 +243,13 @@ def _widened_schema(files: list[Path]) -> pl.Schema | None:
     schemas = [pl.read_parquet_schema(f) for f in files]
     if len({tuple(s.items()) for s in schemas}) <= 1 or len({tuple(s) for s in schemas}) > 1:
         return None
-    out = {}
-    for name in schemas[0]:
+    for name in schemas[0]:  # widths only: every file's type of a column is of one kind
         dtypes = {s[name] for s in schemas}
-        if len(dtypes) == 1:
-            out[name] = dtypes.pop()
-        elif all(d.is_signed_integer() for d in dtypes) or all(d.is_unsigned_integer() for d in dtypes):
-            out[name] = max(dtypes, key=lambda d: _BITS.get(d, 128))  # Int128 / UInt128 the widest
-        elif all(d.is_float() for d in dtypes):
-            out[name] = pl.Float64
-        else:
+        if not (len(dtypes) == 1 or all(d.is_signed_integer() for d in dtypes)
+                or all(d.is_unsigned_integer() for d in dtypes) or all(d.is_float() for d in dtypes)):
             return None
-    return pl.Schema(out)
-
-
-_BITS = {pl.Int8: 8, pl.Int16: 16, pl.Int32: 32, pl.Int64: 64, pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32,
-         pl.UInt64: 64}
+    # the widest of each column: Polars' own supertype rule
+    return pl.concat([pl.DataFrame(schema=s) for s in schemas], how="vertical_relaxed").schema
 
 
 @contextmanager

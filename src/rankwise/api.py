@@ -21,7 +21,7 @@ from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_inp
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
-from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, parse_request
+from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, not_defined, parse_request
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
 ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
@@ -420,11 +420,7 @@ def _plan(metrics, k, conv: Convention, has_truth: bool, side_inputs) -> tuple[M
     metrics, beyond_names = _split_beyond(metrics)
     lacking = [n for n in beyond_names if conv.metrics is not None and n not in conv.metrics]
     if lacking:  # as parse_request refuses an accuracy metric the convention's library lacks
-        raise ParameterError(
-            f"The {conv.name!r} convention has no metric {lacking[0]!r}: the library it reproduces does not "
-            "define one.",
-            hint=f"It has: {', '.join(conv.metrics)}. For another definition, derive a convention: "
-                 f"rankwise.PRESETS[{conv.name!r}].replace(...) keeps its knobs and lifts the limit with metrics=None.")
+        raise not_defined(conv.name, lacking[0], conv.metrics)
     side = side_inputs() if beyond_names else None
     if beyond_names:
         _beyond.check_inputs(beyond_names, side, conv, has_truth=has_truth)

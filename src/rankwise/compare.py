@@ -13,7 +13,7 @@ from ._beyond import METRICS as BEYOND_NAMES
 from .api import Evaluator, _split_beyond
 from .conventions import Convention, resolve
 from .errors import DtypeMismatchError, InputFileError, MissingDependencyError, ParameterError, RankwiseError
-from .metrics import KNOBS_BY_METRIC, METRICS, MetricRequest, internal_name, parse_request
+from .metrics import KNOBS_BY_METRIC, METRICS, MetricRequest, internal_name, not_defined, parse_request
 
 
 def compare_conventions(recommendations, ground_truth, k=10, presets=None, metrics=None, *,
@@ -127,10 +127,7 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     name, k = request.names[0], request.ks[0]
     for conv in (conv_a, conv_b):
         if not defines(conv, name):  # as evaluate() and compare_conventions treat it
-            raise ParameterError(f"The {conv.name!r} convention has no metric {name!r}: the library it reproduces "
-                                 "does not define one.",
-                                 hint=f"Pick a convention that has it, or derive one: "
-                                      f"rankwise.PRESETS[{conv.name!r}].replace(metrics=None).")
+            raise not_defined(conv.name, name, conv.metrics)
     differing = conv_a.diff(conv_b)
     movers = [knob for knob in differing if knob in KNOBS_BY_METRIC[internal_name(name)]]
     if len(movers) > 10:

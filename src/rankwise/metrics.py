@@ -170,6 +170,14 @@ def internal_name(name: str) -> str:
     return "fbeta" if _F_BETA.match(name) else name
 
 
+def not_defined(convention_name: str, name: str, supported) -> ParameterError:
+    """The error for a metric (accuracy or beyond accuracy) a preset's library does not define."""
+    return ParameterError(
+        f"The {convention_name!r} convention has no metric {name!r}: the library it reproduces does not define one.",
+        hint=f"It has: {', '.join(supported)}. For another definition, derive a convention: "
+             f"rankwise.PRESETS[{convention_name!r}].replace(...) keeps its knobs and lifts the limit with metrics=None.")
+
+
 def parse_request(metrics, k, supported: tuple[str, ...] | None = None, convention_name: str = "") -> MetricRequest:
     """Validate ``metrics`` (None = all the convention supports) and ``k`` (positive ints)."""
     ks = _parse_k(k)
@@ -198,13 +206,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
                 f"{', '.join(m.name for m in BEYOND)}.",
             )
         if supported is not None and internal_name(name) not in supported:
-            raise ParameterError(
-                f"The {convention_name!r} convention has no metric {name!r}: the library it "
-                f"reproduces does not define one.",
-                hint=f"It has: {', '.join(supported)}. For another definition, derive a convention: "
-                f"rankwise.PRESETS[{convention_name!r}].replace(...) keeps its knobs and lifts the limit "
-                f"with metrics=None.",
-            )
+            raise not_defined(convention_name, name, supported)
         if name not in seen:
             seen.append(name)
     if not seen:
