@@ -136,6 +136,27 @@ def test_collect_false_with_several_runs_is_refused_before_any_spark_work(spark)
     assert _spark_backend.temporary_views(spark) == before
 
 
+def _cached_plans(spark) -> int:
+    return spark._jsparkSession.sharedState().cacheManager().numCachedEntries()
+
+
+def test_collect_false_leaves_only_the_per_user_frame(spark):
+    """collect=False left ten temporary views and the per-user rows cached per call; the cache manager
+    holds a cached plan until someone unpersists it, so a long session that evaluated many models
+    filled its memory. Now the per-user rows are the result's own materialised frame (freed by Spark's
+    cleaner once the caller drops it, like any checkpoint), and no view or cached plan is left."""
+    r, t = _spark_frames(spark, RECS, TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=[1, 3], backend="duckdb")
+    views, cached = _spark_backend.temporary_views(spark), _cached_plans(spark)
+    for _ in range(3):
+        got = rankwise.evaluate(r, t, k=[1, 3], backend="spark", collect=False)
+        assert _spark_backend.temporary_views(spark) == views
+        assert _cached_plans(spark) == cached
+        assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+        wide = pl.from_arrow(got.per_user.toArrow()).sort("user")  # still readable: nothing it needs was dropped
+        assert_frame_equal(wide, want.per_user.sort("user"), check_dtypes=False, rel_tol=1e-12)
+
+
 def test_evaluating_from_another_thread_keeps_the_sessions_settings(spark):
     """From a worker thread getActiveSession() is None: session() built a new builder whose
     getOrCreate() set the running session's shuffle partitions and time zone to rankwise's."""

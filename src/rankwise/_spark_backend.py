@@ -334,8 +334,12 @@ class SparkEngine:
         else:
             more = _native_views(spark, prep, conv, names, prefix)
         views += more
-        with _adaptive_off(spark):  # cache() plans the per-user rows now
-            rows = spark.sql(per_user_sql).cache()
+        with _adaptive_off(spark):
+            # collected: cached for the two reads below, then unpersisted. Left in Spark: materialised
+            # with its lineage cut, so that no view of this run is needed afterwards and Spark's
+            # cleaner frees its blocks once the caller drops the frame (a cached plan stays in the
+            # cache manager until someone unpersists it)
+            rows = spark.sql(per_user_sql).cache() if collect else spark.sql(per_user_sql).localCheckpoint()
         rows.createOrReplaceTempView(names["per_user"])
         try:
             with _adaptive_off(spark):
@@ -352,7 +356,7 @@ class SparkEngine:
         finally:
             if collect:
                 rows.unpersist()
-                _drop(spark, views)
+            _drop(spark, views)
         return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
 
 
