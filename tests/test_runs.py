@@ -307,6 +307,19 @@ def test_segment_tables_of_another_id_type_are_typed_errors(tmp_path):
     assert res.segments.select("segment", "value").rows() == [("x", pytest.approx(1 / 3)), ("y", 0.0)]
 
 
+def test_segment_users_outside_the_evaluations_integer_type_are_not_evaluated_users():
+    """Int32 users against a segment table of Int64 ids, one of them 2**40: the cast to Int32 raised
+    Polars' InvalidOperationError. Such a user cannot be an evaluated user: it is in no mean, like
+    any other segment user that was not evaluated."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [1, 2], "rank": [1, 1]}, schema_overrides={"user": pl.Int32})
+    truth = pl.DataFrame({"user": [1, 2], "item": [1, 3]}, schema_overrides={"user": pl.Int32})
+    table = pl.DataFrame({"user": [1, 2, 2**40], "segment": ["x", "y", "y"]})
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], segments=table)
+    # by hand: user 1 hits at rank 1 (precision 1), user 2 misses (0)
+    assert res.segments.select("segment", "value", "n_users").rows() == [("x", 1.0, 1), ("y", 0.0, 1)]
+    assert res.excluded.filter(pl.col("code") == "no_segment")["n_users"].to_list() == [0]
+
+
 def test_segments_edge_cases_are_parameter_errors_or_empty_frames():
     """user_col='segment' with segments='country' raised Polars' DuplicateError; no evaluated user in
     any segment made compare(by_segment=True) raise 'cannot concat empty list'."""

@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from . import _sql_files
-from ._inputs import CSV_IDS, ITEM, USER, to_lazyframe
+from ._inputs import CSV_IDS, ITEM, USER, id_kind, to_lazyframe
 from .conventions import Convention
 from .errors import (
     DtypeMismatchError,
@@ -121,7 +121,7 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
 
     if item_dtype in side._typed:
         return side._typed[item_dtype]
-    text = item_dtype in (pl.String, pl.Categorical)
+    text = id_kind(item_dtype) == "text"
     ids = {"train": side.train, "items": side.items, "item_features": side.features,
            "item_features (embeddings)": None if side.embeddings is None else side.embeddings[0].to_frame(ITEM)}
     changed = {}
@@ -129,7 +129,7 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
         dtype = None if frame is None else frame.schema[ITEM]
         if dtype is None or item_dtype == pl.Null or dtype == item_dtype or (text and dtype == pl.String):
             continue
-        if not (dtype.is_integer() and item_dtype.is_integer()):
+        if not id_kind(dtype) == id_kind(item_dtype) == "integer":
             raise DtypeMismatchError(
                 f"{what}: the item ids are {dtype}, but {item_dtype} in the recommendations.",
                 rows=frame.select(ITEM).head(_SHOW),

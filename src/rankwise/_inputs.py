@@ -691,6 +691,16 @@ CSV_IDS = ("A CSV file's user and item ids are read as text (so '007' and '7' st
            "write the CSV as Parquet with integer ids first (a Parquet file's types are read as they are).")
 
 
+def id_kind(dtype) -> str:
+    """What an id column holds, for matching ids across inputs: "integer" (any width), "text" (String,
+    Categorical, Enum), or the type's own name (never matched to another kind)."""
+    if dtype.is_integer():
+        return "integer"
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+        return "text"
+    return str(dtype)
+
+
 def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list[str] = ()):
     """Ids must be of one kind in both inputs, the same rule on every backend:
 
@@ -709,7 +719,7 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list
             elif b == pl.Null and a != pl.Null:
                 truth = truth.with_columns(pl.col(col).cast(a))
             continue
-        if a.is_integer() and b.is_integer():
+        if id_kind(a) == id_kind(b) == "integer":
             common = pl.Int64 if (a.is_signed_integer() or b.is_signed_integer()) else pl.UInt64
             for frame, dtype, what in ((recs, a, "recommendations"), (truth, b, "ground truth")):
                 if dtype == pl.UInt64 and common == pl.Int64:
@@ -717,7 +727,7 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list
                                 f"other input, and some ids are above the Int64 range")
             recs, truth = recs.with_columns(pl.col(col).cast(common)), truth.with_columns(pl.col(col).cast(common))
             continue
-        if a in (pl.String, pl.Categorical) and b in (pl.String, pl.Categorical):
+        if id_kind(a) == id_kind(b) == "text":
             recs, truth = recs.with_columns(pl.col(col).cast(pl.String)), truth.with_columns(pl.col(col).cast(pl.String))
             continue
         recs_head, truth_head = recs.select(col).head(3).collect()[col], truth.select(col).head(3).collect()[col]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._inputs import to_lazyframe
+from ._inputs import id_kind, to_lazyframe
 from .errors import DtypeMismatchError, DuplicateUserError, MissingColumnError, NullValueError, ParameterError
 
 SEGMENT = "segment"
@@ -52,19 +52,16 @@ def read(segments, ground_truth, user_col: str) -> pl.DataFrame:
 
 
 def aligned(segments: pl.DataFrame, user_dtype, user_col: str) -> pl.DataFrame:
-    """The segment table's users in the evaluation's user type: integer widths and text kinds are cast;
-    integers against text (or floats) are a DtypeMismatchError, never a silent match of "1" to 1."""
+    """The segment table's users in the evaluation's user type (ids of one kind, see
+    :func:`rankwise._inputs.id_kind`; integers against text or floats are a DtypeMismatchError, never a
+    silent match of "1" to 1). An integer id outside the evaluation's type cannot be an evaluated user:
+    its row is dropped, like any segment user that was not evaluated."""
     have = segments.schema[user_col]
-
-    def kind(dtype):
-        return "integer" if dtype.is_integer() else "text" if dtype in (pl.String, pl.Categorical) or \
-            isinstance(dtype, pl.Enum) else str(dtype)
-
-    if kind(have) != kind(user_dtype):
+    if id_kind(have) != id_kind(user_dtype):
         raise DtypeMismatchError(
             f"segments: the user ids are {have}, but {user_dtype} in the evaluation.",
             rows=segments.head(5), hint="Cast the segment table's user column to the evaluation's user type first.")
-    return segments.with_columns(pl.col(user_col).cast(user_dtype))
+    return segments.with_columns(pl.col(user_col).cast(user_dtype, strict=False)).drop_nulls(user_col)
 
 
 def summary(long: pl.DataFrame, segments: pl.DataFrame, user_col: str, names, confidence: float) -> pl.DataFrame:
