@@ -242,6 +242,33 @@ def test_per_item_is_written_and_read_back(beyond_result, result, tmp_path, suff
         assert list((target / "per_item").glob(f"*{suffix}")) == []
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb", "delta"])
+def test_segments_are_written_and_read_back(result, tmp_path, suffix):
+    """A result with segments= was written without its per-segment means: they were lost on write."""
+    segments = pl.DataFrame({"user": [1, 2, 3, 4], "segment": ["a", "a", "b", "b"]})
+    res = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision"], segments=segments)
+    target = tmp_path / ("runs" if suffix == "delta" else f"runs{suffix}")
+    read = (lambda t: pl.read_delta(str(target / t))) if suffix == "delta" else (lambda t: _read(target, suffix, t))
+    kwargs = {"format": "delta"} if suffix == "delta" else {}
+    out = res.write(target, **kwargs)
+    assert set(out) == {"runs", "per_user", "summary", "excluded", "segments"}
+    written, runs = read("segments"), read("runs")
+    assert written.columns == list(_write.SEGMENTS_SCHEMA) and set(written["run_id"]) == set(runs["run_id"])
+    # by hand, precision: user 1 (rank 1: 10, rank 2: 11 relevant) 0 at k=1, 1/2 at k=2; user 2 (10, label
+    # 12) 0; users 3 (no label: excluded) and 4 (no list: 0); a = users 1, 2; b = user 4
+    got = {(r["segment"], r["k"]): (r["value"], r["n_users"]) for r in written.iter_rows(named=True)}
+    assert got == {("a", 1): (0.0, 2), ("a", 2): (0.25, 2), ("b", 1): (0.0, 1), ("b", 2): (0.0, 1)}
+    result.write(target, mode="replace", **kwargs)  # starting over without segments clears the old ones
+    if suffix == ".duckdb":
+        with duckdb.connect(str(target)) as con:
+            assert con.sql("SELECT COUNT(*) FROM information_schema.tables "
+                           "WHERE table_name = 'rankwise_segments'").fetchall() == [(0,)]
+    elif suffix == "delta":
+        assert read("segments").height == 0 and read("runs").height == 1
+    else:
+        assert list((target / "segments").glob(f"*{suffix}")) == []
+
+
 def test_per_item_schema_mismatch_writes_nothing(beyond_result, tmp_path):
     target = tmp_path / "runs.parquet"
     (target / "per_item").mkdir(parents=True)
@@ -260,6 +287,26 @@ def test_postgres_per_item(beyond_result, pg_dsn):
         with psycopg.connect(pg_dsn) as con:
             rows = con.execute(f'SELECT item_id, k, exposure, popularity FROM "{schema}".rankwise_per_item').fetchall()
         assert {(i, k): (e, p) for i, k, e, p in rows} == PER_ITEM
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_postgres_segments_per_run(pg_dsn):
+    """Two runs with segments into PostgreSQL: each run's per-segment means under its own run_id."""
+    import psycopg
+
+    segments = pl.DataFrame({"user": [1, 2, 3, 4], "segment": ["a", "a", "b", "b"]})
+    two = rankwise.evaluate({"full": RECS, "head": RECS.head(2)}, TRUTH, k=2, metrics=["precision"], segments=segments)
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    try:
+        two.write("postgresql://postgres@127.0.0.1:54329/postgres", prefix=f"{schema}.rankwise_")
+        with psycopg.connect(pg_dsn) as con:
+            rows = con.execute(f'SELECT r.run_name, s.segment, s.value, s.n_users FROM "{schema}".rankwise_segments s '
+                               f'JOIN "{schema}".rankwise_runs r USING (run_id) ORDER BY 1, 2').fetchall()
+        # by hand, precision@2: "full" a = (1/2 + 0) / 2, b = user 4's 0 (user 3 has no label); "head" keeps
+        # user 1's two items only: a = (1/2 + 0) / 2 (user 2 has no list: 0), b = 0
+        assert rows == [("full", "a", 0.25, 2), ("full", "b", 0.0, 1), ("head", "a", 0.25, 2), ("head", "b", 0.0, 1)]
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as con:
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

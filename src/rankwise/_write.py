@@ -16,8 +16,9 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
 - ``delta:path`` (or ``format="delta"``): one Delta Lake table per table under ``path``
   (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees.
 
-``per_item`` is written when the result has one (beyond-accuracy metrics: ``Result.per_item``), with
-the same checks, staging and transaction as the others; ``mode="replace"`` clears an old one too.
+``per_item`` and ``segments`` are written when the result has them (beyond-accuracy metrics:
+``Result.per_item``; ``evaluate(segments=...)``: ``Result.segments``), with the same checks, staging and
+transaction as the others; ``mode="replace"`` clears old ones too.
 
 Schema (stable: it does not depend on the metrics, the k values or the convention):
 
@@ -26,6 +27,7 @@ Schema (stable: it does not depend on the metrics, the k values or the conventio
     per_user: run_id, run_name, user_id, metric, k, value
     summary:  run_id, run_name, metric, k, value, n_users, ci_low, ci_high
     per_item: run_id, run_name, item_id, k, exposure, popularity
+    segments: run_id, run_name, segment, metric, k, value, n_users, ci_low, ci_high
     excluded: run_id, run_name, code, reason, n_users (Result.excluded: every user a mean left out)
 
 The knobs are stored once per run (``convention_knobs`` as JSON, sorted keys); ``run_name`` is the
@@ -64,12 +66,15 @@ SUMMARY_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "metric": pl.Strin
                   "value": pl.Float64, "n_users": pl.Int64, "ci_low": pl.Float64, "ci_high": pl.Float64}
 PER_ITEM_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "item_id": pl.String, "k": pl.Int64,
                    "exposure": pl.Int64, "popularity": pl.Int64}
+SEGMENTS_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "segment": pl.String, **{
+    name: dtype for name, dtype in SUMMARY_SCHEMA.items() if name not in ("run_id", "run_name")}}
 EXCLUDED_SCHEMA = {"run_id": pl.String, "run_name": pl.String, "code": pl.String, "reason": pl.String,
                    "n_users": pl.Int64}
 TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_SCHEMA, "per_item": PER_ITEM_SCHEMA,
-          "excluded": EXCLUDED_SCHEMA}
-# runs last: a run is complete when its runs row exists; per_item only when the result has one
-WRITE_ORDER = ("per_user", "summary", "per_item", "excluded", "runs")
+          "segments": SEGMENTS_SCHEMA, "excluded": EXCLUDED_SCHEMA}
+# runs last: a run is complete when its runs row exists; the optional tables only when the result has them
+WRITE_ORDER = ("per_user", "summary", "per_item", "segments", "excluded", "runs")
+OPTIONAL = ("per_item", "segments")
 _SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB), as information_schema spells them
     pl.String: ("text", "VARCHAR"), pl.Int64: ("bigint", "BIGINT"),
     pl.Float64: ("double precision", "DOUBLE"), pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
@@ -106,7 +111,8 @@ def _as_text(name: str, dtype) -> pl.Expr:
 
 
 def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
-    """{"runs", "per_user", "summary", "excluded"[, "per_item"]}: the frames as written (one run_id per run)."""
+    """{"runs", "per_user", "summary", "excluded"[, "per_item"][, "segments"]}: the frames as written (one
+    run_id per run)."""
     from . import __version__
 
     if not isinstance(_source(result), pl.DataFrame):
@@ -136,19 +142,29 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
         "inputs_fingerprint": fingerprint(result.prepared.get(name)), "n_users": n_users.get(name, 0),
         "metrics": metrics, "ks": ks} for name in names], schema=RUNS_SCHEMA)
     excluded = result.excluded
-    run = pl.col("run") if "run" in excluded.columns else pl.lit(None, dtype=pl.String)
-    run_id = run.replace_strict(ids, return_dtype=pl.String) if "run" in excluded.columns else pl.lit(ids[None])
+    run, run_id = _run_columns(excluded, ids)
     out = {"runs": runs, "per_user": per_user, "summary": summary,  # who each mean left out, and why
            "excluded": excluded.select(run_id.alias("run_id"), run.alias("run_name"), "code", "reason",
                                        "n_users").cast(EXCLUDED_SCHEMA)}
     if getattr(result, "per_item", None) is not None:
         items = result.per_item
-        run = pl.col("run") if "run" in items.columns else pl.lit(None, dtype=pl.String)
-        run_id = run.replace_strict(ids, return_dtype=pl.String) if "run" in items.columns else pl.lit(ids[None])
+        run, run_id = _run_columns(items, ids)
         out["per_item"] = items.select(run_id.alias("run_id"), run.alias("run_name"),
                                        _as_text("item", items.schema["item"]).alias("item_id"), "k", "exposure",
                                        "popularity").cast(PER_ITEM_SCHEMA)
+    if getattr(result, "segments", None) is not None and result.segments.width:
+        run, run_id = _run_columns(result.segments, ids)
+        out["segments"] = result.segments.with_columns(run_id.alias("run_id"), run.alias("run_name")) \
+            .with_columns(pl.col("value", "ci_low", "ci_high").fill_nan(None)).select(list(SEGMENTS_SCHEMA)) \
+            .cast(SEGMENTS_SCHEMA)
     return out
+
+
+def _run_columns(frame: pl.DataFrame, ids: dict) -> tuple[pl.Expr, pl.Expr]:
+    """(run_name, run_id) of each row of a frame that has a run column when there are several runs."""
+    if "run" in frame.columns:
+        return pl.col("run"), pl.col("run").replace_strict(ids, return_dtype=pl.String)
+    return pl.lit(None, dtype=pl.String), pl.lit(ids[None])
 
 
 def _source(result):
@@ -260,7 +276,7 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
             out[name] = str(staged[name][1])
         for folder in {root, *(root / name for name in names)}:
             _fsync_directory(folder)
-        if mode == "replace":  # the new run is complete: now drop the others (an old per_item too)
+        if mode == "replace":  # the new run is complete: now drop the others (old optional tables too)
             for name in WRITE_ORDER:
                 for old in (root / name).glob(f"*{suffix}"):
                     if name not in staged or old.name != staged[name][1].name:
@@ -342,8 +358,9 @@ def _delta(root: Path, tables: dict, mode: str) -> dict:
         raise MissingDependencyError("Writing Delta Lake tables needs deltalake.",
                                      hint='pip install "rankwise[delta]"') from error
     out = {}
-    if mode == "replace" and "per_item" not in tables and (root / "per_item" / "_delta_log").is_dir():
-        tables = {**tables, "per_item": pl.DataFrame(schema=PER_ITEM_SCHEMA)}  # starting over clears it
+    for name in OPTIONAL:  # starting over clears an old optional table the result does not have
+        if mode == "replace" and name not in tables and (root / name / "_delta_log").is_dir():
+            tables = {**tables, name: pl.DataFrame(schema=TABLES[name])}
     names = [name for name in WRITE_ORDER if name in tables]
     try:
         for name in names:  # every check before any write
@@ -403,7 +420,7 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
             if (prefix + name).lower() in existing and mode == "append":
                 _check(f"{path}:{where}.{prefix + name}", existing[(prefix + name).lower()], expected)
         out = {}
-        if mode == "replace":  # starting over: an old per_item goes too
+        if mode == "replace":  # starting over: old optional tables go too
             for name in WRITE_ORDER:
                 con.execute(f"DROP TABLE IF EXISTS {_quote(where)}.{_quote(prefix + name)}")
         for name in names:
@@ -497,7 +514,7 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
                     "AND table_name = %s ORDER BY ordinal_position", (current, prefix + name)).fetchall()
                 if existing and mode == "append":
                     _check(f"{where} {current}.{prefix + name}", [tuple(r) for r in existing], expected)
-            if mode == "replace":  # starting over: an old per_item goes too
+            if mode == "replace":  # starting over: old optional tables go too
                 for name in WRITE_ORDER:
                     con.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(current, prefix + name)))
             for name in names:

@@ -73,7 +73,8 @@ class Result:
         return f"rankwise.Result\n{self.summary}\nexcluded:\n{self.excluded}"
 
     def write(self, target, *, mode: str = "append", prefix: str = "rankwise_", **options) -> dict:
-        """Write the runs, per-user rows, summary (and per_item) with run metadata (``rankwise._write``)."""
+        """Write the runs, per-user rows, summary, excluded (and per_item, segments) with run metadata
+        (``rankwise._write``)."""
         from ._write import write
 
         return write(self, target, mode=mode, prefix=prefix, **options)
