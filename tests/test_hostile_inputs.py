@@ -491,6 +491,19 @@ def test_the_user_column_keeps_its_type_on_every_engine(users):
         assert_frame_equal(getattr(got["polars"], frame), getattr(got["duckdb"], frame))
 
 
+def test_enum_ids_meet_string_ids_as_text():
+    """Enum ids in one input and String (or Categorical) in the other were a DtypeMismatchError, while
+    Categorical and String met as text: all three are text now, on every input."""
+    enum = pl.Enum(["u1", "u2"])
+    recs = pl.DataFrame({"user": ["u1", "u1", "u2"], "item": ["a", "b", "c"], "rank": [1, 2, 1]},
+                        schema_overrides={"user": enum, "item": pl.Enum(["a", "b", "c"])})
+    truth = pl.DataFrame({"user": ["u1", "u2"], "item": ["b", "x"]}, schema_overrides={"item": pl.Categorical})
+    for backend in ("polars", "duckdb"):
+        res = rankwise.evaluate(recs, truth, k=2, metrics=["precision", "mrr"], backend=backend)
+        # by hand: u1 finds b at rank 2 (precision 1/2, RR 1/2), u2 finds nothing
+        assert res.summary.select("metric", "value").rows() == [("precision", 0.25), ("mrr", 0.25)]
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 def test_a_nan_or_infinite_score_is_one_invalid_score_error_everywhere(bad, backend):
     """The Python path raised NullValueError for NaN and took infinity; sql/checks.sql (the rendered
