@@ -214,15 +214,32 @@ def beyond_result():
     return rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision", "novelty", "item_coverage"], train=TRAIN)
 
 
+def _target(tmp_path, suffix):
+    """(target, reader of one table, write options) for a dataset directory, a DuckDB file or Delta tables."""
+    target = tmp_path / ("runs" if suffix == "delta" else f"runs{suffix}")
+    read = (lambda t: pl.read_delta(str(target / t))) if suffix == "delta" else (lambda t: _read(target, suffix, t))
+    return target, read, {"format": "delta"} if suffix == "delta" else {}
+
+
+def _assert_cleared(target, suffix: str, table: str) -> None:
+    """After a write with mode="replace" of a result without ``table``: no rows of it are left."""
+    if suffix == ".duckdb":
+        with duckdb.connect(str(target)) as con:
+            assert con.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_name = ?",
+                           params=[f"rankwise_{table}"]).fetchall() == [(0,)]
+    elif suffix == "delta":
+        assert pl.read_delta(str(target / table)).height == 0 and pl.read_delta(str(target / "runs")).height == 1
+    else:
+        assert list((target / table).glob(f"*{suffix}")) == []
+
+
 def _per_item(frame: pl.DataFrame) -> dict:
     return {(str(r["item_id"]), r["k"]): (r["exposure"], r["popularity"]) for r in frame.iter_rows(named=True)}
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb", "delta"])
 def test_per_item_is_written_and_read_back(beyond_result, result, tmp_path, suffix):
-    target = tmp_path / ("runs" if suffix == "delta" else f"runs{suffix}")
-    read = (lambda t: pl.read_delta(str(target / t))) if suffix == "delta" else (lambda t: _read(target, suffix, t))
-    kwargs = {"format": "delta"} if suffix == "delta" else {}
+    target, read, kwargs = _target(tmp_path, suffix)
     out = beyond_result.write(target, **kwargs)
     assert set(out) == {"runs", "per_user", "summary", "excluded", "per_item"}
     beyond_result.write(target, **kwargs)
@@ -232,14 +249,7 @@ def test_per_item_is_written_and_read_back(beyond_result, result, tmp_path, suff
     for run_id in runs["run_id"]:
         assert _per_item(per_item.filter(pl.col("run_id") == run_id)) == PER_ITEM
     result.write(target, mode="replace", **kwargs)  # starting over without per_item clears the old one
-    if suffix == ".duckdb":
-        with duckdb.connect(str(target)) as con:
-            assert con.sql("SELECT COUNT(*) FROM information_schema.tables "
-                           "WHERE table_name = 'rankwise_per_item'").fetchall() == [(0,)]
-    elif suffix == "delta":
-        assert read("per_item").height == 0 and read("runs").height == 1
-    else:
-        assert list((target / "per_item").glob(f"*{suffix}")) == []
+    _assert_cleared(target, suffix, "per_item")
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb", "delta"])
@@ -247,9 +257,7 @@ def test_segments_are_written_and_read_back(result, tmp_path, suffix):
     """A result with segments= was written without its per-segment means: they were lost on write."""
     segments = pl.DataFrame({"user": [1, 2, 3, 4], "segment": ["a", "a", "b", "b"]})
     res = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision"], segments=segments)
-    target = tmp_path / ("runs" if suffix == "delta" else f"runs{suffix}")
-    read = (lambda t: pl.read_delta(str(target / t))) if suffix == "delta" else (lambda t: _read(target, suffix, t))
-    kwargs = {"format": "delta"} if suffix == "delta" else {}
+    target, read, kwargs = _target(tmp_path, suffix)
     out = res.write(target, **kwargs)
     assert set(out) == {"runs", "per_user", "summary", "excluded", "segments"}
     written, runs = read("segments"), read("runs")
@@ -259,14 +267,7 @@ def test_segments_are_written_and_read_back(result, tmp_path, suffix):
     got = {(r["segment"], r["k"]): (r["value"], r["n_users"]) for r in written.iter_rows(named=True)}
     assert got == {("a", 1): (0.0, 2), ("a", 2): (0.25, 2), ("b", 1): (0.0, 1), ("b", 2): (0.0, 1)}
     result.write(target, mode="replace", **kwargs)  # starting over without segments clears the old ones
-    if suffix == ".duckdb":
-        with duckdb.connect(str(target)) as con:
-            assert con.sql("SELECT COUNT(*) FROM information_schema.tables "
-                           "WHERE table_name = 'rankwise_segments'").fetchall() == [(0,)]
-    elif suffix == "delta":
-        assert read("segments").height == 0 and read("runs").height == 1
-    else:
-        assert list((target / "segments").glob(f"*{suffix}")) == []
+    _assert_cleared(target, suffix, "segments")
 
 
 def test_per_item_schema_mismatch_writes_nothing(beyond_result, tmp_path):
