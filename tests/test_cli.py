@@ -354,3 +354,21 @@ def test_summary_json_is_a_json_array_and_jsonl_a_row_per_line(tmp_path, capsys,
     text = path.read_text()
     rows = json.loads(text) if suffix == ".json" else [json.loads(line) for line in text.splitlines()]
     assert [(r["metric"], r["k"]) for r in rows] == [("precision", 2)]
+
+
+def test_segments_flag_prints_and_writes_the_means_per_segment(tmp_path, capsys, inputs):
+    """The command line had no way to the per-segment means evaluate(segments=...) gives."""
+    segments = tmp_path / "segments.csv"
+    segments.write_text("user,segment\n1,new\n2,old\n")
+    out_dir = tmp_path / "runs.parquet"
+    code, out, err = run(capsys, "evaluate", *inputs, "--k", "1,2", "--metrics", "precision,mrr",
+                         "--segments", segments, "--output", out_dir)
+    assert code == 0, err
+    # by hand: user 1 (10, 11; label 11): precision@1 0, @2 1/2, RR@1 0, RR@2 1/2; user 2 (10; label 12): 0
+    lines = out.split("by segment")[1].splitlines()
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines if line.strip().startswith(("new", "old"))}
+    assert rows == {("new", "precision"): ["0.0000", "0.5000", "1"], ("new", "mrr"): ["0.0000", "0.5000", "1"],
+                    ("old", "precision"): ["0.0000", "0.0000", "1"], ("old", "mrr"): ["0.0000", "0.0000", "1"]}
+    written = pl.read_parquet(out_dir / "segments" / "*.parquet")
+    assert written.filter(pl.col("segment") == "new", pl.col("metric") == "precision").sort("k")["value"].to_list() \
+        == [0.0, 0.5]

@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
                     "file or .parquet/.csv/.jsonl files (see rankwise._write)")
+    ev.add_argument("--segments", help="every mean per group of users too: a (user, segment) table, Parquet or "
+                    "CSV, or the name of a ground-truth column")
     rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
     _evaluation_arguments(rp)
     rp.add_argument("--output", "-o", type=Path, default=Path("report.html"),
@@ -243,7 +245,8 @@ def _evaluate(args):
     start = time.perf_counter()
     result = evaluate(
         recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
-        backend=args.backend, convention=args.convention, **_columns(args), **_side(args),
+        backend=args.backend, convention=args.convention, segments=getattr(args, "segments", None),
+        **_columns(args), **_side(args),
     )
     return result, time.perf_counter() - start
 
@@ -259,6 +262,8 @@ def _evaluate_command(args) -> int:
         text = render_runs(result, args, elapsed)
     else:
         text = render(result, args.convention, args.backend, elapsed)
+    if result.segments is not None:
+        text += "\n\n" + render_segments(result.segments)
     print(text)  # first: a failed write keeps the numbers
     sys.stdout.flush()
     for path, frame in ((args.per_user, result.per_user), (args.summary, result.summary)):
@@ -355,24 +360,38 @@ def render(result: Result, convention: str, backend: str, elapsed: float) -> str
                          result.convention, result.request, result.user_col)
             parts.append(f"run {run}\n" + render(one, convention, backend, elapsed))
         return "\n\n".join(parts)
-    summary = result.summary
-    ks = sorted(set(summary["k"].to_list()))
-    header = ["metric", *[f"@{k}" for k in ks], "users"]
-    rows = []
-    for metric in dict.fromkeys(summary["metric"].to_list()):
-        part = summary.filter(pl.col("metric") == metric).sort("k")
-        values = [f"{v:.4f}" for v in part["value"].to_list()]
-        counts = sorted(set(part["n_users"].to_list()))
-        rows.append([metric, *values, f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])])
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
     out = [f"rankwise {__version__}  convention={convention}  backend={backend}  "
-           f"users={result.per_user.height}  {elapsed:.2f}s", "", line(header),
-           line(["-" * w for w in widths]), *map(line, rows)]
+           f"users={result.per_user.height}  {elapsed:.2f}s", "", *_metric_table(result.summary, [])]
     left_out = [(reason, n) for reason, n in result.excluded.select("reason", "n_users").iter_rows() if n]
     if left_out:
         out += ["", "left out of the means:", *(f"  {n:>8}  {reason}" for reason, n in left_out)]
     return "\n".join(out)
+
+
+def render_segments(segments: pl.DataFrame) -> str:
+    """The means per segment (and run): one line per (run, segment, metric), a column per k."""
+    keys = [c for c in ("run", "segment") if c in segments.columns]
+    return "\n".join(["by segment:", *_metric_table(segments, keys)])
+
+
+def _metric_table(frame: pl.DataFrame, keys: list[str]) -> list[str]:
+    """Lines of a (keys..., metric) x k table of the values, then the users in the means (a range
+    when they differ by k)."""
+    ks = sorted(set(frame["k"].to_list()))
+    header = [*keys, "metric", *[f"@{k}" for k in ks], "users"]
+    rows = []
+    for group in frame.select(*keys, "metric").unique(maintain_order=True).iter_rows():
+        part = frame.filter(*[pl.col(c) == v for c, v in zip([*keys, "metric"], group)]).sort("k")
+        values = [f"{v:.4f}" for v in part["value"].to_list()]
+        counts = sorted(set(part["n_users"].to_list()))
+        rows.append([*map(str, group), *values, f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    texts = len(keys) + 1  # left-aligned columns
+
+    def line(row):
+        return "  ".join(c.ljust(w) if i < texts else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+
+    return [line(header), line(["-" * w for w in widths]), *map(line, rows)]
 
 
 if __name__ == "__main__":  # pragma: no cover
