@@ -329,3 +329,110 @@ def test_bad_input_raises_typed_errors_with_hints():
         stats.compare(long.filter(pl.col("run") == "pop"), "user", ["ndcg"])
     with pytest.raises(ParameterError, match="method"):
         stats.bootstrap(long, "user", ["ndcg"], method="bc")
+
+
+# ------------------------------------------------------------------------------- review, stop 27
+
+
+def test_bootstrap_test_and_interval_of_one_user_are_nan():
+    """The shifted-null bootstrap gave p = 1/(B + 1), "significant", for one user (|mean* - mean| is
+    always 0 < |mean|), and bootstrap() a zero-width interval: both NaN below two users, like t."""
+    xa, xb = np.array([0.1]), np.array([0.5])
+    row = stats.compare(_pair_frame(xa, xb), "user", "m", test="bootstrap", n_resamples=500).row(0, named=True)
+    assert math.isnan(row["p_value"]) and row["significant"] is False
+    assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
+    one = stats.bootstrap(_pair_frame(xa, xb), "user", "m", n_resamples=50)
+    assert one["ci_low"].is_nan().all() and one["ci_high"].is_nan().all()
+
+
+def test_bootstrap_p_value_counts_exact_ties_whatever_the_chunking():
+    """Values on a 0.01 grid: a resample whose mean difference lies exactly on the rejection boundary
+    (|mean* - mean| = |mean|) counted or not as float rounding fell, differently by chunk_size (which
+    orders the sums): p = 0.0485 against the exact 0.0535 here, significant at 0.05 or not."""
+    rng = np.random.default_rng(4)
+    d = rng.integers(-3, 4, 60) / 100
+    xa = np.round(rng.random(60), 2)
+    ps = {cs: stats.compare(_pair_frame(xa, xa + d), "user", "m", test="bootstrap", n_resamples=2000, seed=1,
+                            chunk_size=cs).row(0, named=True)["p_value"] for cs in (None, 1, 7)}
+    # the oracle: the documented stream, counted in integer hundredths (exact)
+    hundredths = np.rint(d * 100).astype(np.int64)
+    kids = np.random.SeedSequence(1).spawn(2000)
+    sums = np.array([hundredths[np.random.Generator(np.random.PCG64(c)).integers(0, 60, 60)].sum() for c in kids])
+    exact = (1 + np.count_nonzero(np.abs(sums - hundredths.sum()) >= abs(hundredths.sum()))) / 2001
+    assert exact > 0.05 and ps == {None: exact, 1: exact, 7: exact}
+
+
+def test_effect_size_of_constant_differences_is_nan_without_warnings():
+    """Differences that are all 0.1 up to float rounding had sd 1.5e-17 and effect_size 6.6e15, and
+    scipy's 'catastrophic cancellation' RuntimeWarning reached the user."""
+    import warnings
+
+    xa = np.array([0.0, 0.1, 0.2, 0.3, 0.7, 0.9])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        row = stats.compare(_pair_frame(xa, xa + 0.1), "user", "m").row(0, named=True)
+    assert row["diff"] == pytest.approx(0.1) and math.isnan(row["effect_size"])
+
+
+@pytest.mark.parametrize("user_col", ["len", "_u", "_n"])
+def test_any_user_column_name(user_col):
+    """A user column named 'len' or '_u' met the helper columns of the pairing: Polars DuplicateError."""
+    long = _pair_frame(np.array([0.1, 0.2, 0.4]), np.array([0.3, 0.2, 0.9])).rename({"user": user_col})
+    row = stats.compare(long, user_col, "m").row(0, named=True)
+    assert row["n_users"] == 3 and row["diff"] == pytest.approx((0.2 + 0.0 + 0.5) / 3)
+    assert stats.bootstrap(long, user_col, "m", n_resamples=20)["n_users"].to_list() == [3, 3]
+
+
+def test_seeds_and_digits_are_checked():
+    long = _pair_frame(np.array([0.1, 0.2, 0.4]), np.array([0.3, 0.2, 0.9]))
+    for seed in (-1, "x", 1.5):
+        with pytest.raises(ParameterError, match="seed"):
+            stats.bootstrap(long, "user", "m", n_resamples=10, seed=seed)
+        with pytest.raises(ParameterError, match="seed"):
+            stats.compare(long, "user", "m", test="bootstrap", n_resamples=10, seed=seed)
+
+
+def test_no_evaluated_user_gives_nan_rows():
+    """Runs in which no user is evaluated: compare, table and bootstrap raised numpy's ValueError
+    ('need at least one array to concatenate'), while the summary has NaN rows."""
+    import rankwise
+
+    recs = pl.DataFrame({"user": [1], "item": [5], "rank": [1]}).head(0)
+    truth = pl.DataFrame({"user": [1, 2], "item": [5, 6]})
+    res = rankwise.evaluate({"a": recs, "b": recs}, truth, k=[5, 10], metrics=["ndcg"],
+                            convention=rankwise.PRESETS["default"].replace(users="predictions"))
+    pairs = res.compare()
+    assert pairs.select("k", "n_users").rows() == [(5, 0), (10, 0)] and pairs["p_value"].is_nan().all()
+    boot = res.bootstrap(10)
+    assert boot.height == 4 and boot["ci_low"].is_nan().all() and (boot["n_users"] == 0).all()
+    assert "nan" in res.table().text()
+
+
+def test_result_compare_and_table_arguments():
+    import rankwise
+
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [11, 12]})
+    one = rankwise.evaluate(recs, truth, k=2, metrics=["precision"])
+    with pytest.raises(ParameterError, match="one run"):
+        one.compare()
+    two = rankwise.evaluate({"a": recs, "b": recs}, truth, k=2, metrics=["precision"])
+    with pytest.raises(ParameterError, match="digits"):
+        two.table(digits=-1)
+
+
+def test_table_says_when_the_letters_pair_fewer_users_than_the_means():
+    """Under users='predictions', run a scored 4 users and run b 2 of them: the letters come from the
+    paired means (b better over users 1, 2), the cells show each run's own mean (a's 4 users); the
+    footnote said nothing, so the table read 'b better' beside a higher mean for a, or the reverse."""
+    import rankwise
+
+    a = pl.DataFrame({"user": [1, 2, 3, 4], "item": [9, 9, 30, 40], "rank": [1, 1, 1, 1]})
+    b = pl.DataFrame({"user": [1, 2], "item": [10, 20], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2, 3, 4], "item": [10, 20, 30, 40]})
+    res = rankwise.evaluate({"a": a, "b": b}, truth, k=1, metrics=["precision"],
+                            convention=rankwise.PRESETS["default"].replace(users="predictions"))
+    text = res.table(test="t", correction=None).text()
+    # by hand: a's mean over its 4 users = (0 + 0 + 1 + 1) / 4 = 0.5; b's over its 2 users = 1; paired (1, 2): 0 vs 1
+    assert "0.5000" in text and "1.0000" in text
+    assert "paired over 2 users" in text

@@ -107,9 +107,12 @@ class Result:
                                     n_resamples=n_resamples, metrics=metrics).head(0).select(
                     pl.lit(None, pl.String).alias("segment"), pl.all())
             return pl.concat(parts)
+        if len(self.runs) < 2:
+            raise ParameterError("compare needs at least two runs; this result has one run.",
+                                 hint="Evaluate several runs at once: rankwise.evaluate({'a': recs_a, 'b': recs_b}, truth, ...).")
         return stats.compare(self._long_with_runs(), self.user_col, self._metric_names(metrics), baseline=baseline,
                              test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
-                             confidence=self.confidence, runs=self.runs)
+                             confidence=self.confidence, runs=self.runs, ks=self.request.ks)
 
     def bootstrap(self, n_resamples: int = 1000, *, seed=0, method: str = "percentile", metrics=None) -> pl.DataFrame:
         """Bootstrap intervals of each mean, resampling users (the same draws for every run, metric and k):
@@ -118,7 +121,8 @@ class Result:
         from . import stats
 
         out = stats.bootstrap(self._long_with_runs(), self.user_col, self._metric_names(metrics), n_resamples,
-                              seed=seed, confidence=self.confidence, method=method, runs=self.runs or None)
+                              seed=seed, confidence=self.confidence, method=method, runs=self.runs or None,
+                              ks=self.request.ks)
         return out if self.runs else out.drop("run")
 
     def table(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
@@ -127,6 +131,8 @@ class Result:
         t interval and the letters of the runs it is significantly better than (footnote included)."""
         from . import _table
 
+        if not (isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= 17):
+            raise ParameterError(f"digits={digits!r} must be an integer from 0 to 17.", hint="e.g. digits=4.")
         if len(self.runs) < 2:
             return _table.build(self.summary, None, "", self.confidence, digits)
         pairs = self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,

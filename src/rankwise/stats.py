@@ -8,9 +8,11 @@ Rules shared by every function here:
 - Users are the resampling and pairing unit. They are taken in ascending id order, so a result
   does not depend on the row order of ``long``. Runs follow ``runs=`` (default: order of first
   appearance in ``long``); the order sets the pairs (a < b) and the letters.
-- Randomness comes from numpy's PCG64 seeded with ``seed``; results are reproducible with the
-  seed and do not depend on ``chunk_size`` (resamples per chunk, which only bounds memory) or on
-  the number of threads.
+- Randomness comes from numpy's PCG64 seeded with ``seed`` (an integer >= 0); results are
+  reproducible with the seed and do not depend on ``chunk_size`` (resamples per chunk, which only
+  bounds memory) or on the number of threads: p-values count ties with a tolerance (a resampled
+  statistic within 1e-9 of the mean |d| of the observed one is a tie), interval bounds may differ
+  in the last bits of a float sum.
 - A user whose value is NaN in a run is left out of that run's mean; in a paired comparison a
   user is used only if both runs have a value (``n_users`` counts them, and ``mean_a``/``mean_b``
   are over those users).
@@ -33,7 +35,7 @@ CORRECTIONS = ("holm", "bonferroni", None)
 BOOTSTRAP_METHODS = ("percentile", "basic", "bca")
 _CHUNK_BYTES = 64 * 2**20  # memory budget of one chunk of resamples
 _BLOCK_BYTES = 512  # sign-flip test: byte positions (8 users each) per lookup block, 4096 users
-_TIE_RTOL = 1e-9  # sign-flip test: |T*| >= |T| - 1e-9 * sum|d| counts as a tie (float rounding)
+_TIE_RTOL = 1e-9  # resampling tests: |T*| >= |T| - 1e-9 * sum|d| (or mean |d|) counts as a tie (float rounding)
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,6 +125,8 @@ def _resampled_means(x: np.ndarray, n_resamples: int, seed, chunk_size: int | No
     mean over its defined users: Σ c·x / Σ c·[x defined] (NaN if the resample has none).
     """
     n, ncol = x.shape
+    if n == 0:  # no user: no resample has a mean
+        return np.full((n_resamples, ncol), np.nan)
     defined = ~np.isnan(x)
     partial = not defined.all()
     a = np.where(defined, x, 0.0)
@@ -204,8 +208,9 @@ def _sign_flip_exceedances(d: np.ndarray, n_resamples: int, seed, chunk_size: in
 # frames ↔ matrices
 
 
-def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None) -> tuple[list, list, np.ndarray, dict]:
-    """Runs (given, or first-appearance order), ks (ascending), X (users × columns), column of (run, k, metric)."""
+def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None, ks=None) -> tuple[list, list, np.ndarray, dict]:
+    """Runs (given, or first-appearance order), ks (given, or those of ``long``; ascending), X (users ×
+    columns), column of (run, k, metric)."""
     if isinstance(long, pl.LazyFrame):
         long = long.collect()
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
@@ -218,7 +223,8 @@ def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None) -> tuple[list
         raise MissingColumnError(
             f"per-user frame: no column {', '.join(map(repr, missing))} (columns: {', '.join(long.columns)}).",
             hint="the frame needs run, the user column, k and one Float64 column per metric (Result.long with a run column).")
-    dup = (long.group_by("run", user_col, "k").len().filter(pl.col("len") > 1))
+    rows, index = _free("_rows", long.columns), _free("_u", long.columns)  # helper names no column has
+    dup = long.group_by("run", user_col, "k").agg(pl.len().alias(rows)).filter(pl.col(rows) > 1)
     if dup.height:
         raise DuplicateUserError(
             f"per-user frame: {dup.height} (run, {user_col}, k) combination(s) appear more than once; "
@@ -238,13 +244,13 @@ def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None) -> tuple[list
                                  f"(runs in the frame: {', '.join(map(repr, present))}).",
                                  hint="pass each run name once, in the order wanted (it sets the pairs and letters).")
         long = long.filter(pl.col("run").is_in(runs))
-    ks = sorted(long.get_column("k").unique().to_list())
-    users = long.select(pl.col(user_col).unique().sort()).with_row_index("_u")
+    ks = sorted(long.get_column("k").unique().to_list() if ks is None else set(ks))
+    users = long.select(pl.col(user_col).unique().sort()).with_row_index(index)
     frame = long.join(users, on=user_col, how="left")
     cols = {(r, k, m): i for i, (r, k, m) in enumerate((r, k, m) for r in runs for k in ks for m in metrics)}
     x = np.full((users.height, len(cols)), np.nan)
     for (r, k), part in frame.partition_by("run", "k", as_dict=True).items():
-        idx = part.get_column("_u").to_numpy()
+        idx = part.get_column(index).to_numpy()
         for m in metrics:
             x[idx, cols[(r, k, m)]] = part.get_column(m).cast(pl.Float64).fill_null(np.nan).to_numpy()
     return runs, ks, x, cols
@@ -256,7 +262,7 @@ def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None) -> tuple[list
 
 def bootstrap(long: pl.DataFrame, user_col: str, metrics, n_resamples: int = 1000, seed=0,
               confidence: float = 0.95, method: str = "percentile",
-              chunk_size: int | None = None, runs=None) -> pl.DataFrame:
+              chunk_size: int | None = None, runs=None, ks=None) -> pl.DataFrame:
     """Bootstrap interval of each run's mean per metric and k, resampling users.
 
     One resample draws users with replacement and is applied to every run, metric and k (paired);
@@ -265,12 +271,15 @@ def bootstrap(long: pl.DataFrame, user_col: str, metrics, n_resamples: int = 100
     percentile = (q_{α/2}, q_{1−α/2}); basic = (2θ̂ − q_{1−α/2}, 2θ̂ − q_{α/2}); bca = percentile at
     levels Φ(z0 + (z0 + z)/(1 − a(z0 + z))) for z = z_{α/2}, z_{1−α/2}, z0 = Φ⁻¹(share of θ* below θ̂,
     ties half), a = Σu³ / (6 (Σu²)^1.5) with u the jackknife deviations over users.
+    The interval is NaN below two users with a value (as the t interval). ``ks``: the cutoffs to
+    report (default: those of ``long``; a k without rows gives NaN rows).
     Returns run, metric, k, value, ci_low, ci_high, n_users.
     """
     _check_choice(method, BOOTSTRAP_METHODS, "method")
     _check_level(confidence, "confidence")
     _check_resamples(n_resamples)
-    runs, ks, x, cols = _matrix(long, user_col, metrics, runs)
+    _check_seed(seed)
+    runs, ks, x, cols = _matrix(long, user_col, metrics, runs, ks)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     keys = [(r, k, m) for r in runs for m in metrics for k in ks]
     x = x[:, [cols[key] for key in keys]]
@@ -284,7 +293,7 @@ def bootstrap(long: pl.DataFrame, user_col: str, metrics, n_resamples: int = 100
         with _all_nan_is_nan():
             qlo, qhi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
         lo, hi = (qlo, qhi) if method == "percentile" else (2 * theta - qhi, 2 * theta - qlo)
-    bad = n_def < 1
+    bad = n_def < 2
     lo, hi = np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
     return pl.DataFrame({
         "run": [r for r, _, _ in keys], "metric": [m for _, _, m in keys],
@@ -321,19 +330,21 @@ def _bca(x, theta, boot, alpha):
 
 def compare(long: pl.DataFrame, user_col: str, metrics, baseline: str | None = None, test: str = "t",
             correction: str | None = "holm", alpha: float = 0.05, seed=0, n_resamples: int = 10_000,
-            confidence: float = 0.95, chunk_size: int | None = None, runs=None) -> pl.DataFrame:
+            confidence: float = 0.95, chunk_size: int | None = None, runs=None, ks=None) -> pl.DataFrame:
     """Paired comparison of runs per metric, k and pair (every pair a < b in run order, or
     baseline = a against each other run b), on the users where both runs have a value.
 
     d_i = x_b,i − x_a,i; diff = mean(d) = mean_b − mean_a; effect_size = mean(d) / sd(d) (sample sd,
-    NaN if sd = 0). ci_low/ci_high: t interval of mean(d), or for test="bootstrap" the percentile
+    NaN if sd = 0, or below 1e-9 of the mean |d|: constant differences up to float rounding). ci_low/ci_high: t interval of mean(d), or for test="bootstrap" the percentile
     interval of the resampled mean(d). p_value, two-sided:
       t             scipy.stats.ttest_rel (NaN when n < 2);
       wilcoxon      scipy.stats.wilcoxon with its defaults (zero_method="wilcox", method="auto");
       randomization paired sign flip of d, statistic Σd (≡ mean d): p = (1 + #{|T*| >= |T|}) / (1 + B);
       bootstrap     shifted null: resample users (paired), p = (1 + #{|mean* − mean| >= |mean|}) / (1 + B).
     Every test gives p = 1 when all differences are 0 (identical runs on these users; scipy's t
-    would give NaN) and NaN when no user is paired. p_adjusted: `correction` over the comparisons
+    would give NaN) and NaN when no user is paired; t and bootstrap give NaN for one user. The
+    bootstrap test needs more than a handful of users: with two, p = 1 / (1 + B) whenever both
+    differences have one sign. p_adjusted: `correction` over the comparisons
     of one (metric, k), NaN p-values left out; significant = p_adjusted < alpha.
     """
     _check_choice(test, TESTS, "test")
@@ -342,8 +353,9 @@ def compare(long: pl.DataFrame, user_col: str, metrics, baseline: str | None = N
     _check_level(confidence, "confidence")
     if test in ("randomization", "bootstrap"):
         _check_resamples(n_resamples)
+        _check_seed(seed)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    runs, ks, x, cols = _matrix(long, user_col, metrics, runs)
+    runs, ks, x, cols = _matrix(long, user_col, metrics, runs, ks)
     if baseline is not None and baseline not in runs:
         raise ParameterError(f"baseline={baseline!r} is not a run (runs: {', '.join(map(repr, runs))}).",
                              hint="pass one of the run names, or baseline=None for every pair.")
@@ -355,31 +367,33 @@ def compare(long: pl.DataFrame, user_col: str, metrics, baseline: str | None = N
     else:
         pairs = [(baseline, b) for b in runs if b != baseline]
     groups = [(m, k, a, b) for m in metrics for k in ks for a, b in pairs]
-    dmat = np.column_stack([x[:, cols[(b, k, m)]] - x[:, cols[(a, k, m)]] for m, k, a, b in groups])
-    rows = []
-    for g, (m, k, a, b) in enumerate(groups):
+    rows, tolerance = [], []
+    for m, k, a, b in groups:
         xa, xb = x[:, cols[(a, k, m)]], x[:, cols[(b, k, m)]]
-        ok = ~np.isnan(dmat[:, g])
-        xa, xb, d = xa[ok], xb[ok], dmat[ok, g]
+        ok = ~np.isnan(xa) & ~np.isnan(xb)
+        xa, xb = xa[ok], xb[ok]
+        d = xb - xa
         n = d.size
         mean = d.mean() if n else np.nan
         sd = d.std(ddof=1) if n > 1 else np.nan
+        tolerance.append(_TIE_RTOL * np.abs(d).mean() if n else 0.0)
         lo, hi = t_interval(mean, sd, n, confidence)
         rows.append(dict(run_a=a, run_b=b, metric=m, k=k, mean_a=xa.mean() if n else np.nan,
                          mean_b=xb.mean() if n else np.nan, diff=mean, ci_low=float(lo), ci_high=float(hi),
                          p_value=_p_value(test, xa, xb, d, seed, n_resamples, chunk_size),
-                         n_users=n, effect_size=mean / sd if sd > 0 else np.nan))
-    if test == "bootstrap" and groups:
+                         n_users=n, effect_size=mean / sd if sd > tolerance[-1] else np.nan))
+    if test == "bootstrap" and groups:  # one resample of the users for every comparison (paired)
+        dmat = np.column_stack([x[:, cols[(b, k, m)]] - x[:, cols[(a, k, m)]] for m, k, a, b in groups])
         boot = _resampled_means(dmat, n_resamples, seed, chunk_size)
         with _all_nan_is_nan():
             qlo, qhi = np.nanquantile(boot, [(1 - confidence) / 2, 1 - (1 - confidence) / 2], axis=0)
         for g, row in enumerate(rows):
             b = boot[:, g][~np.isnan(boot[:, g])]
-            if row["n_users"] == 0:
+            if row["n_users"] < 2:  # one user: every resample is that user (p = 1 / (1 + B) otherwise)
                 continue
             row["ci_low"], row["ci_high"] = float(qlo[g]), float(qhi[g])
-            row["p_value"] = 1.0 if row["diff"] == 0 else (
-                (1 + np.count_nonzero(np.abs(b - row["diff"]) >= abs(row["diff"]))) / (1 + b.size))
+            far = np.abs(b - row["diff"]) >= abs(row["diff"]) - tolerance[g]
+            row["p_value"] = 1.0 if row["diff"] == 0 else (1 + np.count_nonzero(far)) / (1 + b.size)
     schema = {"run_a": pl.String, "run_b": pl.String, "metric": pl.String, "k": pl.Int64,
               "mean_a": pl.Float64, "mean_b": pl.Float64, "diff": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "p_value": pl.Float64, "n_users": pl.Int64, "effect_size": pl.Float64}
@@ -404,7 +418,9 @@ def _p_value(test, xa, xb, d, seed, n_resamples, chunk_size) -> float:
     if test == "t":
         from scipy.stats import ttest_rel
 
-        return float(ttest_rel(xb, xa).pvalue) if n > 1 else math.nan
+        with warnings.catch_warnings():  # constant differences up to rounding: scipy warns, p is ~0 anyway
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return float(ttest_rel(xb, xa).pvalue) if n > 1 else math.nan
     if test == "wilcoxon":
         from scipy.stats import wilcoxon
 
@@ -490,6 +506,18 @@ def _check_level(value, name):
     if not (isinstance(value, (int, float)) and 0 < value < 1):
         raise ParameterError(f"{name}={value!r} must be a number strictly between 0 and 1.",
                              hint=f"e.g. {name}={0.95 if name == 'confidence' else 0.05}.")
+
+
+def _check_seed(seed):
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+        raise ParameterError(f"seed={seed!r} must be an integer >= 0.", hint="e.g. seed=0; the same seed gives the same result.")
+
+
+def _free(name: str, taken) -> str:
+    """``name``, or ``name`` with more underscores, that is not in ``taken`` (a helper column's name)."""
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _check_resamples(n):
