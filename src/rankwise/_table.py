@@ -78,4 +78,17 @@ def from_pairs(summary: pl.DataFrame, pairs: pl.DataFrame, runs, *, test: str, c
     from . import stats
 
     letters, footnote = stats.letters(pairs, runs=list(runs), test=test, correction=correction, alpha=alpha)
-    return build(summary, letters, footnote, confidence, digits)
+    return build(summary, letters, footnote + _fewer_paired(summary, pairs), confidence, digits)
+
+
+def _fewer_paired(summary: pl.DataFrame, pairs: pl.DataFrame) -> str:
+    """A footnote sentence when some comparison paired fewer users than a mean shown has: then the
+    letters (paired means) can order two runs otherwise than their cells."""
+    users = {(r["run"], r["metric"], r["k"]): r["n_users"] for r in summary.iter_rows(named=True)}
+    fewer = [r["n_users"] for r in pairs.iter_rows(named=True)
+             if r["n_users"] < max(users.get((r[side], r["metric"], r["k"]), 0) for side in ("run_a", "run_b"))]
+    if not fewer:
+        return ""
+    return (f" The runs scored different users: a comparison pairs only the users both runs scored (down to "
+            f"{min(fewer)} users), so its letters can order two runs otherwise than the means shown, each over "
+            f"its run's own users; Result.compare() gives the paired means.")
