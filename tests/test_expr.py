@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import math
+import re
 
 import duckdb
 import oracle
@@ -211,3 +212,45 @@ def test_composes_in_group_by_lazy_and_streaming():
     q = df.lazy().group_by("g").agg(expr.mrr("r", "t", k=2).mean()).sort("g")
     for engine in ("in-memory", "streaming"):
         assert q.collect(engine=engine).rows() == [("a", (0.5 + 0.0) / 2), ("b", 1.0)]
+
+
+def test_macro_knob_checks_allow_the_conventions_values():
+    """Every knob a macro takes is checked against Convention's allowed values (the one source),
+    less 'error' for empty_labels / empty_predictions (a macro cannot raise per row, as in expr)."""
+    from rankwise import _sql_files
+    from rankwise.conventions import knob_documentation
+
+    sql = _sql_files.read("macros")
+    checked = {}
+    for name, values in re.findall(r"rankwise__knob\('(\w+)', \w+,\s*\[([^\]]*)\]\)", sql):
+        parsed = tuple({"true": True, "false": False}.get(v.strip(), v.strip().strip("'")) for v in values.split(","))
+        assert checked.setdefault(name, parsed) == parsed, name  # one list per knob
+    taken = set(re.findall(r"(\w+) :=", sql))
+    for knob, (allowed, _) in knob_documentation().items():
+        if knob in taken and isinstance(allowed, tuple):
+            refused = ("error",) if knob in ("empty_labels", "empty_predictions") else ()
+            assert checked.get(knob) == tuple(v for v in allowed if v not in refused), knob
+
+
+@pytest.mark.parametrize("call, named", [
+    ("rankwise_map([1, 2, 3, 4], [2, 9], 3, ap_denominator := 'nrel')", "ap_denominator := 'nrel'"),
+    ("rankwise_recall([1, 1, 2], [1, 2], 3, duplicates := 'First_shift')", "duplicates := 'First_shift'"),
+    ("rankwise_dcg([1, 2], [2], 3, log_base := 0.5)", "log_base := 0.5"),
+    ("rankwise_dcg([1, 2], [2], 3, log_base := 1)", "log_base := 1"),
+    ("rankwise_ndcg([1, 2], [2], 3, ideal := 'label')", "ideal := 'label'"),
+    ("rankwise_dcg_graded([1, 2], [2], [1.0], 3, gain := 'lin')", "gain := 'lin'"),
+    ("rankwise_precision([1, 2], [2], 3, precision_denominator := 'min_k_nrels')", "precision_denominator"),
+    ("rankwise_precision([1, 2], [], 3, empty_labels := 'error')", "empty_labels := 'error'"),
+    ("rankwise_fbeta([1, 2], [2], 3, beta := 0)", "beta := 0"),
+    ("rankwise_ndcg_graded([1, 2], [2], [1.0], 3, relevance_threshold := -1)", "relevance_threshold := -1"),
+    ("rankwise_novelty([4, 1], 2, 8, info_log_base := 1)", "info_log_base := 1"),
+    ("rankwise_ild([[1.0, 0.0], [0.0, 1.0]], 2, ild_short := 'z')", "ild_short := 'z'"),
+    ("rankwise_map([1, 2, 3], [1, 3], NULL)", "k := NULL"),
+    ("rankwise_map([1, 2, 3], [1, 3], 0)", "k := 0"),
+    ("rankwise_precision([1, 2, 3], [1, 3], -1)", "k := -1"),
+    ("rankwise_arp([4, 1], 0)", "k := 0"),
+    ("rankwise_ndcg([1, 2, 3], [1, 3], 10001, ideal := 'k_ones')", "k := 10001"),  # expr: k_ones k <= 10000
+])
+def test_macros_refuse_bad_knobs_and_k(con, call, named):
+    with pytest.raises(duckdb.InvalidInputException, match=re.escape(named)):
+        con.execute(f"SELECT {call}").fetchone()
