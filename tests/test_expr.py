@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 
 import rankwise
 from rankwise import expr
-from rankwise.errors import DuplicateItemError, ParameterError
+from rankwise.errors import (
+    DtypeMismatchError,
+    DuplicateItemError,
+    InvalidRelevanceError,
+    MissingColumnError,
+    ParameterError,
+)
 
 PRESETS = ["default", "ranx", "trec_eval", "spark", "torchmetrics", "sklearn", "evidently", "recommenders",
            "replay", "rectools", "kaggle", "recbole"]
@@ -254,3 +260,42 @@ def test_macro_knob_checks_allow_the_conventions_values():
 def test_macros_refuse_bad_knobs_and_k(con, call, named):
     with pytest.raises(duckdb.InvalidInputException, match=re.escape(named)):
         con.execute(f"SELECT {call}").fetchone()
+
+
+def test_array_enum_and_categorical_item_lists_are_normalised():
+    """Array columns are lists and text ids (String, Categorical, Enum) are text, as in evaluate()."""
+    df = pl.DataFrame({"r": [[1, 2, 3], [4, 5, 6]], "t": [[1], [9]]})
+    arrays = df.with_columns(pl.col("r").cast(pl.Array(pl.Int64, 3)), pl.col("t").cast(pl.Array(pl.Int64, 1)))
+    # row 1: the one label at position 1, AP = (1/1) / 1 hit = 1; row 2: no hit, 0
+    assert arrays.select(expr.map("r", "t", k=3)).to_series().to_list() == [1.0, 0.0]
+    assert expr.check_lists(arrays, "r", "t") is None
+    text = pl.DataFrame({"r": [["a", "b"]], "t": [["b"]]})
+    pairs = ((pl.Enum(["a", "b"]), pl.Enum(["b", "a", "c"])), (pl.Categorical, pl.Enum(["b", "a"])))
+    for recs_type, truth_type in pairs:
+        typed = text.with_columns(pl.col("r").cast(pl.List(recs_type)), pl.col("t").cast(pl.List(truth_type)))
+        assert typed.select(expr.mrr("r", "t", k=2)).item() == 0.5  # "b" first found at position 2: 1/2
+
+
+@pytest.mark.parametrize("recs, truth", [(["1", "2", "3"], [1, 3]), ([1, 2, 3], [1.0, 3.0]), ([True, False], [1])])
+def test_items_of_different_kinds_raise_as_in_evaluate(recs, truth):
+    df = pl.DataFrame({"r": [recs], "t": [truth]})
+    with pytest.raises(DtypeMismatchError, match="recs 'r' holds .* truth 't' holds"):
+        df.select(expr.precision("r", "t", k=3))
+    with pytest.raises(DtypeMismatchError, match="recs 'r' holds"):
+        expr.check_lists(df, "r", "t")
+    with pytest.raises(DtypeMismatchError):
+        rankwise.evaluate(df.select(user=pl.lit(1), item="r"), df.select(user=pl.lit(1), item="t"), k=3)
+
+
+def test_check_lists_null_or_text_relevance_and_missing_column():
+    df = pl.DataFrame({"r": [[1, 2], [3]], "t": [[1, 2], [3]], "rel": [None, [2.0]]})
+    assert math.isnan(df.select(expr.ndcg("r", "t", k=2, relevance="rel")).to_series()[0])  # the row check_lists names
+    with pytest.raises(InvalidRelevanceError, match="rel: 1 lists differ in length"):
+        expr.check_lists(df, "r", "t", "rel")
+    text = df.with_columns(rel=pl.Series([["1", "2"], ["2"]]))
+    with pytest.raises(InvalidRelevanceError, match="list of numbers"):
+        expr.check_lists(text, "r", "t", "rel")
+    with pytest.raises(InvalidRelevanceError, match="list of numbers"):
+        text.select(expr.ndcg("r", "t", k=2, relevance="rel"))
+    with pytest.raises(MissingColumnError, match="'x'"):
+        expr.check_lists(df, "x", "t")

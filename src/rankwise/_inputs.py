@@ -423,7 +423,8 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
             raise ParameterError(
                 f"The convention sets min_score={conv.min_score}, but the list-form recommendations have no "
                 f"{c.score!r} list parallel to {c.item!r} to compare it with.",
-                hint=f"Pass each user's scores as a list column (score_col=...), or use a convention with min_score=None.")
+                hint="Pass each user's scores as a list column (score_col=...), or use a convention with "
+                "min_score=None.")
         df = _exploded(lists).collect()
     elif c.rank in schema:
         # min_score drops the items scored below it whatever ranks them: with a rank column too
