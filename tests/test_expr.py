@@ -299,3 +299,17 @@ def test_check_lists_null_or_text_relevance_and_missing_column():
         text.select(expr.ndcg("r", "t", k=2, relevance="rel"))
     with pytest.raises(MissingColumnError, match="'x'"):
         expr.check_lists(df, "x", "t")
+
+
+def test_metrics_beta_names_the_f_and_is_validated():
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[2, 9]]})  # k = 3: P = 1/3, R = 1/2
+    # F2 = 5PR / (4P + R) = (5/6) / (4/3 + 1/2) = 5/11; F3 = 10PR / (9P + R) = (10/6) / (3 + 1/2) = 10/21
+    assert close(df.select(expr.metrics("r", "t", k=3, metrics=["f2"])).item(), 5 / 11)
+    assert close(df.select(expr.metrics("r", "t", k=3, metrics=["f2"], beta=2)).item(), 5 / 11)
+    with pytest.raises(ParameterError, match="'f2' .* beta=3"):
+        expr.metrics("r", "t", k=3, metrics=["f2"], beta=3.0)
+    every = df.select(expr.metrics("r", "t", k=3, beta=3.0)).row(0, named=True)
+    assert "f1@3" not in every and close(every["f3@3"], 10 / 21)
+    for beta in (0, -1.0, float("nan")):
+        with pytest.raises(ParameterError, match="beta > 0"):
+            expr.metrics("r", "t", k=3, metrics=["f1"], beta=beta)

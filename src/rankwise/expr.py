@@ -119,9 +119,7 @@ def fbeta(recs: Column, truth: Column, *, k: int, beta: float = 1.0, relevance: 
     >>> pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[1]]}).select(fbeta("r", "t", k=4, beta=2.0)).item()
     0.625
     """
-    if not (isinstance(beta, (int, float)) and not isinstance(beta, bool) and math.isfinite(beta) and beta > 0):
-        raise ParameterError(f"F-beta needs a finite beta > 0, got {beta!r}.", hint="For example beta=1.0 (F1) or 2.0.")
-    return _Rows(recs, truth, relevance, convention).metric("fbeta", k, float(beta))
+    return _Rows(recs, truth, relevance, convention).metric("fbeta", k, _check_beta(beta))
 
 
 def f1(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
@@ -326,7 +324,9 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
             relevance: Column | None = None, convention: str | Convention = "default",
             beta: float | None = None) -> list[pl.Expr]:
     """Several metrics at several cutoffs, named ``"<metric>@<k>"`` (``f2@10`` for F-beta 2), the
-    columns ``evaluate(...).per_user`` has. Polars computes the parts they share once.
+    columns ``evaluate(...).per_user`` has. Polars computes the parts they share once. ``beta``
+    names the F of ``metrics=None`` (``f2``); an F named in ``metrics`` fixes its beta, and a
+    different ``beta`` is a ParameterError.
 
     >>> import polars as pl
     >>> df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[2]]})
@@ -335,8 +335,14 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
     """
     conv = resolve(convention)
     request = _metrics.parse_request(metrics, k)
-    if beta is not None:
-        request = _metrics.MetricRequest(request.names, request.ks, float(beta))
+    if beta is not None:  # names the F of metrics=None; an F named in metrics fixes its own beta
+        beta = _check_beta(beta)
+        named = [n for n in request.names if _metrics.internal_name(n) == "fbeta"]
+        if metrics is not None and named and request.beta != beta:
+            raise ParameterError(f"metrics names {named[0]!r} (beta = {request.beta:g}) but beta={beta:g}.",
+                                 hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
+        names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
+        request = _metrics.MetricRequest(names, request.ks, beta)
     _metrics.check_cutoffs(conv, request.ks)
     rows = _Rows(recs, truth, relevance, conv)
     return [rows.metric(_metrics.internal_name(name), kk, request.beta).alias(request.column(name, kk))
@@ -409,6 +415,12 @@ def _relevance_list(relevance: pl.Expr) -> pl.Expr:
                                         hint="Relevance is a number >= 0 per label, e.g. pl.List(pl.Float64).")
         return _as_list(column, dtype, pl.Float64)
     return pl.pipe_with_dtype([relevance], build)
+
+
+def _check_beta(beta) -> float:
+    if not (isinstance(beta, (int, float)) and not isinstance(beta, bool) and math.isfinite(beta) and beta > 0):
+        raise ParameterError(f"F-beta needs a finite beta > 0, got {beta!r}.", hint="For example beta=1.0 (F1) or 2.0.")
+    return float(beta)
 
 
 def _check_k(k) -> int:
