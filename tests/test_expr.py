@@ -313,3 +313,22 @@ def test_metrics_beta_names_the_f_and_is_validated():
     for beta in (0, -1.0, float("nan")):
         with pytest.raises(ParameterError, match="beta > 0"):
             expr.metrics("r", "t", k=3, metrics=["f1"], beta=beta)
+
+
+def test_install_duckdb_writes_nothing_to_the_database(tmp_path):
+    """Temporary macros: none stored in the file, a read-only connection installs them, and a
+    schema chosen with USE when installing does not hide them from another schema."""
+    path = str(tmp_path / "user.duckdb")
+    with duckdb.connect(path) as c:
+        c.execute("CREATE TABLE t AS SELECT 1 AS a")
+        expr.install_duckdb(c)
+    with duckdb.connect(path, read_only=True) as c:
+        stored = "SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'rankwise%'"
+        assert c.execute(stored).fetchone()[0] == 0
+        expr.install_duckdb(c)
+        assert c.execute("SELECT rankwise_precision([1, 2], [2], 2)").fetchone()[0] == 0.5  # 1 hit / k = 2
+    with duckdb.connect() as c:
+        c.execute("CREATE SCHEMA s; USE s")
+        expr.install_duckdb(c)
+        c.execute("USE memory.main")
+        assert c.execute("SELECT rankwise_precision([1, 2], [2], 2)").fetchone()[0] == 0.5

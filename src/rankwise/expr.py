@@ -661,7 +661,8 @@ def check_lists(frame, recs: str, truth: str, relevance: str | None = None,
 
 
 def install_duckdb(con) -> None:
-    """Create the ``rankwise_<metric>`` macros (``sql/macros.sql``) in a DuckDB connection.
+    """Create the ``rankwise_<metric>`` macros (``sql/macros.sql``) in a DuckDB connection, as
+    temporary macros: nothing is written to its database file (a read-only connection works).
 
     >>> import duckdb
     >>> con = duckdb.connect()
