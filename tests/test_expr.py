@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import math
 import re
+import tracemalloc
 
 import duckdb
 import oracle
@@ -332,3 +333,16 @@ def test_install_duckdb_writes_nothing_to_the_database(tmp_path):
         expr.install_duckdb(c)
         c.execute("USE memory.main")
         assert c.execute("SELECT rankwise_precision([1, 2], [2], 2)").fetchone()[0] == 0.5
+
+
+def test_ndcg_with_a_huge_k_builds_no_k_long_table():
+    """The ideal of n ones is summed over the positions the rows reach, not over 1..k."""
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]})
+    # hits at 1 and 3: DCG = 1/ln 2 + 1/ln 4; ideal (predictions_topk, 2 hits) = 1/ln 2 + 1/ln 3
+    want = (1 / math.log(2) + 1 / math.log(4)) / (1 / math.log(2) + 1 / math.log(3))
+    tracemalloc.start()
+    huge = expr.ndcg("r", "t", k=10**7)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10_000_000  # a Python table of k + 1 floats took about 560 MB
+    assert close(df.select(huge).item(), want)

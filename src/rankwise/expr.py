@@ -521,11 +521,12 @@ class _Rows:
         return gains.list.agg((_E / (pl.int_range(2, pl.len() + 2).cast(pl.Float64).log() / ln_base)).sum())
 
     def _ideal_ones(self, n: pl.Expr, k: int) -> pl.Expr:
-        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1 (a table lookup)."""
-        table = [0.0]
-        for i in range(1, k + 1):
-            table.append(table[-1] + _discount(i, self.conv.log_base))
-        return pl.lit(pl.Series(table, dtype=pl.Float64)).gather(pl.min_horizontal(n, k))
+        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1, read from a running
+        sum over the positions the rows reach (not 1..k: k may be huge)."""
+        m = pl.min_horizontal(n, k)
+        positions = pl.int_range(1, m.max().fill_null(0) + 1, dtype=pl.Int64).cast(pl.Float64)
+        running = (1.0 / ((positions + 1.0).log() / math.log(self.conv.log_base))).cum_sum()
+        return pl.lit(0.0).append(running).gather(m)
 
     def idcg(self, k: int) -> pl.Expr:
         conv = self.conv
