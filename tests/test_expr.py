@@ -170,7 +170,7 @@ def test_graded_hand_values(con):
     """recs [1, 2], labels {2: 3, 1: 1}; linear gain, log2: DCG = 1/1 + 3/log2(3); ideal from the labels
     = 3/1 + 1/log2(3)."""
     df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 1]], "rel": [[3.0, 1.0]]})
-    conv = rankwise.PRESETS["trec_eval"].replace(users="union", unjudged="keep")
+    conv = rankwise.PRESETS["trec_eval"].replace(users="union", unjudged="keep", metrics=None)  # it has no dcg
     dcg, idcg = 1 + 3 / math.log2(3), 3 + 1 / math.log2(3)
     assert close(df.select(expr.dcg("r", "t", k=2, relevance="rel", convention=conv)).item(), dcg)
     assert close(df.select(expr.ndcg("r", "t", k=2, relevance="rel", convention=conv)).item(), dcg / idcg)
@@ -346,3 +346,14 @@ def test_ndcg_with_a_huge_k_builds_no_k_long_table():
     tracemalloc.stop()
     assert peak < 10_000_000  # a Python table of k + 1 floats took about 560 MB
     assert close(df.select(huge).item(), want)
+
+
+def test_a_metric_the_preset_lacks_is_refused_as_in_evaluate():
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[2]]})
+    assert "mar" not in rankwise.PRESETS["ranx"].metrics
+    with pytest.raises(ParameterError, match="'ranx' convention has no metric 'mar'"):
+        expr.mar("r", "t", k=3, convention="ranx")
+    with pytest.raises(ParameterError, match="no metric 'mar'"):
+        expr.metrics("r", "t", k=3, metrics=["mar"], convention="ranx")
+    every = df.select(expr.metrics("r", "t", k=3, convention="ranx")).columns
+    assert "mar@3" not in every and "map@3" in every

@@ -171,8 +171,10 @@ def dcg(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
     """DCG@k = sum_{i <= k} gain(rel_i) / log_b(i + 1), gain and b by ``gain`` and ``log_base``.
 
     >>> import polars as pl
+    >>> from rankwise import Convention
     >>> df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 1]], "rel": [[3.0, 1.0]]})
-    >>> round(df.select(dcg("r", "t", k=2, relevance="rel", convention="trec_eval")).item(), 6)
+    >>> linear_log2 = Convention(gain="linear", log_base=2)
+    >>> round(df.select(dcg("r", "t", k=2, relevance="rel", convention=linear_log2)).item(), 6)
     2.892789
     """
     return _Rows(recs, truth, relevance, convention).metric("dcg", k)
@@ -334,7 +336,7 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
     (0.0, 0.3333333333333333, 0.0, 0.5)
     """
     conv = resolve(convention)
-    request = _metrics.parse_request(metrics, k)
+    request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
     if beta is not None:  # names the F of metrics=None; an F named in metrics fixes its own beta
         beta = _check_beta(beta)
         named = [n for n in request.names if _metrics.internal_name(n) == "fbeta"]
@@ -593,8 +595,10 @@ class _Rows:
 
     def metric(self, name: str, k: int, beta: float = 1.0) -> pl.Expr:
         k = _check_k(k)
-        _metrics.check_cutoffs(self.conv, (k,))
         conv = self.conv
+        if conv.metrics is not None and name not in conv.metrics:  # as evaluate refuses it
+            raise _metrics.not_defined(conv.name, name, conv.metrics)
+        _metrics.check_cutoffs(conv, (k,))
         const = {"zero": pl.lit(0.0), "one": pl.lit(1.0), "nan": pl.lit(NAN)}
         value = (pl.when(~self.scored()).then(pl.lit(NAN))
                  .when(self.n_rel == 0).then(const[conv.empty_labels])
