@@ -4,30 +4,56 @@
 --
 -- recs: the recommended items in rank order; truth: the relevant items (binary relevance: every
 -- label has relevance 1). rankwise_dcg_graded / rankwise_ndcg_graded take a relevance list parallel
--- to truth. Load with rankwise.expr.install_duckdb(con), or run this file.
+-- to truth. Load with rankwise.expr.install_duckdb(con), or run this file: TEMP macros, for the connection only
+-- (nothing is written to the database file).
 -- Knobs are named parameters with the default convention's values (rankwise.conventions), e.g.
 --   rankwise_map(items, relevant, 10, ap_denominator := 'n_rel', empty_labels := 'zero').
 -- Row rules, as rankwise.expr: a NULL list = empty; both NULL = NaN (no such user); NaN = undefined;
 -- a row evaluate() would reject (a repeated item under duplicates := 'error', a repeated or NULL
 -- label, a NULL item) is NaN; duplicates := 'first_shift' keeps each item's first occurrence.
--- Positions are 1-based; a hit position p earns 1 / log_b(p + 1).
+-- Positions are 1-based; a hit position p earns 1 / log_b(p + 1). A knob value the convention does not
+-- allow, or k NULL or < 1, is an error naming it.
+
+-- TRUE, or an error naming the knob, the value given and the values allowed (rankwise.conventions;
+-- empty_labels / empty_predictions 'error' is refused, as in rankwise.expr: a macro cannot raise per row)
+CREATE OR REPLACE TEMP MACRO rankwise__knob(name, value, allowed) AS
+    CASE WHEN list_contains(allowed, value) THEN true
+         ELSE error(format('rankwise: {} := {} is not allowed; allowed values: {}', name,
+                           coalesce('''' || CAST(value AS VARCHAR) || '''', 'NULL'), CAST(allowed AS VARCHAR))) END;
+
+-- TRUE when ok, else an error naming the number and the rule (a NULL value or rule fails)
+CREATE OR REPLACE TEMP MACRO rankwise__number(name, value, ok, rule) AS
+    CASE WHEN ok AND isfinite(value) THEN true
+         ELSE error(format('rankwise: {} := {} is not allowed: it must be {}', name,
+                           coalesce(CAST(value AS VARCHAR), 'NULL'), rule)) END;
+
+-- k: an integer 1 <= k <= 2^31 - 1, as evaluate() and rankwise.expr require
+CREATE OR REPLACE TEMP MACRO rankwise__k(k) AS
+    rankwise__number('k', k, k >= 1 AND k <= 2147483647 AND k = floor(k), 'an integer >= 1');
+
+-- the checks of the knobs every accuracy macro takes
+CREATE OR REPLACE TEMP MACRO rankwise__rows(k, empty_labels, empty_predictions, duplicates) AS
+    rankwise__k(k)
+    AND rankwise__knob('empty_labels', empty_labels, ['nan', 'zero', 'one'])
+    AND rankwise__knob('empty_predictions', empty_predictions, ['zero', 'nan', 'one'])
+    AND rankwise__knob('duplicates', duplicates, ['error', 'first_shift']);
 
 -- the recommendations after the duplicates rule
-CREATE OR REPLACE MACRO rankwise__recs(recs, duplicates) AS
+CREATE OR REPLACE TEMP MACRO rankwise__recs(recs, duplicates) AS
     CASE WHEN duplicates = 'first_shift'
          THEN list_filter(coalesce(recs, []), lambda x, i: list_position(coalesce(recs, []), x) = i)
          ELSE coalesce(recs, []) END;
 
 -- positions 1..min(k, n) whose item is relevant, ascending
-CREATE OR REPLACE MACRO rankwise__hits(r, truth, k) AS
+CREATE OR REPLACE TEMP MACRO rankwise__hits(r, truth, k) AS
     list_filter(range(1, least(k, len(r)) + 1), lambda p: list_contains(coalesce(truth, []), r[p]));
 
 -- sum_{i <= n} 1 / log_b(i + 1): the DCG of n slots of gain 1
-CREATE OR REPLACE MACRO rankwise__ones(n, log_base) AS
+CREATE OR REPLACE TEMP MACRO rankwise__ones(n, log_base) AS
     coalesce(list_sum(list_transform(range(1, n + 1), lambda i: 1.0 / (ln(i + 1.0) / ln(log_base)))), 0.0);
 
 -- the empty / invalid rules around a metric's value (n_rel = number of relevant labels)
-CREATE OR REPLACE MACRO rankwise__finish(recs, truth, n_rel, value, empty_labels, empty_predictions, duplicates) AS
+CREATE OR REPLACE TEMP MACRO rankwise__finish(recs, truth, n_rel, value, empty_labels, empty_predictions, duplicates) AS
     CASE WHEN recs IS NULL AND truth IS NULL THEN 'NaN'::DOUBLE
          WHEN len(list_distinct(coalesce(truth, []))) <> len(coalesce(truth, []))
            OR len(list_filter(coalesce(recs, []), lambda x: x IS NULL)) > 0
@@ -39,8 +65,11 @@ CREATE OR REPLACE MACRO rankwise__finish(recs, truth, n_rel, value, empty_labels
          ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
 
 -- Precision@k = hits@k / den   (precision_denominator: k | min_k_len | min_k_nrel | min_k_candidates)
-CREATE OR REPLACE MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
                                            empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('precision_denominator', precision_denominator,
+                         ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) / nullif(CAST(
             CASE precision_denominator WHEN 'k' THEN k
@@ -49,34 +78,39 @@ CREATE OR REPLACE MACRO rankwise_precision(recs, truth, k, precision_denominator
                  ELSE least(k, len(rankwise__recs(recs, duplicates)) + len(coalesce(truth, []))
                           - len(rankwise__hits(rankwise__recs(recs, duplicates), truth, 2147483647))) END
             AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- Recall@k = hits@k / n_rel
-CREATE OR REPLACE MACRO rankwise_recall(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_recall(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
                                         duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) / nullif(len(coalesce(truth, [])), 0),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- F-beta@k = (1 + b^2) P R / (b^2 P + R), 0 when P = R = 0
-CREATE OR REPLACE MACRO rankwise__f(p, r, beta) AS
+CREATE OR REPLACE TEMP MACRO rankwise__f(p, r, beta) AS
     CASE WHEN p + r > 0 THEN (1.0 + beta * beta) * p * r / (beta * beta * p + r) ELSE 0.0 END;
 
-CREATE OR REPLACE MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := 'k',
+CREATE OR REPLACE TEMP MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := 'k',
                                        empty_labels := 'nan', empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('beta', beta, beta > 0, 'a finite number > 0')
+      AND rankwise__knob('precision_denominator', precision_denominator,
+                         ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         rankwise__f(rankwise_precision(recs, truth, k, precision_denominator := precision_denominator,
                                        duplicates := duplicates),
                     rankwise_recall(recs, truth, k, duplicates := duplicates), beta),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
-CREATE OR REPLACE MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
                                     empty_predictions := 'zero', duplicates := 'error') AS
     rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := precision_denominator,
                    empty_labels := empty_labels, empty_predictions := empty_predictions, duplicates := duplicates);
 
 -- the AP/AR denominator (ap_denominator: n_hits | n_rel | min_k_nrel | k | min_k_len)
-CREATE OR REPLACE MACRO rankwise__ap_den(r, truth, k, ap_denominator) AS
+CREATE OR REPLACE TEMP MACRO rankwise__ap_den(r, truth, k, ap_denominator) AS
     CAST(CASE ap_denominator WHEN 'n_hits' THEN len(rankwise__hits(r, truth, k))
               WHEN 'n_rel' THEN len(coalesce(truth, []))
               WHEN 'min_k_nrel' THEN least(k, len(coalesce(truth, [])))
@@ -84,19 +118,23 @@ CREATE OR REPLACE MACRO rankwise__ap_den(r, truth, k, ap_denominator) AS
               ELSE least(k, len(r)) END AS DOUBLE);
 
 -- AP@k = sum over hit positions p of hits@p / p, / den: the j-th hit at position p adds j / p
-CREATE OR REPLACE MACRO rankwise_map(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_map(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
                                      empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         CASE WHEN rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator) > 0
              THEN coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
                                                    lambda p, j: CAST(j AS DOUBLE) / p)), 0.0)
                   / rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator)
              ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- AR@k = sum over hit positions p of hits@p / n_rel, / den (sum of j over the hits = h(h + 1) / 2)
-CREATE OR REPLACE MACRO rankwise_mar(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_mar(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
                                      empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         CASE WHEN rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator) > 0
              THEN CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
@@ -104,91 +142,113 @@ CREATE OR REPLACE MACRO rankwise_mar(recs, truth, k, ap_denominator := 'n_hits',
                   / nullif(len(coalesce(truth, [])), 0)
                   / rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator)
              ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- RR@k = 1 / the first hit position (within k when rr_cutoff, else anywhere), 0 without one
-CREATE OR REPLACE MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'nan',
                                      empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('rr_cutoff', rr_cutoff, [true, false]) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         coalesce(1.0 / rankwise__hits(rankwise__recs(recs, duplicates), truth,
                                       CASE WHEN rr_cutoff THEN k ELSE 2147483647 END)[1], 0.0),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- DCG@k = sum over hit positions p of 1 / log_b(p + 1) (relevance 1: every gain rule gives 1)
-CREATE OR REPLACE MACRO rankwise_dcg(recs, truth, k, log_base := 2.718281828459045, empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_dcg(recs, truth, k, log_base := 2.718281828459045, empty_labels := 'nan',
                                      empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1') THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
                                          lambda p: 1.0 / (ln(p + 1.0) / ln(log_base)))), 0.0),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- dcg / idcg; when idcg = 0: 0 (zero_ideal 'zero') or NaN
-CREATE OR REPLACE MACRO rankwise__ratio(dcg, idcg, zero_ideal) AS
+CREATE OR REPLACE TEMP MACRO rankwise__ratio(dcg, idcg, zero_ideal) AS
     CASE WHEN idcg > 0 THEN dcg / idcg WHEN zero_ideal = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END;
 
 -- NDCG@k = DCG@k / IDCG@k; IDCG = ones over hits@k (predictions_topk), min(k, n_rel) (labels) or k (k_ones)
-CREATE OR REPLACE MACRO rankwise_ndcg(recs, truth, k, log_base := 2.718281828459045, ideal := 'predictions_topk',
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg(recs, truth, k, log_base := 2.718281828459045, ideal := 'predictions_topk',
                                       zero_ideal := 'zero', empty_labels := 'nan', empty_predictions := 'zero',
                                       duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__knob('ideal', ideal, ['predictions_topk', 'labels', 'k_ones'])
+      AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
+      AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''') THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         rankwise__ratio(rankwise_dcg(recs, truth, k, log_base := log_base, duplicates := duplicates),
             rankwise__ones(CASE ideal
                 WHEN 'predictions_topk' THEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
                 WHEN 'labels' THEN least(k, len(coalesce(truth, [])))
                 ELSE k END, log_base), zero_ideal),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- Hit rate@k = 1 if any of the top k is relevant
-CREATE OR REPLACE MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
                                           duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         CASE WHEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) > 0 THEN 1.0 ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- R-precision@k = hits within the top m / m, m = min(k, n_rel)
-CREATE OR REPLACE MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
                                              duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
         len(rankwise__hits(rankwise__recs(recs, duplicates), truth, least(k, len(coalesce(truth, [])))))
             / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates);
+        empty_labels, empty_predictions, duplicates) END;
 
 -- graded relevance: rel is a list parallel to truth; a label is relevant when rel > 0 and rel >= threshold;
 -- gain(r) = 1 if relevant else 0 (binary) | r (linear) | 2^r - 1 (exp2); labels with r = 0 earn nothing
-CREATE OR REPLACE MACRO rankwise__gain(r, gain, relevance_threshold) AS
+CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS
     CASE WHEN r IS NULL OR r <= 0 THEN 0.0
          WHEN gain = 'binary' THEN (CASE WHEN r >= relevance_threshold THEN 1.0 ELSE 0.0 END)
          WHEN gain = 'linear' THEN CAST(r AS DOUBLE)
          ELSE pow(2.0, CAST(r AS DOUBLE)) - 1.0 END;
 
-CREATE OR REPLACE MACRO rankwise__n_rel_graded(rel, relevance_threshold) AS
+CREATE OR REPLACE TEMP MACRO rankwise__n_rel_graded(rel, relevance_threshold) AS
     len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold));
 
 -- a graded row is invalid (NaN) when rel is not one finite number >= 0 per label
-CREATE OR REPLACE MACRO rankwise__bad_rel(truth, rel) AS
+CREATE OR REPLACE TEMP MACRO rankwise__bad_rel(truth, rel) AS
     len(coalesce(rel, [])) <> len(coalesce(truth, []))
     OR len(list_filter(coalesce(rel, []), lambda r: r IS NULL OR isnan(r) OR isinf(r) OR r < 0)) > 0;
 
-CREATE OR REPLACE MACRO rankwise__dcg_graded(r, truth, rel, k, gain, log_base, relevance_threshold) AS
+CREATE OR REPLACE TEMP MACRO rankwise__dcg_graded(r, truth, rel, k, gain, log_base, relevance_threshold) AS
     coalesce(list_sum(list_transform(range(1, least(k, len(r)) + 1),
         lambda p: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), r[p])], gain, relevance_threshold)
              / (ln(p + 1.0) / ln(log_base)))), 0.0);
 
 -- DCG@k with graded relevance
-CREATE OR REPLACE MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
+CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
                                             relevance_threshold := 0.0, empty_labels := 'nan',
                                             empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0, 'a finite number >= 0') THEN
     CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
         rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
-        empty_labels, empty_predictions, duplicates) END;
+        empty_labels, empty_predictions, duplicates) END END;
 
 -- NDCG@k with graded relevance; the ideal: the top-k recommended gains sorted (predictions_topk), all the
 -- labels' gains sorted and cut at k (labels), or k gains of 1 (k_ones)
-CREATE OR REPLACE MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
                                              ideal := 'predictions_topk', zero_ideal := 'zero',
                                              relevance_threshold := 0.0, empty_labels := 'nan',
                                              empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__knob('ideal', ideal, ['predictions_topk', 'labels', 'k_ones'])
+      AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
+      AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''')
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0, 'a finite number >= 0') THEN
     CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
         rankwise__ratio(
@@ -202,30 +262,38 @@ CREATE OR REPLACE MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'exp2'
                                        lambda x: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), x)],
                                                            gain, relevance_threshold)) END), 1, k),
                      lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, zero_ideal),
-        empty_labels, empty_predictions, duplicates) END;
+        empty_labels, empty_predictions, duplicates) END END;
 
 -- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's
 -- train popularity, a list parallel to the recommendations (NULL or 0: a cold item); n_users = U_T.
 --   SELECT rankwise_novelty(pop, 10, 5000), rankwise_arp(pop, 10) FROM t
 -- the items of the first k that count (cold_items = 'drop' leaves cold ones out)
-CREATE OR REPLACE MACRO rankwise__counted(top, cold_items) AS
+CREATE OR REPLACE TEMP MACRO rankwise__counted(top, cold_items) AS
     len(list_filter(top, lambda p: NOT (cold_items = 'drop' AND coalesce(p, 0) = 0)));
 
 -- total / the list denominator: k, or the items counted; NaN for a NULL list or a zero denominator
-CREATE OR REPLACE MACRO rankwise__pop_mean(top, total, k, cold_items, list_denominator) AS
+CREATE OR REPLACE TEMP MACRO rankwise__pop_mean(top, total, k, cold_items, list_denominator) AS
     CASE WHEN top IS NULL THEN 'NaN'::DOUBLE
          WHEN (CASE WHEN list_denominator = 'k' THEN k ELSE rankwise__counted(top, cold_items) END) = 0
          THEN 'NaN'::DOUBLE
          ELSE total / (CASE WHEN list_denominator = 'k' THEN k ELSE rankwise__counted(top, cold_items) END) END;
 
-CREATE OR REPLACE MACRO rankwise_arp(popularity, k, cold_items := 'as_one', list_denominator := 'n_u') AS
+CREATE OR REPLACE TEMP MACRO rankwise_arp(popularity, k, cold_items := 'as_one', list_denominator := 'n_u') AS
+    CASE WHEN rankwise__k(k)
+      AND rankwise__knob('cold_items', cold_items, ['as_one', 'drop', 'zero_novelty'])
+      AND rankwise__knob('list_denominator', list_denominator, ['n_u', 'k']) THEN
     rankwise__pop_mean(popularity[1:k],
         coalesce(list_sum(list_transform(popularity[1:k], lambda p:
             CASE WHEN cold_items = 'drop' AND coalesce(p, 0) = 0 THEN 0.0 ELSE CAST(coalesce(p, 0) AS DOUBLE) END)), 0.0),
-        k, cold_items, list_denominator);
+        k, cold_items, list_denominator) END;
 
-CREATE OR REPLACE MACRO rankwise_novelty(popularity, k, n_users, cold_items := 'as_one', list_denominator := 'n_u',
+CREATE OR REPLACE TEMP MACRO rankwise_novelty(popularity, k, n_users, cold_items := 'as_one', list_denominator := 'n_u',
                                          novelty_normalize := 'none', info_log_base := 2.0) AS
+    CASE WHEN rankwise__k(k)
+      AND rankwise__knob('cold_items', cold_items, ['as_one', 'drop', 'zero_novelty'])
+      AND rankwise__knob('list_denominator', list_denominator, ['n_u', 'k'])
+      AND rankwise__knob('novelty_normalize', novelty_normalize, ['none', 'log_users'])
+      AND rankwise__number('info_log_base', info_log_base, info_log_base > 1, 'a finite number > 1') THEN
     CASE WHEN novelty_normalize = 'log_users' AND n_users <= 1 THEN 'NaN'::DOUBLE
          ELSE rankwise__pop_mean(popularity[1:k],
              coalesce(list_sum(list_transform(popularity[1:k], lambda p:
@@ -233,7 +301,7 @@ CREATE OR REPLACE MACRO rankwise_novelty(popularity, k, n_users, cold_items := '
                       ELSE -ln(CAST(greatest(coalesce(p, 0), 1) AS DOUBLE) / n_users)
                            / (CASE WHEN novelty_normalize = 'log_users' THEN ln(n_users) ELSE ln(info_log_base) END)
                  END)), 0.0),
-             k, cold_items, list_denominator) END;
+             k, cold_items, list_denominator) END END;
 
 -- ILD on one row, as rankwise.expr.ild: embeddings = each recommended item's feature vector, a list
 -- parallel to the recommendations (NULL: no features). m = the first k vectors that are neither NULL
@@ -241,18 +309,18 @@ CREATE OR REPLACE MACRO rankwise_novelty(popularity, k, n_users, cold_items := '
 -- pairs or (ild_denominator = 'n_u', Evidently) by m; m < 2: NaN or (ild_short = 'zero') 0. A row
 -- evaluate() would reject (vectors of different lengths, a NULL or non-finite component) is NaN.
 --   SELECT rankwise_ild(vectors, 10) FROM t
-CREATE OR REPLACE MACRO rankwise__units(vectors) AS
+CREATE OR REPLACE TEMP MACRO rankwise__units(vectors) AS
     list_transform(
         list_filter(vectors, lambda v: v IS NOT NULL AND coalesce(list_sum(list_transform(v, lambda x: x * x)), 0) > 0),
         lambda v: list_transform(v, lambda x: x / sqrt(list_sum(list_transform(v, lambda y: y * y)))));
 
-CREATE OR REPLACE MACRO rankwise__ild_valid(vectors) AS
+CREATE OR REPLACE TEMP MACRO rankwise__ild_valid(vectors) AS
     vectors IS NOT NULL
     AND len(list_distinct(list_transform(list_filter(vectors, lambda v: v IS NOT NULL), lambda v: len(v)))) <= 1
     AND coalesce(list_bool_and(list_transform(list_filter(vectors, lambda v: v IS NOT NULL), lambda v:
             list_bool_and(list_transform(v, lambda x: x IS NOT NULL AND isfinite(x))))), true);
 
-CREATE OR REPLACE MACRO rankwise__ild_of(units, ild_denominator, ild_short) AS
+CREATE OR REPLACE TEMP MACRO rankwise__ild_of(units, ild_denominator, ild_short) AS
     CASE WHEN len(units) < 2 THEN (CASE WHEN ild_short = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END)
          ELSE (len(units) * (len(units) - 1) / 2.0
                - (list_sum(list_transform(list_reduce(units, lambda a, b: list_transform(a, lambda x, j: x + b[j])),
@@ -260,8 +328,11 @@ CREATE OR REPLACE MACRO rankwise__ild_of(units, ild_denominator, ild_short) AS
               / (CASE WHEN ild_denominator = 'n_u' THEN len(units) ELSE len(units) * (len(units) - 1) / 2.0 END)
     END;
 
-CREATE OR REPLACE MACRO rankwise_ild(embeddings, k, ild_denominator := 'pairs', ild_short := 'nan') AS
+CREATE OR REPLACE TEMP MACRO rankwise_ild(embeddings, k, ild_denominator := 'pairs', ild_short := 'nan') AS
+    CASE WHEN rankwise__k(k)
+      AND rankwise__knob('ild_denominator', ild_denominator, ['pairs', 'n_u'])
+      AND rankwise__knob('ild_short', ild_short, ['nan', 'zero']) THEN
     CASE WHEN NOT rankwise__ild_valid(list_transform(embeddings[1:k], lambda v: CAST(v AS DOUBLE[])))
          THEN 'NaN'::DOUBLE
          ELSE rankwise__ild_of(rankwise__units(list_transform(embeddings[1:k], lambda v: CAST(v AS DOUBLE[]))),
-                               ild_denominator, ild_short) END;
+                               ild_denominator, ild_short) END END;

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import doctest
 import math
+import re
+import tracemalloc
 
 import duckdb
 import oracle
@@ -15,7 +17,13 @@ from hypothesis import strategies as st
 
 import rankwise
 from rankwise import expr
-from rankwise.errors import DuplicateItemError, ParameterError
+from rankwise.errors import (
+    DtypeMismatchError,
+    DuplicateItemError,
+    InvalidRelevanceError,
+    MissingColumnError,
+    ParameterError,
+)
 
 PRESETS = ["default", "ranx", "trec_eval", "spark", "torchmetrics", "sklearn", "evidently", "recommenders",
            "replay", "rectools", "kaggle", "recbole"]
@@ -162,7 +170,7 @@ def test_graded_hand_values(con):
     """recs [1, 2], labels {2: 3, 1: 1}; linear gain, log2: DCG = 1/1 + 3/log2(3); ideal from the labels
     = 3/1 + 1/log2(3)."""
     df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 1]], "rel": [[3.0, 1.0]]})
-    conv = rankwise.PRESETS["trec_eval"].replace(users="union", unjudged="keep")
+    conv = rankwise.PRESETS["trec_eval"].replace(users="union", unjudged="keep", metrics=None)  # it has no dcg
     dcg, idcg = 1 + 3 / math.log2(3), 3 + 1 / math.log2(3)
     assert close(df.select(expr.dcg("r", "t", k=2, relevance="rel", convention=conv)).item(), dcg)
     assert close(df.select(expr.ndcg("r", "t", k=2, relevance="rel", convention=conv)).item(), dcg / idcg)
@@ -211,3 +219,141 @@ def test_composes_in_group_by_lazy_and_streaming():
     q = df.lazy().group_by("g").agg(expr.mrr("r", "t", k=2).mean()).sort("g")
     for engine in ("in-memory", "streaming"):
         assert q.collect(engine=engine).rows() == [("a", (0.5 + 0.0) / 2), ("b", 1.0)]
+
+
+def test_macro_knob_checks_allow_the_conventions_values():
+    """Every knob a macro takes is checked against Convention's allowed values (the one source),
+    less 'error' for empty_labels / empty_predictions (a macro cannot raise per row, as in expr)."""
+    from rankwise import _sql_files
+    from rankwise.conventions import knob_documentation
+
+    sql = _sql_files.read("macros")
+    checked = {}
+    for name, values in re.findall(r"rankwise__knob\('(\w+)', \w+,\s*\[([^\]]*)\]\)", sql):
+        parsed = tuple({"true": True, "false": False}.get(v.strip(), v.strip().strip("'")) for v in values.split(","))
+        assert checked.setdefault(name, parsed) == parsed, name  # one list per knob
+    taken = set(re.findall(r"(\w+) :=", sql))
+    for knob, (allowed, _) in knob_documentation().items():
+        if knob in taken and isinstance(allowed, tuple):
+            refused = ("error",) if knob in ("empty_labels", "empty_predictions") else ()
+            assert checked.get(knob) == tuple(v for v in allowed if v not in refused), knob
+
+
+@pytest.mark.parametrize("call, named", [
+    ("rankwise_map([1, 2, 3, 4], [2, 9], 3, ap_denominator := 'nrel')", "ap_denominator := 'nrel'"),
+    ("rankwise_recall([1, 1, 2], [1, 2], 3, duplicates := 'First_shift')", "duplicates := 'First_shift'"),
+    ("rankwise_dcg([1, 2], [2], 3, log_base := 0.5)", "log_base := 0.5"),
+    ("rankwise_dcg([1, 2], [2], 3, log_base := 1)", "log_base := 1"),
+    ("rankwise_ndcg([1, 2], [2], 3, ideal := 'label')", "ideal := 'label'"),
+    ("rankwise_dcg_graded([1, 2], [2], [1.0], 3, gain := 'lin')", "gain := 'lin'"),
+    ("rankwise_precision([1, 2], [2], 3, precision_denominator := 'min_k_nrels')", "precision_denominator"),
+    ("rankwise_precision([1, 2], [], 3, empty_labels := 'error')", "empty_labels := 'error'"),
+    ("rankwise_fbeta([1, 2], [2], 3, beta := 0)", "beta := 0"),
+    ("rankwise_ndcg_graded([1, 2], [2], [1.0], 3, relevance_threshold := -1)", "relevance_threshold := -1"),
+    ("rankwise_novelty([4, 1], 2, 8, info_log_base := 1)", "info_log_base := 1"),
+    ("rankwise_ild([[1.0, 0.0], [0.0, 1.0]], 2, ild_short := 'z')", "ild_short := 'z'"),
+    ("rankwise_map([1, 2, 3], [1, 3], NULL)", "k := NULL"),
+    ("rankwise_map([1, 2, 3], [1, 3], 0)", "k := 0"),
+    ("rankwise_precision([1, 2, 3], [1, 3], -1)", "k := -1"),
+    ("rankwise_arp([4, 1], 0)", "k := 0"),
+    ("rankwise_ndcg([1, 2, 3], [1, 3], 10001, ideal := 'k_ones')", "k := 10001"),  # expr: k_ones k <= 10000
+])
+def test_macros_refuse_bad_knobs_and_k(con, call, named):
+    with pytest.raises(duckdb.InvalidInputException, match=re.escape(named)):
+        con.execute(f"SELECT {call}").fetchone()
+
+
+def test_array_enum_and_categorical_item_lists_are_normalised():
+    """Array columns are lists and text ids (String, Categorical, Enum) are text, as in evaluate()."""
+    df = pl.DataFrame({"r": [[1, 2, 3], [4, 5, 6]], "t": [[1], [9]]})
+    arrays = df.with_columns(pl.col("r").cast(pl.Array(pl.Int64, 3)), pl.col("t").cast(pl.Array(pl.Int64, 1)))
+    # row 1: the one label at position 1, AP = (1/1) / 1 hit = 1; row 2: no hit, 0
+    assert arrays.select(expr.map("r", "t", k=3)).to_series().to_list() == [1.0, 0.0]
+    assert expr.check_lists(arrays, "r", "t") is None
+    text = pl.DataFrame({"r": [["a", "b"]], "t": [["b"]]})
+    pairs = ((pl.Enum(["a", "b"]), pl.Enum(["b", "a", "c"])), (pl.Categorical, pl.Enum(["b", "a"])))
+    for recs_type, truth_type in pairs:
+        typed = text.with_columns(pl.col("r").cast(pl.List(recs_type)), pl.col("t").cast(pl.List(truth_type)))
+        assert typed.select(expr.mrr("r", "t", k=2)).item() == 0.5  # "b" first found at position 2: 1/2
+
+
+@pytest.mark.parametrize("recs, truth", [(["1", "2", "3"], [1, 3]), ([1, 2, 3], [1.0, 3.0]), ([True, False], [1])])
+def test_items_of_different_kinds_raise_as_in_evaluate(recs, truth):
+    df = pl.DataFrame({"r": [recs], "t": [truth]})
+    with pytest.raises(DtypeMismatchError, match="recs 'r' holds .* truth 't' holds"):
+        df.select(expr.precision("r", "t", k=3))
+    with pytest.raises(DtypeMismatchError, match="recs 'r' holds"):
+        expr.check_lists(df, "r", "t")
+    with pytest.raises(DtypeMismatchError):
+        rankwise.evaluate(df.select(user=pl.lit(1), item="r"), df.select(user=pl.lit(1), item="t"), k=3)
+
+
+def test_check_lists_null_or_text_relevance_and_missing_column():
+    df = pl.DataFrame({"r": [[1, 2], [3]], "t": [[1, 2], [3]], "rel": [None, [2.0]]})
+    assert math.isnan(df.select(expr.ndcg("r", "t", k=2, relevance="rel")).to_series()[0])  # the row check_lists names
+    with pytest.raises(InvalidRelevanceError, match="rel: 1 lists differ in length"):
+        expr.check_lists(df, "r", "t", "rel")
+    text = df.with_columns(rel=pl.Series([["1", "2"], ["2"]]))
+    with pytest.raises(InvalidRelevanceError, match="list of numbers"):
+        expr.check_lists(text, "r", "t", "rel")
+    with pytest.raises(InvalidRelevanceError, match="list of numbers"):
+        text.select(expr.ndcg("r", "t", k=2, relevance="rel"))
+    with pytest.raises(MissingColumnError, match="'x'"):
+        expr.check_lists(df, "x", "t")
+
+
+def test_metrics_beta_names_the_f_and_is_validated():
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[2, 9]]})  # k = 3: P = 1/3, R = 1/2
+    # F2 = 5PR / (4P + R) = (5/6) / (4/3 + 1/2) = 5/11; F3 = 10PR / (9P + R) = (10/6) / (3 + 1/2) = 10/21
+    assert close(df.select(expr.metrics("r", "t", k=3, metrics=["f2"])).item(), 5 / 11)
+    assert close(df.select(expr.metrics("r", "t", k=3, metrics=["f2"], beta=2)).item(), 5 / 11)
+    with pytest.raises(ParameterError, match="'f2' .* beta=3"):
+        expr.metrics("r", "t", k=3, metrics=["f2"], beta=3.0)
+    every = df.select(expr.metrics("r", "t", k=3, beta=3.0)).row(0, named=True)
+    assert "f1@3" not in every and close(every["f3@3"], 10 / 21)
+    for beta in (0, -1.0, float("nan")):
+        with pytest.raises(ParameterError, match="beta > 0"):
+            expr.metrics("r", "t", k=3, metrics=["f1"], beta=beta)
+
+
+def test_install_duckdb_writes_nothing_to_the_database(tmp_path):
+    """Temporary macros: none stored in the file, a read-only connection installs them, and a
+    schema chosen with USE when installing does not hide them from another schema."""
+    path = str(tmp_path / "user.duckdb")
+    with duckdb.connect(path) as c:
+        c.execute("CREATE TABLE t AS SELECT 1 AS a")
+        expr.install_duckdb(c)
+    with duckdb.connect(path, read_only=True) as c:
+        stored = "SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'rankwise%'"
+        assert c.execute(stored).fetchone()[0] == 0
+        expr.install_duckdb(c)
+        assert c.execute("SELECT rankwise_precision([1, 2], [2], 2)").fetchone()[0] == 0.5  # 1 hit / k = 2
+    with duckdb.connect() as c:
+        c.execute("CREATE SCHEMA s; USE s")
+        expr.install_duckdb(c)
+        c.execute("USE memory.main")
+        assert c.execute("SELECT rankwise_precision([1, 2], [2], 2)").fetchone()[0] == 0.5
+
+
+def test_ndcg_with_a_huge_k_builds_no_k_long_table():
+    """The ideal of n ones is summed over the positions the rows reach, not over 1..k."""
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]})
+    # hits at 1 and 3: DCG = 1/ln 2 + 1/ln 4; ideal (predictions_topk, 2 hits) = 1/ln 2 + 1/ln 3
+    want = (1 / math.log(2) + 1 / math.log(4)) / (1 / math.log(2) + 1 / math.log(3))
+    tracemalloc.start()
+    huge = expr.ndcg("r", "t", k=10**7)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10_000_000  # a Python table of k + 1 floats took about 560 MB
+    assert close(df.select(huge).item(), want)
+
+
+def test_a_metric_the_preset_lacks_is_refused_as_in_evaluate():
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[2]]})
+    assert "mar" not in rankwise.PRESETS["ranx"].metrics
+    with pytest.raises(ParameterError, match="'ranx' convention has no metric 'mar'"):
+        expr.mar("r", "t", k=3, convention="ranx")
+    with pytest.raises(ParameterError, match="no metric 'mar'"):
+        expr.metrics("r", "t", k=3, metrics=["mar"], convention="ranx")
+    every = df.select(expr.metrics("r", "t", k=3, convention="ranx")).columns
+    assert "mar@3" not in every and "map@3" in every

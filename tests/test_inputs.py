@@ -164,3 +164,21 @@ def test_nested_user_ids_score_like_integer_ids(wrap):
                                TRUTH.with_columns(nest("user").alias("user")), k=ks, backend="polars").long
     unwrap = pl.col("user").struct.field("id") if wrap == "struct" else pl.col("user").list.first()
     plt.assert_frame_equal(nested.with_columns(unwrap.alias("user")).sort("user", "k"), plain.sort("user", "k"))
+
+
+def test_list_form_parallel_score_and_rank_lists_order_the_items(backend):
+    """A score or rank list parallel to the items ranks them (and feeds min_score) as the long form does."""
+    truth = pl.DataFrame({"user": [1, 2], "item": [[3], [5]], "relevance": [[4.0], [4.0]]})
+    scored = pl.DataFrame({"user": [1, 2], "item": [[1, 2, 3], []], "score": [[4.0, 1.0, 3.9], []]})
+    # surprise (min_score 3.5, precision over min(k, list length)): item 2 (1.0) is dropped, 1 (4.0)
+    # then 3 (3.9) are ranked: 1 hit over min(3, 2) = 0.5; user 2 is present with an empty list: 0
+    res = rankwise.evaluate(scored, truth, k=3, metrics=["precision"], convention="surprise", backend=backend)
+    assert res.per_user.sort("user")["precision@3"].to_list() == [0.5, 0.0]
+    # ranks [3, 1, 2]: item 3 is 2nd, RR = 1/2; scores [0.1, 0.2, 0.3] (rank_col=None): item 3 first, RR = 1
+    both = scored.with_columns(rank=pl.Series([[3, 1, 2], []]), score=pl.Series([[0.1, 0.2, 0.3], []]))
+    by_rank = rankwise.evaluate(both, truth, k=3, metrics=["mrr"], backend=backend)
+    by_score = rankwise.evaluate(both, truth, k=3, metrics=["mrr"], backend=backend, rank_col=None)
+    assert by_rank.per_user.sort("user")["mrr@3"].to_list()[0] == 0.5
+    assert by_score.per_user.sort("user")["mrr@3"].to_list()[0] == 1.0
+    with pytest.raises(rankwise.errors.InvalidScoreError, match="'score' list and the 'item' list differ"):
+        rankwise.evaluate(scored.with_columns(score=pl.Series([[1.0], []])), truth, k=3, backend=backend)

@@ -235,3 +235,13 @@ def test_the_readme_preset_table_lists_each_presets_metrics():
         want = ", ".join(public.get(m, m) for m in rankwise.PRESETS[name].metrics if m in public)
         beyond = [m for m in rankwise.PRESETS[name].metrics if m not in public]
         assert listed == want + (f"; {', '.join(beyond)}" if beyond else ""), name
+
+
+def test_explain_note_names_the_base_mix():
+    """Every label of relevance 0: no user has a relevant label, so map@5 is NaN under both
+    conventions (empty_labels 'nan') and in every mix, the base (no knob switched) included."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": [10], "relevance": [0.0]})
+    ex = rankwise.explain(recs, truth, a="default", b="ranx", metric="map", k=5)
+    assert "default's own values (no knob switched)" in ex.note
+    assert "with ;" not in ex.note and "with  " not in ex.note

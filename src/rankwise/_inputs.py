@@ -411,9 +411,20 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
                                   pl.col(c.item).alias(ITEM))
             return canonical, users, None
     if isinstance(schema[c.item], pl.List):
-        lists, repeats, users = _checked_lists(lf, c, "recommendations")
+        # a rank or score list parallel to the items orders them (and feeds min_score) as in the long form
+        order = {RANK: c.rank, SCORE: c.score}
+        order = {name: col for name, col in order.items() if col is not None and isinstance(schema.get(col), pl.List)}
+        lists, repeats, users = _checked_lists(lf, c, "recommendations", parallel=order)
+        if order:
+            return _ordered_lists(lists, c, conv), users, None
         if not repeats and conv.min_score is None:  # positions 1..n, no item repeated: already canonical
             return _exploded(lists), users, lists
+        if conv.min_score is not None:
+            raise ParameterError(
+                f"The convention sets min_score={conv.min_score}, but the list-form recommendations have no "
+                f"{c.score!r} list parallel to {c.item!r} to compare it with.",
+                hint="Pass each user's scores as a list column (score_col=...), or use a convention with "
+                "min_score=None.")
         df = _exploded(lists).collect()
     elif c.rank in schema:
         # min_score drops the items scored below it whatever ranks them: with a rank column too
@@ -447,17 +458,32 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
     return _positions(df).lazy(), None, None
 
 
-def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
-                   with_relevance: bool = False) -> tuple[pl.DataFrame, bool, pl.Series]:
-    """Check list-form input (one row per user, a list of items[, a parallel list of relevances]):
-    the lists (user_id, item_id[, relevance]), whether some list repeats an item, and the users.
+def _ordered_lists(lists: pl.DataFrame, c: Columns, conv: Convention) -> pl.LazyFrame:
+    """List form with a parallel rank or score list: the non-empty lists exploded to the long form
+    and ranked by its rules; a user with an empty list keeps one null-item row."""
+    names = {USER: c.user, ITEM: c.item, RANK: c.rank, SCORE: c.score}
+    filled = lists.filter(pl.col(ITEM).list.len() > 0)
+    long = filled.explode([n for n in lists.columns if n != USER]).rename({n: names[n] for n in lists.columns})
+    ranked, _, _ = _recommendations(long.lazy(), c, conv)
+    empty = lists.filter(pl.col(ITEM).list.len() == 0).select(
+        USER, pl.lit(None, dtype=pl.Int64).alias(RANK), pl.col(ITEM).list.first())
+    return pl.concat([ranked.select(USER, RANK, ITEM), empty.lazy()])
+
+
+def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str, with_relevance: bool = False,
+                   parallel: dict[str, str] | None = None) -> tuple[pl.DataFrame, bool, pl.Series]:
+    """Check list-form input (one row per user, a list of items[, a parallel list of relevances, or
+    the ``parallel`` {canonical name: column} rank / score lists]): the lists (user_id, item_id[,
+    relevance | rank, score]), whether some list repeats an item, and the users.
 
     One select computes every check's flag (Polars runs its expressions side by side); the offending
     rows are looked for only when a flag is set, in the order the checks are stated below."""
     schema = lf.collect_schema()
     cols = [pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM)]
+    parallel = dict(parallel or {})
     if with_relevance and c.relevance in schema:
-        cols.append(pl.col(c.relevance).alias(REL))
+        parallel[REL] = c.relevance
+    cols += [pl.col(col).alias(name) for name, col in parallel.items()]
     df = lf.select(cols).collect()
     items = pl.col(ITEM)
     if REL in df.columns and not isinstance(df.schema[REL], pl.List):
@@ -465,15 +491,15 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
             f"{what}: with list-form items, {c.relevance!r} must be a list parallel to {c.item!r}, got "
             f"{df.schema[REL]}.", rows=_show(df.head(_SHOW), c),
             hint="Give one relevance per item in a list column, or leave the relevance column out (every label 1).")
-    # a null relevance list differs too (ne_missing: null vs a length is True, not null)
-    rel_length = pl.col(REL).list.len().ne_missing(items.list.len()) if REL in df.columns else pl.lit(False)
+    # a null parallel list differs too (ne_missing: null vs a length is True, not null)
+    lengths = {name: pl.col(name).list.len().ne_missing(items.list.len()) for name in parallel}
     flags = df.select(
         null_user=pl.col(USER).null_count() > 0,
         null_list=items.null_count() > 0,
         repeated_user=pl.col(USER).n_unique() < pl.len(),
         # a null inside a list, [None] too: only an empty list means "no items"
         hole=items.list.explode(empty_as_null=False, keep_nulls=False).null_count() > 0,
-        rel_length=rel_length.any(),
+        rel_length=pl.any_horizontal(False, *lengths.values()).any(),
         repeats=(items.list.n_unique() < items.list.len()).any(),
     ).row(0, named=True)
     if flags["null_user"] or flags["null_list"]:
@@ -492,12 +518,14 @@ def _checked_lists(lf: pl.LazyFrame, c: Columns, what: str,
             hint=f"Drop nulls from the lists: pl.col({c.item!r}).list.drop_nulls() (an empty list is a user "
             "with no items).",
         )
-    if flags["rel_length"]:
-        raise InvalidRelevanceError(
-            f"{what}: the {c.relevance!r} list and the {c.item!r} list differ in length (or the relevance list is null).",
-            rows=_show(df.filter(rel_length), c),
-            hint="Give one relevance per item, in the same order.",
-        )
+    for name, differs in lengths.items() if flags["rel_length"] else ():
+        bad = df.filter(differs)
+        if bad.height:
+            error, role = {REL: (InvalidRelevanceError, "relevance"), RANK: (InvalidRankError, "rank"),
+                           SCORE: (InvalidScoreError, "score")}[name]
+            raise error(
+                f"{what}: the {parallel[name]!r} list and the {c.item!r} list differ in length (or the {role} "
+                "list is null).", rows=_show(bad, c), hint=f"Give one {role} per item, in the same order.")
     return df, bool(flags["repeats"]), df.get_column(USER).alias(c.user)
 
 

@@ -163,11 +163,12 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     table = pl.DataFrame(rows, schema={"knob": pl.String, "a": pl.String, "b": pl.String, "effect": pl.Float64,
                                        "share": pl.Float64, "alone": pl.Float64}, orient="row")
     table = table.sort(pl.col("effect").abs(), descending=True)
-    undefined = [", ".join(sorted(mix)) for mix, v in cache.items() if math.isnan(v)]
+    undefined = [f"{', '.join(sorted(mix))} switched to {conv_b.name}'s value{'s' if len(mix) > 1 else ''}"
+                 if mix else f"{conv_a.name}'s own values (no knob switched)"
+                 for mix, v in cache.items() if math.isnan(v)]
     note = "" if not undefined else (
-        f"Undefined split: with {'; '.join(undefined[:3])}{' ...' if len(undefined) > 3 else ''} switched to "
-        f"{conv_b.name}'s value{'s' if len(undefined) > 1 else ''}, no user has a defined {name}@{k} "
-        f"({len(undefined)} of the {len(cache)} mixes), so the effects are NaN.")
+        f"Undefined split: no user has a defined {name}@{k} with {'; '.join(undefined[:3])}"
+        f"{' ...' if len(undefined) > 3 else ''} ({len(undefined)} of the {len(cache)} mixes), so the effects are NaN.")
     # the library values themselves (the presets may restrict metrics; the knobs say the same)
     return Explanation(name, k, conv_a.name, conv_b.name, base, full, table, note)
 

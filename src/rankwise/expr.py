@@ -19,6 +19,9 @@ Row rules (the convention's knobs, applied per row; NaN = undefined, left out of
   under ``duplicates='error'``, a repeated label, a null item, a relevance list of another length or
   with a null, NaN, infinite or negative value) is NaN. ``check_lists`` raises the typed error.
   ``duplicates='first_shift'`` keeps each item's first occurrence.
+* Items match as in ``evaluate``: list or array columns, text ids (String, Categorical, Enum) as
+  text, integers of any width; items of different kinds (text vs integer, integer vs float) are a
+  ``DtypeMismatchError`` when the query is planned.
 * ``ties`` only orders scores (lists are already ranked) and ``f_aggregation`` only changes the
   summary, so neither changes a row. ``min_score`` needs scores and is refused.
 
@@ -59,8 +62,16 @@ from collections.abc import Iterable
 import polars as pl
 
 from . import metrics as _metrics
+from ._inputs import id_kind
 from .conventions import Convention, resolve
-from .errors import DuplicateItemError, InvalidRelevanceError, NullValueError, ParameterError
+from .errors import (
+    DtypeMismatchError,
+    DuplicateItemError,
+    InvalidRelevanceError,
+    MissingColumnError,
+    NullValueError,
+    ParameterError,
+)
 
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg",
            "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
@@ -108,9 +119,7 @@ def fbeta(recs: Column, truth: Column, *, k: int, beta: float = 1.0, relevance: 
     >>> pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[1]]}).select(fbeta("r", "t", k=4, beta=2.0)).item()
     0.625
     """
-    if not (isinstance(beta, (int, float)) and not isinstance(beta, bool) and math.isfinite(beta) and beta > 0):
-        raise ParameterError(f"F-beta needs a finite beta > 0, got {beta!r}.", hint="For example beta=1.0 (F1) or 2.0.")
-    return _Rows(recs, truth, relevance, convention).metric("fbeta", k, float(beta))
+    return _Rows(recs, truth, relevance, convention).metric("fbeta", k, _check_beta(beta))
 
 
 def f1(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
@@ -162,8 +171,10 @@ def dcg(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
     """DCG@k = sum_{i <= k} gain(rel_i) / log_b(i + 1), gain and b by ``gain`` and ``log_base``.
 
     >>> import polars as pl
+    >>> from rankwise import Convention
     >>> df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 1]], "rel": [[3.0, 1.0]]})
-    >>> round(df.select(dcg("r", "t", k=2, relevance="rel", convention="trec_eval")).item(), 6)
+    >>> linear_log2 = Convention(gain="linear", log_base=2)
+    >>> round(df.select(dcg("r", "t", k=2, relevance="rel", convention=linear_log2)).item(), 6)
     2.892789
     """
     return _Rows(recs, truth, relevance, convention).metric("dcg", k)
@@ -315,7 +326,9 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
             relevance: Column | None = None, convention: str | Convention = "default",
             beta: float | None = None) -> list[pl.Expr]:
     """Several metrics at several cutoffs, named ``"<metric>@<k>"`` (``f2@10`` for F-beta 2), the
-    columns ``evaluate(...).per_user`` has. Polars computes the parts they share once.
+    columns ``evaluate(...).per_user`` has. Polars computes the parts they share once. ``beta``
+    names the F of ``metrics=None`` (``f2``); an F named in ``metrics`` fixes its beta, and a
+    different ``beta`` is a ParameterError.
 
     >>> import polars as pl
     >>> df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[2]]})
@@ -323,9 +336,15 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
     (0.0, 0.3333333333333333, 0.0, 0.5)
     """
     conv = resolve(convention)
-    request = _metrics.parse_request(metrics, k)
-    if beta is not None:
-        request = _metrics.MetricRequest(request.names, request.ks, float(beta))
+    request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
+    if beta is not None:  # names the F of metrics=None; an F named in metrics fixes its own beta
+        beta = _check_beta(beta)
+        named = [n for n in request.names if _metrics.internal_name(n) == "fbeta"]
+        if metrics is not None and named and request.beta != beta:
+            raise ParameterError(f"metrics names {named[0]!r} (beta = {request.beta:g}) but beta={beta:g}.",
+                                 hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
+        names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
+        request = _metrics.MetricRequest(names, request.ks, beta)
     _metrics.check_cutoffs(conv, request.ks)
     rows = _Rows(recs, truth, relevance, conv)
     return [rows.metric(_metrics.internal_name(name), kk, request.beta).alias(request.column(name, kk))
@@ -342,6 +361,68 @@ def _as_expr(value, what: str) -> pl.Expr:
         return value
     raise ParameterError(f"{what} must be a column name or a Polars expression of list type, got {value!r}.",
                          hint=f'For example {what}="items" or {what}=pl.col("items").')
+
+
+def _item_type(recs: tuple[str, pl.DataType], truth: tuple[str, pl.DataType], rows=None) -> pl.DataType:
+    """The one item type of two (name, list or array dtype) columns, by evaluate's id-kind rule
+    (``_inputs.id_kind``): text ids (String, Categorical, Enum) are String, integers one width;
+    ids of different kinds never match: a DtypeMismatchError."""
+    inner = []
+    for role, (name, dtype) in (("recs", recs), ("truth", truth)):
+        if not isinstance(dtype, (pl.List, pl.Array)):
+            raise DtypeMismatchError(f"{role} {name!r} must be a list column of items, got {dtype}.", rows=rows,
+                                     hint="Give one list of items per row, e.g. with group_by(...).agg(...).")
+        inner.append(dtype.inner)
+    a, b = inner
+    if a == b or pl.Null in (a, b):
+        return b if a == pl.Null else a
+    kind = id_kind(a)
+    if kind != id_kind(b):
+        raise DtypeMismatchError(
+            f"recs {recs[0]!r} holds {a} items but truth {truth[0]!r} holds {b} items: ids of different kinds "
+            "never match (evaluate() refuses them too).", rows=rows,
+            hint=f"Cast both to the same type, e.g. pl.col({recs[0]!r}).cast(pl.List(pl.String)).")
+    if kind == "text":
+        return pl.String
+    return pl.Int64 if (a.is_signed_integer() or b.is_signed_integer()) else pl.UInt64
+
+
+def _as_list(column: pl.Expr, dtype: pl.DataType, inner: pl.DataType) -> pl.Expr:
+    """A list or array column as a List(inner)."""
+    column = column.arr.to_list() if isinstance(dtype, pl.Array) else column
+    return column if dtype.inner == inner and isinstance(dtype, pl.List) else column.cast(pl.List(inner))
+
+
+def _item_lists(recs: pl.Expr, truth: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """recs and truth as List columns of one item type (:func:`_item_type`), decided when the
+    query is planned (the dtypes are known then)."""
+    def side(i):
+        def build(inputs):
+            (r, rd), (t, td) = inputs
+            inner = _item_type((r.meta.output_name(raise_if_undetermined=False) or "recs", rd),
+                               (t.meta.output_name(raise_if_undetermined=False) or "truth", td))
+            return _as_list(*inputs[i], inner)
+        return build
+    return pl.pipe_with_dtype([recs, truth], side(0)), pl.pipe_with_dtype([recs, truth], side(1))
+
+
+def _relevance_list(relevance: pl.Expr) -> pl.Expr:
+    """A numeric list or array column as List(Float64); other types an InvalidRelevanceError."""
+    def build(inputs):
+        ((column, dtype),) = inputs
+        inner = getattr(dtype, "inner", None)
+        if inner is None or not (inner.is_numeric() or inner in (pl.Boolean, pl.Null)):
+            name = column.meta.output_name(raise_if_undetermined=False) or "relevance"
+            raise InvalidRelevanceError(f"relevance {name!r} must be a list of numbers, got {dtype}.",
+                                        hint="Relevance is a number >= 0 per label, e.g. pl.List(pl.Float64).")
+        return _as_list(column, dtype, pl.Float64)
+    return pl.pipe_with_dtype([relevance], build)
+
+
+def _check_beta(beta) -> float:
+    if not (isinstance(beta, (int, float)) and not isinstance(beta, bool) and math.isfinite(beta) and beta > 0):
+        raise ParameterError(f"F-beta needs a finite beta > 0, got {beta!r}.", hint="For example beta=1.0 (F1) or 2.0.")
+    return float(beta)
 
 
 def _check_k(k) -> int:
@@ -385,9 +466,8 @@ class _Rows:
 
     def __init__(self, recs, truth, relevance, convention):
         self.conv = _per_row(resolve(convention))
-        self.raw_recs = _as_expr(recs, "recs")
-        self.raw_truth = _as_expr(truth, "truth")
-        self.rel = None if relevance is None else _as_expr(relevance, "relevance").cast(pl.List(pl.Float64))
+        self.raw_recs, self.raw_truth = _item_lists(_as_expr(recs, "recs"), _as_expr(truth, "truth"))
+        self.rel = None if relevance is None else _relevance_list(_as_expr(relevance, "relevance"))
         self.recs = self.raw_recs.fill_null(pl.lit([]))
         if self.conv.duplicates == "first_shift":
             self.recs = self.recs.list.unique(maintain_order=True)
@@ -443,11 +523,12 @@ class _Rows:
         return gains.list.agg((_E / (pl.int_range(2, pl.len() + 2).cast(pl.Float64).log() / ln_base)).sum())
 
     def _ideal_ones(self, n: pl.Expr, k: int) -> pl.Expr:
-        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1 (a table lookup)."""
-        table = [0.0]
-        for i in range(1, k + 1):
-            table.append(table[-1] + _discount(i, self.conv.log_base))
-        return pl.lit(pl.Series(table, dtype=pl.Float64)).gather(pl.min_horizontal(n, k))
+        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1, read from a running
+        sum over the positions the rows reach (not 1..k: k may be huge)."""
+        m = pl.min_horizontal(n, k)
+        positions = pl.int_range(1, m.max().fill_null(0) + 1, dtype=pl.Int64).cast(pl.Float64)
+        running = (1.0 / ((positions + 1.0).log() / math.log(self.conv.log_base))).cum_sum()
+        return pl.lit(0.0).append(running).gather(m)
 
     def idcg(self, k: int) -> pl.Expr:
         conv = self.conv
@@ -514,8 +595,10 @@ class _Rows:
 
     def metric(self, name: str, k: int, beta: float = 1.0) -> pl.Expr:
         k = _check_k(k)
-        _metrics.check_cutoffs(self.conv, (k,))
         conv = self.conv
+        if conv.metrics is not None and name not in conv.metrics:  # as evaluate refuses it
+            raise _metrics.not_defined(conv.name, name, conv.metrics)
+        _metrics.check_cutoffs(conv, (k,))
         const = {"zero": pl.lit(0.0), "one": pl.lit(1.0), "nan": pl.lit(NAN)}
         value = (pl.when(~self.scored()).then(pl.lit(NAN))
                  .when(self.n_rel == 0).then(const[conv.empty_labels])
@@ -543,7 +626,19 @@ def check_lists(frame, recs: str, truth: str, relevance: str | None = None,
     conv = resolve(convention)
     lf = frame.lazy() if hasattr(frame, "lazy") else pl.LazyFrame(frame)
     cols = [recs, truth] + ([relevance] if relevance else [])
+    schema = lf.collect_schema()
+    missing = [c for c in cols if c not in schema]
+    if missing:
+        raise MissingColumnError(f"check_lists: missing column(s) {missing}; found {list(schema)}.",
+                                 hint="Pass the names of the recs, truth (and relevance) list columns.")
     df = lf.select(cols).with_row_index("row").collect()
+    df = df.with_columns(pl.col(c).arr.to_list() for c in cols if isinstance(df.schema[c], pl.Array))
+    _item_type((recs, df.schema[recs]), (truth, df.schema[truth]), rows=df.head(3))
+    rel_type = getattr(df.schema[relevance], "inner", None) if relevance else pl.Float64
+    if rel_type is None or not (rel_type.is_numeric() or rel_type in (pl.Boolean, pl.Null)):
+        raise InvalidRelevanceError(f"{relevance}: must be a list of numbers, got {df.schema[relevance]}.",
+                                    rows=df.head(3),
+                                    hint="Relevance is a number >= 0 per label, e.g. pl.List(pl.Float64).")
 
     def fail(error, column, mask, problem, hint):
         bad = df.filter(mask)
@@ -562,15 +657,17 @@ def check_lists(frame, recs: str, truth: str, relevance: str | None = None,
          "Keep one label per item, e.g. the maximum relevance.")
     if relevance:
         r, t = pl.col(relevance).cast(pl.List(pl.Float64)), pl.col(truth)
-        fail(InvalidRelevanceError, relevance, r.list.len() != t.list.len(),
-             f"differ in length from {truth!r}", "Give one relevance per label, in the same order.")
+        fail(InvalidRelevanceError, relevance, r.list.len().fill_null(0) != t.list.len().fill_null(0),
+             f"differ in length from {truth!r} (a null list has none)",
+             "Give one relevance per label, in the same order.")
         fail(InvalidRelevanceError, relevance,
              (r.list.drop_nulls().list.len() != r.list.len()) | (r.list.min() < 0) | ~r.list.sum().is_finite(),
              "hold a null, NaN, infinite or negative relevance", "Relevance must be a finite number >= 0.")
 
 
 def install_duckdb(con) -> None:
-    """Create the ``rankwise_<metric>`` macros (``sql/macros.sql``) in a DuckDB connection.
+    """Create the ``rankwise_<metric>`` macros (``sql/macros.sql``) in a DuckDB connection, as
+    temporary macros: nothing is written to its database file (a read-only connection works).
 
     >>> import duckdb
     >>> con = duckdb.connect()
