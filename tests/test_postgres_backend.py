@@ -155,3 +155,25 @@ def test_beyond_metrics_over_table_names_are_a_parameter_error_with_or_without_t
     for ground_truth in (truth, None):
         with pytest.raises(rankwise.ParameterError, match="take DataFrames or files"):
             rankwise.evaluate(recs, ground_truth, k=3, metrics=["novelty"], train=train, backend="postgres")
+
+
+def _kept_tables(conn, schema: str) -> list:
+    return conn.execute("SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+                        "AND relname LIKE 'rankwise%%'", (f'"{schema}"',)).fetchall()
+
+
+def test_collect_false_leaves_no_table_when_the_evaluation_fails(pg):
+    """collect=False with options it cannot take, or an evaluation that fails after the database run
+    (an empty_labels='error' user), leaves no table: before, the committed per-user table stayed,
+    under a name the caller never got."""
+    conn, schema = pg
+    conn.execute(f'SET search_path TO "{schema}"')
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    strict = rankwise.PRESETS["default"].replace(empty_labels="error")  # user 3 has no label
+    for inputs in ((recs, truth), (RECS, TRUTH)):
+        with pytest.raises(rankwise.ParameterError, match="segments= needs the per-user rows collected"):
+            rankwise.evaluate(*inputs, k=3, backend=conn, collect=False,
+                              segments=pl.DataFrame({"user": [1, 2], "segment": ["a", "b"]}))
+        with pytest.raises(rankwise.UndefinedValueError):
+            rankwise.evaluate(*inputs, k=3, backend=conn, collect=False, convention=strict)
+        assert _kept_tables(conn, schema) == []

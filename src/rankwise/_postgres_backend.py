@@ -170,6 +170,11 @@ class PostgresEngine:
                                          "one SELECT/WITH query; check that they exist and read.") from error
         return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
 
+    def discard(self, kept: PostgresTable) -> None:
+        """Drop a table :meth:`run` kept (collect=False) when the evaluation fails after it."""
+        with self.connect() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {kept.name}")
+
 
 def _kept(cur, table: str, prefix: str) -> PostgresTable:
     """The per-user table, schema-qualified, after dropping this run's temporary objects (they would

@@ -17,7 +17,7 @@ from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
 from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
 from ._polars_backend import PolarsEngine
-from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
+from ._postgres_backend import PostgresEngine, PostgresTable, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
@@ -296,6 +296,8 @@ def evaluate(
     runs = _runs(recommendations)
     if not collect and len(runs) > 1:  # before any engine work
         raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
+    if not collect and segments is not None:
+        raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
     if beyond is not None:
         if not collect:
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
@@ -326,8 +328,6 @@ def evaluate(
 
 def _with_segments(result: Result, segment_of: pl.DataFrame) -> Result:
     """The result with its per-segment summary and the users in no segment counted."""
-    if not isinstance(result.long, pl.DataFrame):
-        raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
     segment_of = _segments.aligned(segment_of, result.long.schema[result.user_col], result.user_col)
     names = result._metric_names(None)
     table = _segments.summary(result.long, segment_of, result.user_col, names, result.confidence)
@@ -353,13 +353,19 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
             continue
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
-        _shape.check(out, conv, user_col)
-        if collect:
-            _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
-            rows = _shape.long(out.per_user, request, user_col)
-        else:
-            rows = out.per_user
-        parts = (rows, _shape.summary(out.summary, request, confidence), _shape.excluded(prep, out.counts, conv), None)
+        try:
+            _shape.check(out, conv, user_col)
+            if collect:
+                _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
+                rows = _shape.long(out.per_user, request, user_col)
+            else:
+                rows = out.per_user
+            parts = (rows, _shape.summary(out.summary, request, confidence),
+                     _shape.excluded(prep, out.counts, conv), None)
+        except BaseException:
+            if isinstance(out.per_user, PostgresTable):  # kept in the database: the caller never sees its name
+                engine.discard(out.per_user)
+            raise
         if beyond is not None:
             parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
         shaped[name] = parts
