@@ -668,3 +668,14 @@ def test_memory_limit_reaches_the_beyond_duckdb_connection(monkeypatch):
     assert seen["limit"] == expected
     assert "rankwise-duckdb-" in seen["spill"]
 
+
+def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn):
+    """ILD over feature values of 1e160: the squared norms overflow a double, which PostgreSQL raises
+    (psycopg's NumericValueOutOfRange came through raw); a NumericOverflowError with a hint instead."""
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 3], "rank": [1, 2, 3, 1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": [1]})
+    features = pl.DataFrame({"item": [1, 1, 2, 2, 3, 3], "feature": ["a", "b"] * 3,
+                             "value": [1e160, 0.0, 0.0, 1e160, 1e160, 1e160]})
+    with pytest.raises(rankwise.NumericOverflowError, match="ild") as info:
+        rankwise.evaluate(recs, truth, k=3, metrics=["ild"], item_features=features, backend="postgres")
+    assert "feature values" in info.value.hint

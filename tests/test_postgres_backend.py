@@ -177,3 +177,27 @@ def test_collect_false_leaves_no_table_when_the_evaluation_fails(pg):
         with pytest.raises(rankwise.UndefinedValueError):
             rankwise.evaluate(*inputs, k=3, backend=conn, collect=False, convention=strict)
         assert _kept_tables(conn, schema) == []
+
+
+def test_postgres_errors_have_hints_that_fit_them(pg):
+    """A NUMERIC score too large for a double is the inputs' overflow (the hint blamed gain='exp2'); a
+    role without CREATE on the current schema keeping a table (collect=False) is told so (the hint
+    asked for TEMP and SELECT, which it had)."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    conn.execute(f'CREATE TABLE "{schema}".scored ("user" BIGINT, item BIGINT, score NUMERIC)')
+    conn.execute(f"""INSERT INTO "{schema}".scored VALUES (1, 10, 1e400), (1, 11, 1), (2, 20, 1)""")
+    with pytest.raises(rankwise.NumericOverflowError) as info:
+        rankwise.evaluate(f'"{schema}".scored', truth, k=3, backend=conn)
+    assert "exp2" not in info.value.hint and "score" in info.value.hint
+    role = f"rw_role_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE ROLE "{role}"')
+    try:
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"; GRANT SELECT ON ALL TABLES IN SCHEMA '
+                     f'"{schema}" TO "{role}"; SET search_path TO "{schema}"; SET ROLE "{role}"')
+        with pytest.raises(rankwise.RankwiseError, match="refused") as info:
+            rankwise.evaluate(recs, truth, k=3, backend=conn, collect=False)
+        assert "CREATE on the schema" in info.value.hint
+    finally:
+        conn.execute("RESET ROLE")
+        conn.execute(f'DROP OWNED BY "{role}"; DROP ROLE "{role}"')

@@ -153,21 +153,18 @@ class PostgresEngine:
                         per_user = _fetch(cur, f"SELECT * FROM {table} ORDER BY k, user_id", user_dtype)
                     else:
                         per_user = _kept(cur, table, prefix)
-            except psycopg.errors.NumericValueOutOfRange as error:
-                # PostgreSQL raises where the other engines give inf: in any metric of the query, requested or not
-                problem = (f"A summary mean is not finite: the per-user {', '.join(request.names)} are too large "
-                           "to add up as doubles." if stage == "summary" else
-                           f"PostgreSQL overflowed computing the per-user {', '.join(request.names)} (a number too "
-                           "large for a double, in this or another metric of the query).")
-                raise NumericOverflowError(problem, hint=overflow_hint(conv, per_user=stage != "summary")) from error
-            except psycopg.errors.InsufficientPrivilege as error:
-                raise RankwiseError(f"PostgreSQL refused: {str(error).strip().splitlines()[0]}",
-                                    hint="The role needs TEMP privilege on the database and SELECT on the "
-                                         "input tables.") from error
-            except psycopg.Error as error:  # e.g. a table that does not exist, a query that does not parse
-                raise RankwiseError(f"PostgreSQL: {str(error).strip().splitlines()[0]}",
-                                    hint="Inputs are table names (optionally schema.table, quoted as needed) or "
-                                         "one SELECT/WITH query; check that they exist and read.") from error
+            except psycopg.Error as error:
+                if stage == "inputs":  # the checks and views cast the scores and relevance to doubles
+                    problem, hint = ("PostgreSQL overflowed reading the inputs (a score or relevance too large "
+                                     "for a double).", "Rescale the scores or relevance values to a smaller range.")
+                elif stage == "summary":
+                    problem, hint = (f"A summary mean is not finite: the per-user {', '.join(request.names)} are "
+                                     "too large to add up as doubles.", overflow_hint(conv, per_user=False))
+                else:  # PostgreSQL raises where the other engines give inf: in any metric of the query
+                    problem, hint = (f"PostgreSQL overflowed computing the per-user {', '.join(request.names)} (a "
+                                     "number too large for a double, in this or another metric of the query).",
+                                     overflow_hint(conv, per_user=True))
+                raise typed_error(error, problem, hint, keeps=not collect) from error
         return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
 
     def discard(self, kept: PostgresTable) -> None:
@@ -188,6 +185,23 @@ def _kept(cur, table: str, prefix: str) -> PostgresTable:
         cur.execute(sql.SQL("DROP {} IF EXISTS {} CASCADE").format(what, sql.Identifier(name)))
     cur.execute("SELECT current_schema()")
     return PostgresTable(sql.Identifier(cur.fetchone()[0], table).as_string(cur.connection))
+
+
+def typed_error(error, overflow: str, overflow_hint: str, keeps: bool = False) -> RankwiseError:
+    """The rankwise error of a psycopg error: an overflow (``overflow``: what overflowed), a refused
+    privilege (``keeps``: the run keeps a table), or anything else (a missing table, a bad query)."""
+    psycopg = _psycopg()
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, psycopg.errors.NumericValueOutOfRange):
+        return NumericOverflowError(overflow, hint=overflow_hint)
+    if isinstance(error, psycopg.errors.InsufficientPrivilege):
+        return RankwiseError(f"PostgreSQL refused: {first}",
+                             hint="The role needs TEMP privilege on the database, SELECT on the input tables"
+                                  + (" and CREATE on the schema of the per-user table (collect=False)." if keeps
+                                     else "."))
+    return RankwiseError(f"PostgreSQL: {first}",
+                         hint="Inputs are table names (optionally schema.table, quoted as needed) or one "
+                              "SELECT/WITH query; check that they exist and read.")
 
 
 class _Borrowed:
