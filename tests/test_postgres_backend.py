@@ -201,3 +201,27 @@ def test_postgres_errors_have_hints_that_fit_them(pg):
     finally:
         conn.execute("RESET ROLE")
         conn.execute(f'DROP OWNED BY "{role}"; DROP ROLE "{role}"')
+
+
+def test_a_borrowed_connection_with_another_row_factory_gives_duckdbs_result(pg, pg_dsn):
+    """rankwise's cursors read tuples whatever the caller's connection returns: with dict_row it
+    raised ValueError (tables), KeyError 'users' (frames), KeyError 0 (collect=False)."""
+    from psycopg.rows import dict_row, namedtuple_row
+
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=3, backend="duckdb")
+    train = pl.DataFrame({"user": [1, 2], "item": [10, 20]})
+    for factory in (dict_row, namedtuple_row):
+        with psycopg.connect(pg_dsn, autocommit=True, row_factory=factory) as borrowed:
+            borrowed.execute(f'SET search_path TO "{schema}"')
+            for inputs in ((recs, truth), (RECS, TRUTH)):
+                got = rankwise.evaluate(*inputs, k=3, backend=borrowed)
+                assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+                assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
+                kept = rankwise.evaluate(*inputs, k=3, backend=borrowed, collect=False)
+                assert_frame_equal(kept.summary, want.summary, rel_tol=1e-12)
+                borrowed.execute(f"DROP TABLE {kept.per_user.name}")
+            novelty = rankwise.evaluate(RECS, TRUTH, k=3, metrics=["novelty"], train=train, backend=borrowed)
+            assert_frame_equal(novelty.summary, rankwise.evaluate(RECS, TRUTH, k=3, metrics=["novelty"], train=train,
+                                                                  backend="duckdb").summary, rel_tol=1e-12)

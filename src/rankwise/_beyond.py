@@ -867,7 +867,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks,
     the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
     import uuid
 
-    from ._postgres_backend import _fetch, _psycopg, _upload, settle, typed_error
+    from ._postgres_backend import _fetch, _psycopg, _upload, cursor, settle, typed_error
 
     psycopg = _psycopg()
 
@@ -876,7 +876,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks,
     script = _script(tables, names, ks, conv, "postgres", prefix)
     with engine.connect() as conn:
         try:
-            with conn.transaction(force_rollback=True), conn.cursor() as cur:
+            with conn.transaction(force_rollback=True), cursor(conn) as cur:
                 settle(cur)
                 for table, frame in frames.items():
                     _upload(cur, table, frame)

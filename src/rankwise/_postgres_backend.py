@@ -94,6 +94,13 @@ class PostgresTable:
 SETTINGS = ("SET LOCAL max_parallel_workers_per_gather = 0", "SET LOCAL jit = off")
 
 
+def cursor(conn):
+    """A cursor of rankwise's: rows as tuples, whatever row_factory the caller's connection has."""
+    from psycopg.rows import tuple_row
+
+    return conn.cursor(row_factory=tuple_row)
+
+
 def settle(cur) -> None:
     """Apply :data:`SETTINGS` to the cursor's transaction."""
     for statement in SETTINGS:
@@ -128,7 +135,7 @@ class PostgresEngine:
         with self.connect() as conn:
             try:
                 # one transaction, rolled back (temporary objects only) unless the per-user table stays
-                with conn.transaction(force_rollback=collect), conn.cursor() as cur:
+                with conn.transaction(force_rollback=collect), cursor(conn) as cur:
                     settle(cur)
                     if isinstance(prep, PostgresInputs):
                         _native_views(cur, prep, conv, names)
@@ -169,7 +176,7 @@ class PostgresEngine:
 
     def discard(self, kept: PostgresTable) -> None:
         """Drop a table :meth:`run` kept (collect=False) when the evaluation fails after it."""
-        with self.connect() as conn, conn.transaction(), conn.cursor() as cur:
+        with self.connect() as conn, conn.transaction(), cursor(conn) as cur:
             cur.execute(f"DROP TABLE IF EXISTS {kept.name}")
 
 
