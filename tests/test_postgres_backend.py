@@ -225,3 +225,37 @@ def test_a_borrowed_connection_with_another_row_factory_gives_duckdbs_result(pg,
             novelty = rankwise.evaluate(RECS, TRUTH, k=3, metrics=["novelty"], train=train, backend=borrowed)
             assert_frame_equal(novelty.summary, rankwise.evaluate(RECS, TRUTH, k=3, metrics=["novelty"], train=train,
                                                                   backend="duckdb").summary, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("cast, columns", [
+    (lambda c: pl.col(c).cast(pl.Decimal(20, 0)), ("user", "item")),
+    (lambda c: pl.date(2020, 1, 1) + pl.duration(days=pl.col(c)), ("user", "item")),
+    (lambda c: pl.datetime(2020, 1, 1) + pl.duration(microseconds=pl.col(c)), ("user", "item")),
+    (lambda c: (pl.datetime(2020, 1, 1) + pl.duration(hours=pl.col(c))).dt.replace_time_zone("Asia/Kolkata"),
+     ("user", "item")),
+    (lambda c: pl.col(c) == 1, ("user",)),  # two users; a user's items would collide
+], ids=["decimal", "date", "datetime", "datetime_tz", "boolean"])
+def test_frames_with_other_id_types_give_duckdbs_result(pg, cast, columns):
+    """Decimal, Date, Datetime and Boolean ids are copied as numeric, date, timestamp[tz] and boolean
+    (a raw KeyError in _upload before); Datetime('ns') and Binary, which PostgreSQL cannot hold as
+    Polars does, are a DtypeMismatchError naming the ids."""
+    conn, schema = pg
+    conn.execute(f'SET search_path TO "{schema}"')
+    recs, truth = RECS.filter(pl.col("user") <= 2), TRUTH.filter(pl.col("user") <= 2)
+    for column in columns:
+        r, t = recs.with_columns(cast(column).alias(column)), truth.with_columns(cast(column).alias(column))
+        want = rankwise.evaluate(r, t, k=[1, 3], backend="duckdb")
+        got = rankwise.evaluate(r, t, k=[1, 3], backend=conn)
+        for frame in ("summary", "excluded", "per_user"):
+            assert_frame_equal(getattr(got, frame), getattr(want, frame), rel_tol=1e-12)
+        kept = rankwise.evaluate(r, t, k=[1, 3], backend=conn, collect=False)
+        assert_frame_equal(kept.summary, want.summary, rel_tol=1e-12)
+        conn.execute(f"DROP TABLE {kept.per_user.name}")
+
+
+def test_frames_with_ids_postgres_cannot_hold_are_a_dtype_error(pg):
+    conn, _ = pg
+    for cast, name in ((pl.col("user").cast(pl.Datetime("ns")), "Datetime"), (pl.col("item").cast(pl.Binary), "Binary")):
+        with pytest.raises(rankwise.DtypeMismatchError, match=name) as info:
+            rankwise.evaluate(RECS.with_columns(cast), TRUTH.with_columns(cast), k=3, backend=conn)
+        assert "Cast them" in info.value.hint

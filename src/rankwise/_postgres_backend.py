@@ -42,7 +42,8 @@ _INSTALL = 'pip install "rankwise[engines]"  (psycopg 3)'
 _PG_TYPES = {pl.Int8: "SMALLINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.Int64: "BIGINT",
              pl.UInt8: "SMALLINT", pl.UInt16: "INTEGER", pl.UInt32: "BIGINT", pl.UInt64: "NUMERIC(20)",
              pl.Int128: "NUMERIC(39)", pl.Float32: "DOUBLE PRECISION",
-             pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT"}
+             pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT", pl.Decimal: "NUMERIC", pl.Date: "DATE",
+             pl.Boolean: "BOOLEAN"}  # Datetime: _pg_type
 _INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {25, 1043, 1042}, {20, 21, 23, 700, 701, 1700}  # type OIDs
 
 
@@ -309,9 +310,21 @@ def _columns(cur, source_sql: str) -> dict:
     return {d.name: d.type_code for d in cur.description}
 
 
+def _pg_type(name: str, dtype) -> str:
+    """The PostgreSQL type a canonical column is copied into; ids of a type it cannot hold as Polars
+    does (nanoseconds, bytes, nested) are a DtypeMismatchError."""
+    if isinstance(dtype, pl.Datetime) and dtype.time_unit != "ns":
+        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    if dtype.base_type() in _PG_TYPES:
+        return _PG_TYPES[dtype.base_type()]
+    what = {USER: "user ids", ITEM: "item ids"}.get(name, f"column {name!r}")
+    raise DtypeMismatchError(f"The {what} are {dtype}, which backend='postgres' does not copy into PostgreSQL.",
+                             hint="Cast them to integers or strings (or Datetime('us')), or use backend='duckdb'.")
+
+
 def _upload(cur, table: str, frame: pl.DataFrame) -> None:
     """A canonical frame into a temporary table through COPY (CSV: NULL unquoted-empty, '' quoted)."""
-    columns = ", ".join(f"{name} {_PG_TYPES[frame.schema[name].base_type()]}" for name in frame.columns)
+    columns = ", ".join(f"{name} {_pg_type(name, frame.schema[name])}" for name in frame.columns)
     cur.execute(f"CREATE TEMP TABLE {table} ({columns})")
     with cur.copy(f"COPY {table} FROM STDIN (FORMAT csv)") as copy:
         copy.write(frame.write_csv(include_header=False, float_scientific=True, float_precision=17))
@@ -327,10 +340,14 @@ def _fetch(cur, query: str, user_dtype=None) -> pl.DataFrame:
             buffer.write(block)
     schema = {name: pl.Int64 if oid in _INTEGER else pl.Float64 if oid in _NUMBER else pl.String
               for name, oid in types.items()}
-    if USER in schema and user_dtype is not None:
+    as_text = user_dtype == pl.Boolean or (isinstance(user_dtype, pl.Datetime) and user_dtype.time_zone)
+    if USER in schema and user_dtype is not None and not as_text:  # 't' / 'f', '... +00': parsed below
         schema[USER] = user_dtype
     buffer.seek(0)
     frame = pl.read_csv(buffer, schema=schema) if buffer.getbuffer().nbytes \
         else pl.DataFrame(schema=schema)
+    if USER in schema and as_text:
+        frame = frame.with_columns(pl.col(USER) == "t" if user_dtype == pl.Boolean else pl.col(USER).str.to_datetime(
+            "%Y-%m-%d %H:%M:%S%.f%#z", time_unit=user_dtype.time_unit).dt.convert_time_zone(user_dtype.time_zone))
     metrics = [c for c in frame.columns if c in USER_LEVEL]
     return frame.with_columns(pl.col(metrics).cast(pl.Float64)) if metrics else frame
