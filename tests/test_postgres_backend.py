@@ -259,3 +259,22 @@ def test_frames_with_ids_postgres_cannot_hold_are_a_dtype_error(pg):
         with pytest.raises(rankwise.DtypeMismatchError, match=name) as info:
             rankwise.evaluate(RECS.with_columns(cast), TRUTH.with_columns(cast), k=3, backend=conn)
         assert "Cast them" in info.value.hint
+
+
+def test_collect_false_keeps_the_table_outside_the_temporary_schema(pg):
+    """search_path starting with pg_temp: the kept table went to the temporary schema and the cleanup
+    of the run's temporary objects dropped it (collect=False returned the name of a dropped table);
+    a search path of no existing schema is a ParameterError, not a failed SQL statement."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=3, backend="duckdb")
+    conn.execute(f'SET search_path TO pg_temp, "{schema}"')
+    for inputs in ((recs, truth), (RECS, TRUTH)):
+        kept = rankwise.evaluate(*inputs, k=3, backend=conn, collect=False)
+        assert kept.per_user.name.startswith(f'"{schema}".')
+        assert conn.execute(f"SELECT count(*) FROM {kept.per_user.name}").fetchone() == (want.long.height,)
+        conn.execute(f"DROP TABLE {kept.per_user.name}")
+    conn.execute(f"SET search_path TO pg_temp, rw_no_such_schema_{uuid.uuid4().hex[:8]}")
+    with pytest.raises(rankwise.ParameterError, match="search path") as info:
+        rankwise.evaluate(recs, truth, k=3, backend=conn, collect=False)
+    assert "SET search_path" in info.value.hint

@@ -12,8 +12,8 @@ connection. Inputs:
 
 Everything runs in one transaction that is rolled back at the end (temporary objects only), with
 parallel workers off so that the sums are bit-identical run after run. With ``collect=False`` the
-per-user rows stay in a table of the connection's current schema (:class:`PostgresTable`), the
-transaction commits that one table, and the temporary objects are dropped. Results come back through
+per-user rows stay in a table of the first non-temporary schema of the search path
+(:class:`PostgresTable`), the transaction commits that one table, and the temporary objects are dropped. Results come back through
 ``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with shortest round-trip float digits and
 Polars parses exactly. psycopg (the ``engines`` extra) is the one driver: Result.write uses it too.
 """
@@ -148,9 +148,10 @@ class PostgresEngine:
                     cur.execute(f"CREATE TEMP VIEW {names['cutoffs']} AS {render.cutoffs_query(request.ks, 'postgres')}")
                     per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "postgres", names)
                     table = names["per_user"]
+                    schema = None if collect else _kept_schema(cur)
                     stage = "per_user"
-                    cur.execute(f"CREATE {'TEMP ' if collect else ''}TABLE {table} AS SELECT * FROM "
-                                f"({per_user_sql}) AS r ORDER BY k, user_id")
+                    cur.execute(f"CREATE {'TEMP ' if collect else ''}TABLE {_qualified(cur, schema, table)} AS "
+                                f"SELECT * FROM ({per_user_sql}) AS r ORDER BY k, user_id")
                     stage = "summary"
                     summary = _fetch(cur, summary_sql)
                     cur.execute(COUNTS_SQL.format(per_user=table))
@@ -160,7 +161,8 @@ class PostgresEngine:
                     if collect:
                         per_user = _fetch(cur, f"SELECT * FROM {table} ORDER BY k, user_id", user_dtype)
                     else:
-                        per_user = _kept(cur, table, prefix)
+                        _drop_temporary(cur, prefix)
+                        per_user = PostgresTable(_qualified(cur, schema, table))
             except psycopg.Error as error:
                 if stage == "inputs":  # the checks and views cast the scores and relevance to doubles
                     problem, hint = ("PostgreSQL overflowed reading the inputs (a score or relevance too large "
@@ -181,9 +183,28 @@ class PostgresEngine:
             cur.execute(f"DROP TABLE IF EXISTS {kept.name}")
 
 
-def _kept(cur, table: str, prefix: str) -> PostgresTable:
-    """The per-user table, schema-qualified, after dropping this run's temporary objects (they would
-    outlive the call on a caller's connection)."""
+def _kept_schema(cur) -> str:
+    """The schema a kept per-user table goes to: the first of the search path that exists and is not
+    the session's temporary schema (a table there would be dropped with this run's temporary objects)."""
+    cur.execute("SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i) "
+                "WHERE s::regnamespace <> pg_my_temp_schema() ORDER BY i LIMIT 1")
+    row = cur.fetchone()
+    if row is None:
+        cur.execute("SHOW search_path")
+        raise ParameterError(f"collect=False keeps the per-user rows in a table of the first schema of the "
+                             f"search path, and it has none but the temporary one (search_path: {cur.fetchone()[0]}).",
+                             hint="SET search_path TO a schema the role can CREATE in (e.g. public), or collect=True.")
+    return row[0]
+
+
+def _qualified(cur, schema: str | None, table: str) -> str:
+    from psycopg import sql
+
+    return table if schema is None else sql.Identifier(schema, table).as_string(cur.connection)
+
+
+def _drop_temporary(cur, prefix: str) -> None:
+    """Drop this run's temporary objects (they would outlive the call on a caller's connection)."""
     from psycopg import sql
 
     cur.execute("SELECT c.relname, c.relkind FROM pg_class AS c WHERE c.relnamespace = pg_my_temp_schema() "
@@ -191,8 +212,6 @@ def _kept(cur, table: str, prefix: str) -> PostgresTable:
     for name, kind in cur.fetchall():
         what = sql.SQL("VIEW" if kind == "v" else "TABLE")
         cur.execute(sql.SQL("DROP {} IF EXISTS {} CASCADE").format(what, sql.Identifier(name)))
-    cur.execute("SELECT current_schema()")
-    return PostgresTable(sql.Identifier(cur.fetchone()[0], table).as_string(cur.connection))
 
 
 def typed_error(error, overflow: str, overflow_hint: str, keeps: bool = False) -> RankwiseError:

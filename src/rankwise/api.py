@@ -239,9 +239,9 @@ def evaluate(
         (the SQL run inside PostgreSQL; table names or SELECT queries as inputs stay there).
     convention : a preset name (see ``rankwise.PRESETS``) or a ``Convention``.
     collect : False keeps ``per_user`` in the engine, for outputs too large to collect: a Spark
-        DataFrame (backend="spark"), or a table of the current schema (backend="postgres": a
-        ``PostgresTable`` whose ``name`` is ready for SQL; drop it when done); summary and excluded
-        are still Polars frames.
+        DataFrame (backend="spark"), or a table of the first non-temporary schema of the search path
+        (backend="postgres": a ``PostgresTable`` whose ``name`` is ready for SQL; drop it when done);
+        summary and excluded are still Polars frames.
     memory_limit : cap on the engine's working memory, e.g. "2GB", "512MiB", "1.5 GB" (KB/MB/GB/TB
         are powers of 1000, KiB/MiB/GiB/TiB of 1024) or a number of bytes, from 16 MiB to 1 PiB, for
         inputs larger than memory. DuckDB: ``SET memory_limit`` (spills to a temporary directory); Polars:
