@@ -278,3 +278,20 @@ def test_collect_false_keeps_the_table_outside_the_temporary_schema(pg):
     with pytest.raises(rankwise.ParameterError, match="search path") as info:
         rankwise.evaluate(recs, truth, k=3, backend=conn, collect=False)
     assert "SET search_path" in info.value.hint
+
+
+def test_queries_in_parentheses_or_after_comments_are_queries(pg, tmp_path, monkeypatch):
+    """A query with a '/' or opening with '(' or a comment was read as a file path (ParameterError
+    'both as table names / queries, or both as data', InputFileError 'does not exist'); a string that
+    names an existing file stays a file."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=3, backend="duckdb")
+    for query in (f'(SELECT "user", item, rank/1 AS rank FROM {recs})', f"/* model A */ SELECT * FROM {recs}",
+                  f"-- model A\n  ( (SELECT * FROM {recs}) )"):
+        got = rankwise.evaluate(query, truth, k=3, backend=conn)
+        assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+    monkeypatch.chdir(tmp_path)
+    RECS.write_parquet("select recs.parquet")  # an existing file named like a query: a file
+    got = rankwise.evaluate("select recs.parquet", TRUTH, k=3, backend=conn)
+    assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)

@@ -245,15 +245,17 @@ class _Borrowed:
 
 
 _FILE_LIKE = (".parquet", ".pq", ".csv")
+# a query: SELECT or WITH after any whitespace, opening parentheses and SQL comments
+_QUERY = re.compile(r"(?:\s|\(|--[^\n]*(?:\n|$)|/\*(?:[^*]|\*(?!/))*\*/)*(?:select|with)\b", re.IGNORECASE)
 
 
 def _is_file(data) -> bool:
-    """A Path, or a string that names an existing file or directory, has a path separator or a data
-    file suffix: read by rankwise, not a table name."""
-    if isinstance(data, str) and re.match(r"\s*(select|with)\b", data, re.IGNORECASE):
-        return False
-    return isinstance(data, Path) or (isinstance(data, str) and (
-        os.path.exists(data) or os.sep in data or data.lower().endswith(_FILE_LIKE)))
+    """A Path, or a string that names an existing file or directory, or (not a query) has a path
+    separator or a data file suffix: read by rankwise, not a table name."""
+    if isinstance(data, Path) or (isinstance(data, str) and os.path.exists(data)):
+        return True
+    return isinstance(data, str) and not _QUERY.match(data) and (
+        os.sep in data or data.lower().endswith(_FILE_LIKE))
 
 
 def is_table_input(data) -> bool:
