@@ -295,3 +295,20 @@ def test_queries_in_parentheses_or_after_comments_are_queries(pg, tmp_path, monk
     RECS.write_parquet("select recs.parquet")  # an existing file named like a query: a file
     got = rankwise.evaluate("select recs.parquet", TRUTH, k=3, backend=conn)
     assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+
+
+def test_collect_false_inside_a_callers_transaction_leaves_its_settings(pg, pg_dsn):
+    """On a borrowed connection inside a transaction, collect=False commits a savepoint: its SET LOCAL
+    jit=off and max_parallel_workers_per_gather=0 stayed for the rest of the caller's transaction."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    settings = "SELECT current_setting('jit'), current_setting('max_parallel_workers_per_gather')"
+    with psycopg.connect(pg_dsn) as borrowed:  # not autocommit: the SELECT opens a transaction
+        borrowed.execute("SET jit = on; SET max_parallel_workers_per_gather = 3")
+        before = borrowed.execute(settings).fetchone()
+        for inputs in ((recs, truth), (RECS, TRUTH)):
+            kept = rankwise.evaluate(*inputs, k=3, backend=borrowed, collect=False)
+            assert borrowed.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+            assert borrowed.execute(settings).fetchone() == before == ("on", "3")
+            borrowed.execute(f"DROP TABLE {kept.per_user.name}")
+        borrowed.rollback()

@@ -92,7 +92,7 @@ class PostgresTable:
 # every transaction of the backend starts with these: no parallel workers (the same sums every run);
 # no JIT, which compiles these wide queries for about 2 s each (bench/postgres_bench.py at 100k users:
 # 9.4-10.6 s without, 12.3-13.1 s with; a 15-row beyond-accuracy query: 2.0 s of JIT, 3 ms without)
-SETTINGS = ("SET LOCAL max_parallel_workers_per_gather = 0", "SET LOCAL jit = off")
+SETTINGS = {"max_parallel_workers_per_gather": "0", "jit": "off"}
 
 
 def cursor(conn):
@@ -102,10 +102,19 @@ def cursor(conn):
     return conn.cursor(row_factory=tuple_row)
 
 
-def settle(cur) -> None:
-    """Apply :data:`SETTINGS` to the cursor's transaction."""
-    for statement in SETTINGS:
-        cur.execute(statement)
+def settle(cur) -> dict:
+    """Apply :data:`SETTINGS` to the cursor's transaction (SET LOCAL); the values they replace."""
+    cur.execute(f"SELECT {', '.join('current_setting(%s)' for _ in SETTINGS)}", list(SETTINGS))
+    before = dict(zip(SETTINGS, cur.fetchone()))
+    restore(cur, SETTINGS)
+    return before
+
+
+def restore(cur, values: dict) -> None:
+    """SET LOCAL these settings: after a run that commits inside a caller's transaction (a savepoint
+    released), the caller's values again for the rest of it."""
+    for name, value in values.items():
+        cur.execute("SELECT set_config(%s, %s, true)", (name, value))
 
 
 class PostgresEngine:
@@ -137,7 +146,7 @@ class PostgresEngine:
             try:
                 # one transaction, rolled back (temporary objects only) unless the per-user table stays
                 with conn.transaction(force_rollback=collect), cursor(conn) as cur:
-                    settle(cur)
+                    before = settle(cur)
                     if isinstance(prep, PostgresInputs):
                         _native_views(cur, prep, conv, names)
                         user_dtype = None
@@ -163,6 +172,7 @@ class PostgresEngine:
                     else:
                         _drop_temporary(cur, prefix)
                         per_user = PostgresTable(_qualified(cur, schema, table))
+                        restore(cur, before)
             except psycopg.Error as error:
                 if stage == "inputs":  # the checks and views cast the scores and relevance to doubles
                     problem, hint = ("PostgreSQL overflowed reading the inputs (a score or relevance too large "
