@@ -312,3 +312,19 @@ def test_collect_false_inside_a_callers_transaction_leaves_its_settings(pg, pg_d
             assert borrowed.execute(settings).fetchone() == before == ("on", "3")
             borrowed.execute(f"DROP TABLE {kept.per_user.name}")
         borrowed.rollback()
+
+
+def test_an_async_connection_is_a_parameter_error(pg_dsn):
+    """A psycopg AsyncConnection raised a raw TypeError from inside the run."""
+    import asyncio
+
+    async def borrowed():
+        return await psycopg.AsyncConnection.connect(pg_dsn)
+
+    conn = asyncio.run(borrowed())
+    try:
+        with pytest.raises(rankwise.ParameterError, match="AsyncConnection") as info:
+            rankwise.evaluate(RECS, TRUTH, k=3, backend=conn)
+        assert "psycopg.connect" in info.value.hint
+    finally:
+        asyncio.run(conn.close())

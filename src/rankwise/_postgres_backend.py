@@ -121,6 +121,9 @@ class PostgresEngine:
     capabilities = Capabilities(native_tables=True, keeps_results=True)
 
     def __init__(self, target=None):
+        if target is not None and not isinstance(target, str) and isinstance(target, _psycopg().AsyncConnection):
+            raise ParameterError("backend= takes a psycopg Connection, not an AsyncConnection.",
+                                 hint="Pass a psycopg.connect(...) connection or its postgresql:// URI.")
         self.target = target  # None: RANKWISE_POSTGRES or the libpq environment; a URI; a connection
         self.name = "postgres"
 
