@@ -328,3 +328,17 @@ def test_an_async_connection_is_a_parameter_error(pg_dsn):
         assert "psycopg.connect" in info.value.hint
     finally:
         asyncio.run(conn.close())
+
+
+def test_id_columns_of_a_type_rankwise_does_not_take_name_the_type(pg):
+    """NUMERIC (or uuid) ids on both sides were refused as 'different or unsupported types (OIDs 1700
+    and 1700)': contradictory when the types match; the message names the type."""
+    conn, schema = pg
+    truth = _table(conn, schema, "truth", TRUTH)
+    conn.execute(f'CREATE TABLE "{schema}".r2 ("user" NUMERIC, item BIGINT, rank BIGINT)')
+    conn.execute(f'CREATE TABLE "{schema}".t2 AS SELECT "user"::numeric AS "user", item FROM {truth}')
+    with pytest.raises(rankwise.DtypeMismatchError, match="unsupported type numeric in both") as info:
+        rankwise.evaluate(f'"{schema}".r2', f'"{schema}".t2', k=3, backend=conn)
+    assert "::bigint" in info.value.hint
+    with pytest.raises(rankwise.DtypeMismatchError, match=r"numeric \(recommendations\) and bigint"):
+        rankwise.evaluate(f'"{schema}".r2', truth, k=3, backend=conn)

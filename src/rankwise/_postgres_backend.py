@@ -305,9 +305,13 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
         kinds = ["integer" if r[column] in _INTEGER else "text" if r[column] in _TEXT else "other",
                  "integer" if t[column] in _INTEGER else "text" if t[column] in _TEXT else "other"]
         if kinds[0] != kinds[1] or "other" in kinds:
-            raise DtypeMismatchError(f"{column!r} has different or unsupported types in the two tables (PostgreSQL "
-                                     f"type OIDs {r[column]} and {t[column]}); ids must be both integers or both text.",
-                                     hint=f"Cast one side in a query, e.g. SELECT {column}::text AS {column}, ...")
+            cur.execute("SELECT format_type(%s, NULL), format_type(%s, NULL)", (r[column], t[column]))
+            types = cur.fetchone()
+            problem = (f"unsupported type {types[0]} in both tables" if types[0] == types[1] and "other" in kinds
+                       else f"types {types[0]} (recommendations) and {types[1]} (ground truth)")
+            raise DtypeMismatchError(f"{column!r} has {problem}; ids must be both integers or both text.",
+                                     hint=f"Cast them in a query, e.g. SELECT {column}::text AS {column}, ... "
+                                          f"(or {column}::bigint for whole numbers).")
     by_score = c.rank not in r
     if by_score and c.score not in r:
         raise MissingColumnError(f"recommendations: neither a rank column {c.rank!r} nor a score column {c.score!r}.",
