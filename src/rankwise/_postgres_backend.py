@@ -13,9 +13,10 @@ connection. Inputs:
 Everything runs in one transaction that is rolled back at the end (temporary objects only), with
 parallel workers off so that the sums are bit-identical run after run. With ``collect=False`` the
 per-user rows stay in a table of the first non-temporary schema of the search path
-(:class:`PostgresTable`), the transaction commits that one table, and the temporary objects are dropped. Results come back through
-``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with shortest round-trip float digits and
-Polars parses exactly. psycopg (the ``engines`` extra) is the one driver: Result.write uses it too.
+(:class:`PostgresTable`), the transaction commits that one table, and the temporary objects are
+dropped. Results come back through ``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with
+shortest round-trip float digits and Polars parses exactly. psycopg (the ``engines`` extra) is the
+one driver: Result.write uses it too.
 """
 
 from __future__ import annotations
