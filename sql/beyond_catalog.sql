@@ -72,9 +72,11 @@ scored AS (
     JOIN cutoffs AS c ON r.rank <= c.k
     WHERE r.item_id IS NOT NULL AND r.score IS NOT NULL
 ),
+-- e = EXP(d), 0 where a double's EXP is 0 (d <= -1075 ln 2): PostgreSQL raises underflow there
 score_stats AS (
-    SELECT s.k, LN(SUM(EXP(s.d))) - SUM(EXP(s.d) * s.d) / SUM(EXP(s.d)) AS score_entropy
-    FROM scored AS s
+    SELECT s.k, LN(SUM(s.e)) - SUM(s.e * s.d) / SUM(s.e) AS score_entropy
+    FROM (SELECT x.k, x.d, CASE WHEN x.d <= -745.1332191019412 THEN 0.0 ELSE EXP(x.d) END AS e
+          FROM scored AS x) AS s
     GROUP BY s.k
 ),
 per_k AS (

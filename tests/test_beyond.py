@@ -577,6 +577,20 @@ def test_score_entropy_through_evaluate_by_hand(engine):
     assert res.per_user["precision@1"].to_list() == [1.0, 0.0]  # the accuracy metrics are unchanged
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "postgres"])
+def test_score_entropy_of_scores_far_apart_by_hand(engine, request):
+    """Scores more than 745 apart: PostgreSQL's EXP raised 'underflow' where a double's exp is 0.
+    Pooled top k (every k here) d = score - max = {0, -1480, -1497, -600, -1499}: exp = {1, 0, 0, e^-600, 0}
+    as doubles; Z = 1 + e^-600, H = ln Z + 600 e^-600 / Z. Exactly 601 e^-600, but in doubles Z = 1:
+    ln Z = 0 and H = 600 e^-600 (what every engine's formula gives; log1p would keep the 1)."""
+    if engine == "postgres":
+        request.getfixturevalue("pg_dsn")  # reachable, through the libpq environment
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 3], "score": [1500.0, 20, 3, 900, 1]})
+    res = rankwise.evaluate(recs, None, k=[1, 3], metrics=["score_entropy"], backend=engine)
+    for value in res.summary["value"]:
+        assert math.isclose(value, 600 * math.exp(-600), rel_tol=1e-12)
+
+
 def test_score_entropy_without_scores_names_the_column(tmp_path):
     recs = pl.DataFrame({"user": [1, 2], "item": [10, 11], "rank": [1, 1]})
     with pytest.raises(rankwise.ParameterError, match=r"score_entropy.*'score'") as info:
@@ -653,3 +667,15 @@ def test_memory_limit_reaches_the_beyond_duckdb_connection(monkeypatch):
         expected = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     assert seen["limit"] == expected
     assert "rankwise-duckdb-" in seen["spill"]
+
+
+def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn):
+    """ILD over feature values of 1e160: the squared norms overflow a double, which PostgreSQL raises
+    (psycopg's NumericValueOutOfRange came through raw); a NumericOverflowError with a hint instead."""
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 3], "rank": [1, 2, 3, 1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": [1]})
+    features = pl.DataFrame({"item": [1, 1, 2, 2, 3, 3], "feature": ["a", "b"] * 3,
+                             "value": [1e160, 0.0, 0.0, 1e160, 1e160, 1e160]})
+    with pytest.raises(rankwise.NumericOverflowError, match="ild") as info:
+        rankwise.evaluate(recs, truth, k=3, metrics=["ild"], item_features=features, backend="postgres")
+    assert "feature values" in info.value.hint

@@ -155,3 +155,190 @@ def test_beyond_metrics_over_table_names_are_a_parameter_error_with_or_without_t
     for ground_truth in (truth, None):
         with pytest.raises(rankwise.ParameterError, match="take DataFrames or files"):
             rankwise.evaluate(recs, ground_truth, k=3, metrics=["novelty"], train=train, backend="postgres")
+
+
+def _kept_tables(conn, schema: str) -> list:
+    return conn.execute("SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+                        "AND relname LIKE 'rankwise%%'", (f'"{schema}"',)).fetchall()
+
+
+def test_collect_false_leaves_no_table_when_the_evaluation_fails(pg):
+    """collect=False with options it cannot take, or an evaluation that fails after the database run
+    (an empty_labels='error' user), leaves no table: before, the committed per-user table stayed,
+    under a name the caller never got."""
+    conn, schema = pg
+    conn.execute(f'SET search_path TO "{schema}"')
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    strict = rankwise.PRESETS["default"].replace(empty_labels="error")  # user 3 has no label
+    for inputs in ((recs, truth), (RECS, TRUTH)):
+        with pytest.raises(rankwise.ParameterError, match="segments= needs the per-user rows collected"):
+            rankwise.evaluate(*inputs, k=3, backend=conn, collect=False,
+                              segments=pl.DataFrame({"user": [1, 2], "segment": ["a", "b"]}))
+        with pytest.raises(rankwise.UndefinedValueError):
+            rankwise.evaluate(*inputs, k=3, backend=conn, collect=False, convention=strict)
+        assert _kept_tables(conn, schema) == []
+
+
+def test_postgres_errors_have_hints_that_fit_them(pg):
+    """A NUMERIC score too large for a double is the inputs' overflow (the hint blamed gain='exp2'); a
+    role without CREATE on the current schema keeping a table (collect=False) is told so (the hint
+    asked for TEMP and SELECT, which it had)."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    conn.execute(f'CREATE TABLE "{schema}".scored ("user" BIGINT, item BIGINT, score NUMERIC)')
+    conn.execute(f"""INSERT INTO "{schema}".scored VALUES (1, 10, 1e400), (1, 11, 1), (2, 20, 1)""")
+    with pytest.raises(rankwise.NumericOverflowError) as info:
+        rankwise.evaluate(f'"{schema}".scored', truth, k=3, backend=conn)
+    assert "exp2" not in info.value.hint and "score" in info.value.hint
+    role = f"rw_role_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE ROLE "{role}"')
+    try:
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"; GRANT SELECT ON ALL TABLES IN SCHEMA '
+                     f'"{schema}" TO "{role}"; SET search_path TO "{schema}"; SET ROLE "{role}"')
+        with pytest.raises(rankwise.RankwiseError, match="refused") as info:
+            rankwise.evaluate(recs, truth, k=3, backend=conn, collect=False)
+        assert "CREATE on the schema" in info.value.hint
+    finally:
+        conn.execute("RESET ROLE")
+        conn.execute(f'DROP OWNED BY "{role}"; DROP ROLE "{role}"')
+
+
+def test_a_borrowed_connection_with_another_row_factory_gives_duckdbs_result(pg, pg_dsn):
+    """rankwise's cursors read tuples whatever the caller's connection returns: with dict_row it
+    raised ValueError (tables), KeyError 'users' (frames), KeyError 0 (collect=False)."""
+    from psycopg.rows import dict_row, namedtuple_row
+
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=3, backend="duckdb")
+    train = pl.DataFrame({"user": [1, 2], "item": [10, 20]})
+    for factory in (dict_row, namedtuple_row):
+        with psycopg.connect(pg_dsn, autocommit=True, row_factory=factory) as borrowed:
+            borrowed.execute(f'SET search_path TO "{schema}"')
+            for inputs in ((recs, truth), (RECS, TRUTH)):
+                got = rankwise.evaluate(*inputs, k=3, backend=borrowed)
+                assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+                assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
+                kept = rankwise.evaluate(*inputs, k=3, backend=borrowed, collect=False)
+                assert_frame_equal(kept.summary, want.summary, rel_tol=1e-12)
+                borrowed.execute(f"DROP TABLE {kept.per_user.name}")
+            novelty = rankwise.evaluate(RECS, TRUTH, k=3, metrics=["novelty"], train=train, backend=borrowed)
+            assert_frame_equal(novelty.summary, rankwise.evaluate(RECS, TRUTH, k=3, metrics=["novelty"], train=train,
+                                                                  backend="duckdb").summary, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("cast, columns", [
+    (lambda c: pl.col(c).cast(pl.Decimal(20, 0)), ("user", "item")),
+    (lambda c: pl.date(2020, 1, 1) + pl.duration(days=pl.col(c)), ("user", "item")),
+    (lambda c: pl.datetime(2020, 1, 1) + pl.duration(microseconds=pl.col(c)), ("user", "item")),
+    (lambda c: (pl.datetime(2020, 1, 1) + pl.duration(hours=pl.col(c))).dt.replace_time_zone("Asia/Kolkata"),
+     ("user", "item")),
+    (lambda c: pl.col(c) == 1, ("user",)),  # two users; a user's items would collide
+], ids=["decimal", "date", "datetime", "datetime_tz", "boolean"])
+def test_frames_with_other_id_types_give_duckdbs_result(pg, cast, columns):
+    """Decimal, Date, Datetime and Boolean ids are copied as numeric, date, timestamp[tz] and boolean
+    (a raw KeyError in _upload before); Datetime('ns') and Binary, which PostgreSQL cannot hold as
+    Polars does, are a DtypeMismatchError naming the ids."""
+    conn, schema = pg
+    conn.execute(f'SET search_path TO "{schema}"')
+    recs, truth = RECS.filter(pl.col("user") <= 2), TRUTH.filter(pl.col("user") <= 2)
+    for column in columns:
+        r, t = recs.with_columns(cast(column).alias(column)), truth.with_columns(cast(column).alias(column))
+        want = rankwise.evaluate(r, t, k=[1, 3], backend="duckdb")
+        got = rankwise.evaluate(r, t, k=[1, 3], backend=conn)
+        for frame in ("summary", "excluded", "per_user"):
+            assert_frame_equal(getattr(got, frame), getattr(want, frame), rel_tol=1e-12)
+        kept = rankwise.evaluate(r, t, k=[1, 3], backend=conn, collect=False)
+        assert_frame_equal(kept.summary, want.summary, rel_tol=1e-12)
+        conn.execute(f"DROP TABLE {kept.per_user.name}")
+
+
+def test_frames_with_ids_postgres_cannot_hold_are_a_dtype_error(pg):
+    conn, _ = pg
+    for cast, name in ((pl.col("user").cast(pl.Datetime("ns")), "Datetime"), (pl.col("item").cast(pl.Binary), "Binary")):
+        with pytest.raises(rankwise.DtypeMismatchError, match=name) as info:
+            rankwise.evaluate(RECS.with_columns(cast), TRUTH.with_columns(cast), k=3, backend=conn)
+        assert "Cast them" in info.value.hint
+
+
+def test_collect_false_keeps_the_table_outside_the_temporary_schema(pg):
+    """search_path starting with pg_temp: the kept table went to the temporary schema and the cleanup
+    of the run's temporary objects dropped it (collect=False returned the name of a dropped table);
+    a search path of no existing schema is a ParameterError, not a failed SQL statement."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=3, backend="duckdb")
+    conn.execute(f'SET search_path TO pg_temp, "{schema}"')
+    for inputs in ((recs, truth), (RECS, TRUTH)):
+        kept = rankwise.evaluate(*inputs, k=3, backend=conn, collect=False)
+        assert kept.per_user.name.startswith(f'"{schema}".')
+        assert conn.execute(f"SELECT count(*) FROM {kept.per_user.name}").fetchone() == (want.long.height,)
+        conn.execute(f"DROP TABLE {kept.per_user.name}")
+    conn.execute(f"SET search_path TO pg_temp, rw_no_such_schema_{uuid.uuid4().hex[:8]}")
+    with pytest.raises(rankwise.ParameterError, match="search path") as info:
+        rankwise.evaluate(recs, truth, k=3, backend=conn, collect=False)
+    assert "SET search_path" in info.value.hint
+
+
+def test_queries_in_parentheses_or_after_comments_are_queries(pg, tmp_path, monkeypatch):
+    """A query with a '/' or opening with '(' or a comment was read as a file path (ParameterError
+    'both as table names / queries, or both as data', InputFileError 'does not exist'); a string that
+    names an existing file stays a file."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    want = rankwise.evaluate(RECS, TRUTH, k=3, backend="duckdb")
+    for query in (f'(SELECT "user", item, rank/1 AS rank FROM {recs})', f"/* model A */ SELECT * FROM {recs}",
+                  f"-- model A\n  ( (SELECT * FROM {recs}) )"):
+        got = rankwise.evaluate(query, truth, k=3, backend=conn)
+        assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+    monkeypatch.chdir(tmp_path)
+    RECS.write_parquet("select recs.parquet")  # an existing file named like a query: a file
+    got = rankwise.evaluate("select recs.parquet", TRUTH, k=3, backend=conn)
+    assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+
+
+def test_collect_false_inside_a_callers_transaction_leaves_its_settings(pg, pg_dsn):
+    """On a borrowed connection inside a transaction, collect=False commits a savepoint: its SET LOCAL
+    jit=off and max_parallel_workers_per_gather=0 stayed for the rest of the caller's transaction."""
+    conn, schema = pg
+    recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
+    settings = "SELECT current_setting('jit'), current_setting('max_parallel_workers_per_gather')"
+    with psycopg.connect(pg_dsn) as borrowed:  # not autocommit: the SELECT opens a transaction
+        borrowed.execute("SET jit = on; SET max_parallel_workers_per_gather = 3")
+        before = borrowed.execute(settings).fetchone()
+        for inputs in ((recs, truth), (RECS, TRUTH)):
+            kept = rankwise.evaluate(*inputs, k=3, backend=borrowed, collect=False)
+            assert borrowed.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+            assert borrowed.execute(settings).fetchone() == before == ("on", "3")
+            borrowed.execute(f"DROP TABLE {kept.per_user.name}")
+        borrowed.rollback()
+
+
+def test_an_async_connection_is_a_parameter_error(pg_dsn):
+    """A psycopg AsyncConnection raised a raw TypeError from inside the run."""
+    import asyncio
+
+    async def borrowed():
+        return await psycopg.AsyncConnection.connect(pg_dsn)
+
+    conn = asyncio.run(borrowed())
+    try:
+        with pytest.raises(rankwise.ParameterError, match="AsyncConnection") as info:
+            rankwise.evaluate(RECS, TRUTH, k=3, backend=conn)
+        assert "psycopg.connect" in info.value.hint
+    finally:
+        asyncio.run(conn.close())
+
+
+def test_id_columns_of_a_type_rankwise_does_not_take_name_the_type(pg):
+    """NUMERIC (or uuid) ids on both sides were refused as 'different or unsupported types (OIDs 1700
+    and 1700)': contradictory when the types match; the message names the type."""
+    conn, schema = pg
+    truth = _table(conn, schema, "truth", TRUTH)
+    conn.execute(f'CREATE TABLE "{schema}".r2 ("user" NUMERIC, item BIGINT, rank BIGINT)')
+    conn.execute(f'CREATE TABLE "{schema}".t2 AS SELECT "user"::numeric AS "user", item FROM {truth}')
+    with pytest.raises(rankwise.DtypeMismatchError, match="unsupported type numeric in both") as info:
+        rankwise.evaluate(f'"{schema}".r2', f'"{schema}".t2', k=3, backend=conn)
+    assert "::bigint" in info.value.hint
+    with pytest.raises(rankwise.DtypeMismatchError, match=r"numeric \(recommendations\) and bigint"):
+        rankwise.evaluate(f'"{schema}".r2', truth, k=3, backend=conn)

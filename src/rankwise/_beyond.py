@@ -867,18 +867,27 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks,
     the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
     import uuid
 
-    from ._postgres_backend import _fetch, _upload, settle
+    from ._postgres_backend import _fetch, _psycopg, _upload, cursor, settle, typed_error
+
+    psycopg = _psycopg()
 
     prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
     frames, tables, ids = _script_inputs(recs, truth, side, prefix)
     script = _script(tables, names, ks, conv, "postgres", prefix)
-    with engine.connect() as conn, conn.transaction(force_rollback=True), conn.cursor() as cur:
-        settle(cur)
-        for table, frame in frames.items():
-            _upload(cur, table, frame)
-        for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
-            cur.execute(statement)
-        users, catalog, items = (_fetch(cur, query) for query in (script.per_user, script.catalog, script.per_item))
+    with engine.connect() as conn:
+        try:
+            with conn.transaction(force_rollback=True), cursor(conn) as cur:
+                settle(cur)
+                for table, frame in frames.items():
+                    _upload(cur, table, frame)
+                for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
+                    cur.execute(statement)
+                users, catalog, items = (_fetch(cur, query)
+                                         for query in (script.per_user, script.catalog, script.per_item))
+        except psycopg.Error as error:  # PostgreSQL raises where the other engines give inf
+            raise typed_error(error, f"PostgreSQL overflowed computing {', '.join(names)} (a number too large "
+                                     "for a double).",
+                              "Rescale the item feature values, scores or train counts to a smaller range.") from error
     return _typed(users, catalog, items, ids)
 
 

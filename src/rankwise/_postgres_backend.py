@@ -12,10 +12,11 @@ connection. Inputs:
 
 Everything runs in one transaction that is rolled back at the end (temporary objects only), with
 parallel workers off so that the sums are bit-identical run after run. With ``collect=False`` the
-per-user rows stay in a table of the connection's current schema (:class:`PostgresTable`), the
-transaction commits that one table, and the temporary objects are dropped. Results come back through
-``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with shortest round-trip float digits and
-Polars parses exactly. psycopg (the ``engines`` extra) is the one driver: Result.write uses it too.
+per-user rows stay in a table of the first non-temporary schema of the search path
+(:class:`PostgresTable`), the transaction commits that one table, and the temporary objects are
+dropped. Results come back through ``COPY (...) TO STDOUT`` as CSV, which PostgreSQL writes with
+shortest round-trip float digits and Polars parses exactly. psycopg (the ``engines`` extra) is the
+one driver: Result.write uses it too.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ _INSTALL = 'pip install "rankwise[engines]"  (psycopg 3)'
 _PG_TYPES = {pl.Int8: "SMALLINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.Int64: "BIGINT",
              pl.UInt8: "SMALLINT", pl.UInt16: "INTEGER", pl.UInt32: "BIGINT", pl.UInt64: "NUMERIC(20)",
              pl.Int128: "NUMERIC(39)", pl.Float32: "DOUBLE PRECISION",
-             pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT"}
+             pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT", pl.Decimal: "NUMERIC", pl.Date: "DATE",
+             pl.Boolean: "BOOLEAN"}  # Datetime: _pg_type
 _INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {25, 1043, 1042}, {20, 21, 23, 700, 701, 1700}  # type OIDs
 
 
@@ -91,19 +93,38 @@ class PostgresTable:
 # every transaction of the backend starts with these: no parallel workers (the same sums every run);
 # no JIT, which compiles these wide queries for about 2 s each (bench/postgres_bench.py at 100k users:
 # 9.4-10.6 s without, 12.3-13.1 s with; a 15-row beyond-accuracy query: 2.0 s of JIT, 3 ms without)
-SETTINGS = ("SET LOCAL max_parallel_workers_per_gather = 0", "SET LOCAL jit = off")
+SETTINGS = {"max_parallel_workers_per_gather": "0", "jit": "off"}
 
 
-def settle(cur) -> None:
-    """Apply :data:`SETTINGS` to the cursor's transaction."""
-    for statement in SETTINGS:
-        cur.execute(statement)
+def cursor(conn):
+    """A cursor of rankwise's: rows as tuples, whatever row_factory the caller's connection has."""
+    from psycopg.rows import tuple_row
+
+    return conn.cursor(row_factory=tuple_row)
+
+
+def settle(cur) -> dict:
+    """Apply :data:`SETTINGS` to the cursor's transaction (SET LOCAL); the values they replace."""
+    cur.execute(f"SELECT {', '.join('current_setting(%s)' for _ in SETTINGS)}", list(SETTINGS))
+    before = dict(zip(SETTINGS, cur.fetchone()))
+    restore(cur, SETTINGS)
+    return before
+
+
+def restore(cur, values: dict) -> None:
+    """SET LOCAL these settings: after a run that commits inside a caller's transaction (a savepoint
+    released), the caller's values again for the rest of it."""
+    for name, value in values.items():
+        cur.execute("SELECT set_config(%s, %s, true)", (name, value))
 
 
 class PostgresEngine:
     capabilities = Capabilities(native_tables=True, keeps_results=True)
 
     def __init__(self, target=None):
+        if target is not None and not isinstance(target, str) and isinstance(target, _psycopg().AsyncConnection):
+            raise ParameterError("backend= takes a psycopg Connection, not an AsyncConnection.",
+                                 hint="Pass a psycopg.connect(...) connection or its postgresql:// URI.")
         self.target = target  # None: RANKWISE_POSTGRES or the libpq environment; a URI; a connection
         self.name = "postgres"
 
@@ -128,8 +149,8 @@ class PostgresEngine:
         with self.connect() as conn:
             try:
                 # one transaction, rolled back (temporary objects only) unless the per-user table stays
-                with conn.transaction(force_rollback=collect), conn.cursor() as cur:
-                    settle(cur)
+                with conn.transaction(force_rollback=collect), cursor(conn) as cur:
+                    before = settle(cur)
                     if isinstance(prep, PostgresInputs):
                         _native_views(cur, prep, conv, names)
                         user_dtype = None
@@ -140,9 +161,10 @@ class PostgresEngine:
                     cur.execute(f"CREATE TEMP VIEW {names['cutoffs']} AS {render.cutoffs_query(request.ks, 'postgres')}")
                     per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "postgres", names)
                     table = names["per_user"]
+                    schema = None if collect else _kept_schema(cur)
                     stage = "per_user"
-                    cur.execute(f"CREATE {'TEMP ' if collect else ''}TABLE {table} AS SELECT * FROM "
-                                f"({per_user_sql}) AS r ORDER BY k, user_id")
+                    cur.execute(f"CREATE {'TEMP ' if collect else ''}TABLE {_qualified(cur, schema, table)} AS "
+                                f"SELECT * FROM ({per_user_sql}) AS r ORDER BY k, user_id")
                     stage = "summary"
                     summary = _fetch(cur, summary_sql)
                     cur.execute(COUNTS_SQL.format(per_user=table))
@@ -152,28 +174,51 @@ class PostgresEngine:
                     if collect:
                         per_user = _fetch(cur, f"SELECT * FROM {table} ORDER BY k, user_id", user_dtype)
                     else:
-                        per_user = _kept(cur, table, prefix)
-            except psycopg.errors.NumericValueOutOfRange as error:
-                # PostgreSQL raises where the other engines give inf: in any metric of the query, requested or not
-                problem = (f"A summary mean is not finite: the per-user {', '.join(request.names)} are too large "
-                           "to add up as doubles." if stage == "summary" else
-                           f"PostgreSQL overflowed computing the per-user {', '.join(request.names)} (a number too "
-                           "large for a double, in this or another metric of the query).")
-                raise NumericOverflowError(problem, hint=overflow_hint(conv, per_user=stage != "summary")) from error
-            except psycopg.errors.InsufficientPrivilege as error:
-                raise RankwiseError(f"PostgreSQL refused: {str(error).strip().splitlines()[0]}",
-                                    hint="The role needs TEMP privilege on the database and SELECT on the "
-                                         "input tables.") from error
-            except psycopg.Error as error:  # e.g. a table that does not exist, a query that does not parse
-                raise RankwiseError(f"PostgreSQL: {str(error).strip().splitlines()[0]}",
-                                    hint="Inputs are table names (optionally schema.table, quoted as needed) or "
-                                         "one SELECT/WITH query; check that they exist and read.") from error
+                        _drop_temporary(cur, prefix)
+                        per_user = PostgresTable(_qualified(cur, schema, table))
+                        restore(cur, before)
+            except psycopg.Error as error:
+                if stage == "inputs":  # the checks and views cast the scores and relevance to doubles
+                    problem, hint = ("PostgreSQL overflowed reading the inputs (a score or relevance too large "
+                                     "for a double).", "Rescale the scores or relevance values to a smaller range.")
+                elif stage == "summary":
+                    problem, hint = (f"A summary mean is not finite: the per-user {', '.join(request.names)} are "
+                                     "too large to add up as doubles.", overflow_hint(conv, per_user=False))
+                else:  # PostgreSQL raises where the other engines give inf: in any metric of the query
+                    problem, hint = (f"PostgreSQL overflowed computing the per-user {', '.join(request.names)} (a "
+                                     "number too large for a double, in this or another metric of the query).",
+                                     overflow_hint(conv, per_user=True))
+                raise typed_error(error, problem, hint, keeps=not collect) from error
         return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
 
+    def discard(self, kept: PostgresTable) -> None:
+        """Drop a table :meth:`run` kept (collect=False) when the evaluation fails after it."""
+        with self.connect() as conn, conn.transaction(), cursor(conn) as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {kept.name}")
 
-def _kept(cur, table: str, prefix: str) -> PostgresTable:
-    """The per-user table, schema-qualified, after dropping this run's temporary objects (they would
-    outlive the call on a caller's connection)."""
+
+def _kept_schema(cur) -> str:
+    """The schema a kept per-user table goes to: the first of the search path that exists and is not
+    the session's temporary schema (a table there would be dropped with this run's temporary objects)."""
+    cur.execute("SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY AS p(s, i) "
+                "WHERE s::regnamespace <> pg_my_temp_schema() ORDER BY i LIMIT 1")
+    row = cur.fetchone()
+    if row is None:
+        cur.execute("SHOW search_path")
+        raise ParameterError(f"collect=False keeps the per-user rows in a table of the first schema of the "
+                             f"search path, and it has none but the temporary one (search_path: {cur.fetchone()[0]}).",
+                             hint="SET search_path TO a schema the role can CREATE in (e.g. public), or collect=True.")
+    return row[0]
+
+
+def _qualified(cur, schema: str | None, table: str) -> str:
+    from psycopg import sql
+
+    return table if schema is None else sql.Identifier(schema, table).as_string(cur.connection)
+
+
+def _drop_temporary(cur, prefix: str) -> None:
+    """Drop this run's temporary objects (they would outlive the call on a caller's connection)."""
     from psycopg import sql
 
     cur.execute("SELECT c.relname, c.relkind FROM pg_class AS c WHERE c.relnamespace = pg_my_temp_schema() "
@@ -181,8 +226,23 @@ def _kept(cur, table: str, prefix: str) -> PostgresTable:
     for name, kind in cur.fetchall():
         what = sql.SQL("VIEW" if kind == "v" else "TABLE")
         cur.execute(sql.SQL("DROP {} IF EXISTS {} CASCADE").format(what, sql.Identifier(name)))
-    cur.execute("SELECT current_schema()")
-    return PostgresTable(sql.Identifier(cur.fetchone()[0], table).as_string(cur.connection))
+
+
+def typed_error(error, overflow: str, overflow_hint: str, keeps: bool = False) -> RankwiseError:
+    """The rankwise error of a psycopg error: an overflow (``overflow``: what overflowed), a refused
+    privilege (``keeps``: the run keeps a table), or anything else (a missing table, a bad query)."""
+    psycopg = _psycopg()
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, psycopg.errors.NumericValueOutOfRange):
+        return NumericOverflowError(overflow, hint=overflow_hint)
+    if isinstance(error, psycopg.errors.InsufficientPrivilege):
+        return RankwiseError(f"PostgreSQL refused: {first}",
+                             hint="The role needs TEMP privilege on the database, SELECT on the input tables"
+                                  + (" and CREATE on the schema of the per-user table (collect=False)." if keeps
+                                     else "."))
+    return RankwiseError(f"PostgreSQL: {first}",
+                         hint="Inputs are table names (optionally schema.table, quoted as needed) or one "
+                              "SELECT/WITH query; check that they exist and read.")
 
 
 class _Borrowed:
@@ -199,15 +259,17 @@ class _Borrowed:
 
 
 _FILE_LIKE = (".parquet", ".pq", ".csv")
+# a query: SELECT or WITH after any whitespace, opening parentheses and SQL comments
+_QUERY = re.compile(r"(?:\s|\(|--[^\n]*(?:\n|$)|/\*(?:[^*]|\*(?!/))*\*/)*(?:select|with)\b", re.IGNORECASE)
 
 
 def _is_file(data) -> bool:
-    """A Path, or a string that names an existing file or directory, has a path separator or a data
-    file suffix: read by rankwise, not a table name."""
-    if isinstance(data, str) and re.match(r"\s*(select|with)\b", data, re.IGNORECASE):
-        return False
-    return isinstance(data, Path) or (isinstance(data, str) and (
-        os.path.exists(data) or os.sep in data or data.lower().endswith(_FILE_LIKE)))
+    """A Path, or a string that names an existing file or directory, or (not a query) has a path
+    separator or a data file suffix: read by rankwise, not a table name."""
+    if isinstance(data, Path) or (isinstance(data, str) and os.path.exists(data)):
+        return True
+    return isinstance(data, str) and not _QUERY.match(data) and (
+        os.sep in data or data.lower().endswith(_FILE_LIKE))
 
 
 def is_table_input(data) -> bool:
@@ -244,9 +306,13 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
         kinds = ["integer" if r[column] in _INTEGER else "text" if r[column] in _TEXT else "other",
                  "integer" if t[column] in _INTEGER else "text" if t[column] in _TEXT else "other"]
         if kinds[0] != kinds[1] or "other" in kinds:
-            raise DtypeMismatchError(f"{column!r} has different or unsupported types in the two tables (PostgreSQL "
-                                     f"type OIDs {r[column]} and {t[column]}); ids must be both integers or both text.",
-                                     hint=f"Cast one side in a query, e.g. SELECT {column}::text AS {column}, ...")
+            cur.execute("SELECT format_type(%s, NULL), format_type(%s, NULL)", (r[column], t[column]))
+            types = cur.fetchone()
+            problem = (f"unsupported type {types[0]} in both tables" if types[0] == types[1] and "other" in kinds
+                       else f"types {types[0]} (recommendations) and {types[1]} (ground truth)")
+            raise DtypeMismatchError(f"{column!r} has {problem}; ids must be both integers or both text.",
+                                     hint=f"Cast them in a query, e.g. SELECT {column}::text AS {column}, ... "
+                                          f"(or {column}::bigint for whole numbers).")
     by_score = c.rank not in r
     if by_score and c.score not in r:
         raise MissingColumnError(f"recommendations: neither a rank column {c.rank!r} nor a score column {c.score!r}.",
@@ -283,9 +349,21 @@ def _columns(cur, source_sql: str) -> dict:
     return {d.name: d.type_code for d in cur.description}
 
 
+def _pg_type(name: str, dtype) -> str:
+    """The PostgreSQL type a canonical column is copied into; ids of a type it cannot hold as Polars
+    does (nanoseconds, bytes, nested) are a DtypeMismatchError."""
+    if isinstance(dtype, pl.Datetime) and dtype.time_unit != "ns":
+        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    if dtype.base_type() in _PG_TYPES:
+        return _PG_TYPES[dtype.base_type()]
+    what = {USER: "user ids", ITEM: "item ids"}.get(name, f"column {name!r}")
+    raise DtypeMismatchError(f"The {what} are {dtype}, which backend='postgres' does not copy into PostgreSQL.",
+                             hint="Cast them to integers or strings (or Datetime('us')), or use backend='duckdb'.")
+
+
 def _upload(cur, table: str, frame: pl.DataFrame) -> None:
     """A canonical frame into a temporary table through COPY (CSV: NULL unquoted-empty, '' quoted)."""
-    columns = ", ".join(f"{name} {_PG_TYPES[frame.schema[name].base_type()]}" for name in frame.columns)
+    columns = ", ".join(f"{name} {_pg_type(name, frame.schema[name])}" for name in frame.columns)
     cur.execute(f"CREATE TEMP TABLE {table} ({columns})")
     with cur.copy(f"COPY {table} FROM STDIN (FORMAT csv)") as copy:
         copy.write(frame.write_csv(include_header=False, float_scientific=True, float_precision=17))
@@ -301,10 +379,14 @@ def _fetch(cur, query: str, user_dtype=None) -> pl.DataFrame:
             buffer.write(block)
     schema = {name: pl.Int64 if oid in _INTEGER else pl.Float64 if oid in _NUMBER else pl.String
               for name, oid in types.items()}
-    if USER in schema and user_dtype is not None:
+    as_text = user_dtype == pl.Boolean or (isinstance(user_dtype, pl.Datetime) and user_dtype.time_zone)
+    if USER in schema and user_dtype is not None and not as_text:  # 't' / 'f', '... +00': parsed below
         schema[USER] = user_dtype
     buffer.seek(0)
     frame = pl.read_csv(buffer, schema=schema) if buffer.getbuffer().nbytes \
         else pl.DataFrame(schema=schema)
+    if USER in schema and as_text:
+        frame = frame.with_columns(pl.col(USER) == "t" if user_dtype == pl.Boolean else pl.col(USER).str.to_datetime(
+            "%Y-%m-%d %H:%M:%S%.f%#z", time_unit=user_dtype.time_unit).dt.convert_time_zone(user_dtype.time_zone))
     metrics = [c for c in frame.columns if c in USER_LEVEL]
     return frame.with_columns(pl.col(metrics).cast(pl.Float64)) if metrics else frame

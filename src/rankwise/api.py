@@ -17,7 +17,7 @@ from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
 from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
 from ._polars_backend import PolarsEngine
-from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
+from ._postgres_backend import PostgresEngine, PostgresTable, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
@@ -239,9 +239,9 @@ def evaluate(
         (the SQL run inside PostgreSQL; table names or SELECT queries as inputs stay there).
     convention : a preset name (see ``rankwise.PRESETS``) or a ``Convention``.
     collect : False keeps ``per_user`` in the engine, for outputs too large to collect: a Spark
-        DataFrame (backend="spark"), or a table of the current schema (backend="postgres": a
-        ``PostgresTable`` whose ``name`` is ready for SQL; drop it when done); summary and excluded
-        are still Polars frames.
+        DataFrame (backend="spark"), or a table of the first non-temporary schema of the search path
+        (backend="postgres": a ``PostgresTable`` whose ``name`` is ready for SQL; drop it when done);
+        summary and excluded are still Polars frames.
     memory_limit : cap on the engine's working memory, e.g. "2GB", "512MiB", "1.5 GB" (KB/MB/GB/TB
         are powers of 1000, KiB/MiB/GiB/TiB of 1024) or a number of bytes, from 16 MiB to 1 PiB, for
         inputs larger than memory. DuckDB: ``SET memory_limit`` (spills to a temporary directory); Polars:
@@ -296,6 +296,8 @@ def evaluate(
     runs = _runs(recommendations)
     if not collect and len(runs) > 1:  # before any engine work
         raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
+    if not collect and segments is not None:
+        raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
     if beyond is not None:
         if not collect:
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
@@ -326,8 +328,6 @@ def evaluate(
 
 def _with_segments(result: Result, segment_of: pl.DataFrame) -> Result:
     """The result with its per-segment summary and the users in no segment counted."""
-    if not isinstance(result.long, pl.DataFrame):
-        raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
     segment_of = _segments.aligned(segment_of, result.long.schema[result.user_col], result.user_col)
     names = result._metric_names(None)
     table = _segments.summary(result.long, segment_of, result.user_col, names, result.confidence)
@@ -353,13 +353,19 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
             continue
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
-        _shape.check(out, conv, user_col)
-        if collect:
-            _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
-            rows = _shape.long(out.per_user, request, user_col)
-        else:
-            rows = out.per_user
-        parts = (rows, _shape.summary(out.summary, request, confidence), _shape.excluded(prep, out.counts, conv), None)
+        try:
+            _shape.check(out, conv, user_col)
+            if collect:
+                _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
+                rows = _shape.long(out.per_user, request, user_col)
+            else:
+                rows = out.per_user
+            parts = (rows, _shape.summary(out.summary, request, confidence),
+                     _shape.excluded(prep, out.counts, conv), None)
+        except BaseException:
+            if isinstance(out.per_user, PostgresTable):  # kept in the database: the caller never sees its name
+                engine.discard(out.per_user)
+            raise
         if beyond is not None:
             parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
         shaped[name] = parts
