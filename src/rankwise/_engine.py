@@ -75,6 +75,11 @@ class Engine(Protocol):
         """Per-user rows, summary, counts and empty-rule examples in one session."""
         ...
 
+    def discard(self, kept: Any) -> None:
+        """Engines that ``keeps_results``: drop what ``run(collect=False)`` left in the engine (its
+        ``per_user``), when a later step of evaluate() fails and the caller never receives it."""
+        ...
+
 
 def error_rules(conv: Convention):
     """The EMPTY_RULES the convention sets to 'error'."""

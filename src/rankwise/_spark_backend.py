@@ -360,6 +360,11 @@ class SparkEngine:
         return Output(per_user, summary, {name: int(counts[name]) for name in COUNTS}, examples)
 
 
+    def discard(self, kept) -> None:
+        """Nothing to drop: the kept per-user rows are a checkpointed DataFrame (no view, no cached
+        plan), freed by Spark's cleaner once unreferenced."""
+
+
 def _collect_with_small_shared_ctes(spark, query: str, prefix: str) -> pl.DataFrame:
     """``spark.sql(query)`` collected, each CTE it reads more than once computed once and brought to
     the driver first (for CTEs of a few rows: the summary's one aggregate, a row per k; the checks'

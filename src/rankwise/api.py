@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import numbers
 import re
@@ -17,7 +18,7 @@ from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
 from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
 from ._polars_backend import PolarsEngine
-from ._postgres_backend import PostgresEngine, PostgresTable, is_postgres_backend, is_table_input, postgres_inputs
+from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError
@@ -363,8 +364,9 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             parts = (rows, _shape.summary(out.summary, request, confidence),
                      _shape.excluded(prep, out.counts, conv), None)
         except BaseException:
-            if isinstance(out.per_user, PostgresTable):  # kept in the database: the caller never sees its name
-                engine.discard(out.per_user)
+            if not collect:  # left in the engine: the caller would never see it (the first error is the one raised)
+                with contextlib.suppress(Exception):
+                    engine.discard(out.per_user)
             raise
         if beyond is not None:
             parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
