@@ -5,8 +5,8 @@ environment: PGHOST, PGUSER, ...), ``backend="postgresql://..."``, or ``backend=
 connection. Inputs:
 
 - table names or SELECT queries (strings, validated as ``rankwise.sql`` validates them): checked by
-  ``sql/checks.sql`` and normalised by the canonical views in the database; nothing leaves it but the
-  results (:class:`PostgresInputs`);
+  ``sql/checks.sql`` and normalised by the canonical views into temporary tables in the database;
+  nothing leaves it but the results (:class:`PostgresInputs`);
 - anything else ``evaluate`` takes (DataFrames, files): checked and normalised in Python, then
   copied into temporary tables with COPY.
 
@@ -293,7 +293,8 @@ def postgres_inputs(recs, truth, columns: Columns, conv: Convention, engine: Pos
 
 
 def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) -> None:
-    """Check the caller's tables with sql/checks.sql, then create the canonical views over them."""
+    """Check the caller's tables with sql/checks.sql, then materialise the canonical inputs over them
+    (temporary tables) and count their users."""
     c = inputs.columns
     source = {"recommendations": inputs.recommendations, "ground_truth": inputs.ground_truth}
     r, t = (_columns(cur, render._source(source[name], "postgres").sql("postgres")) for name in source)
@@ -331,15 +332,25 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
     for name, query in _checks.raw_views(source, "postgres", c.user, c.item, rank_col, score_col,
                                          relevance_col).items():
         cur.execute(f"CREATE TEMP VIEW {names[name]} AS {query}")
+    # the checks group the rows by (user, item) and by (user, rank): about as many groups as rows, which
+    # hash aggregates spill to disk batch by batch; sorting them is faster
+    cur.execute("SELECT current_setting('enable_hashagg')")
+    hashagg = cur.fetchone()[0]
+    restore(cur, {"enable_hashagg": "off"})
     _checks.raise_on_failed_checks(_fetch(cur, _checks.checks_query(conv, by_score, "postgres", names)))
+    restore(cur, {"enable_hashagg": hashagg})
+    # the canonical inputs materialised once (temporary tables, analysed): the per-user query reads the
+    # recommendations more than once, and each read of a view would renumber the ranks again
     for name, query in _checks.input_views(source, "postgres", c.user, c.item, rank_col, score_col, relevance_col,
                                            conv).items():
-        cur.execute(f"CREATE TEMP VIEW {names[name]} AS {query}")
+        cur.execute(f"CREATE TEMP TABLE {names[name]} AS {query}")
+        cur.execute(f"ANALYZE {names[name]}")
+    # ranks are renumbered 1..n per user: a user of the recommendations is one row of rank 1
     cur.execute(
-        f"SELECT (SELECT COUNT(DISTINCT user_id) FROM {names['recommendations']}), "
-        f"(SELECT COUNT(DISTINCT user_id) FROM {names['ground_truth']}), "
-        f"(SELECT COUNT(*) FROM (SELECT user_id FROM {names['recommendations']} INTERSECT "
-        f"SELECT user_id FROM {names['ground_truth']}) AS b)")
+        f"SELECT (SELECT COUNT(*) FROM {names['recommendations']} WHERE rank = 1), COUNT(*), "
+        f"COUNT(*) FILTER (WHERE EXISTS (SELECT FROM {names['recommendations']} AS r "
+        f"WHERE r.rank = 1 AND r.user_id = t.user_id)) "
+        f"FROM (SELECT DISTINCT user_id FROM {names['ground_truth']}) AS t")
     inputs.counts.update(zip(("recs", "truth", "both"), map(int, cur.fetchone())))
 
 
