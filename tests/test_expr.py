@@ -98,6 +98,75 @@ def test_expressions_equal_evaluate_and_oracle(users, preset, ks):
                 assert close(value, evaluated[u][col]), (preset, u, col, value, evaluated[u][col])
 
 
+def _expected(got, want, preset, users):
+    """Every value of ``got`` (a frame from expr.metrics) equals the oracle's ``want`` (NaN outside
+    the convention's users)."""
+    for row in got.iter_rows(named=True):
+        u = row.pop("user")
+        for col, value in row.items():
+            if u not in want:
+                assert math.isnan(value), (u, col, value)
+                continue
+            name, k = col.split("@")
+            expected = want[u][f"{rankwise.metrics.internal_name(name)}@{k}"]
+            assert close(value, expected), (preset, u, col, value, expected, users)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(users=_data, preset=st.sampled_from(PRESETS), ks=st.lists(st.integers(1, 10), min_size=1, max_size=3),
+       graded=st.booleans())
+def test_positional_and_list_formulations_agree(users, preset, ks, graded):
+    """expr scores k <= POSITIONAL_MAX_K position by position and a larger k with list.eval passes:
+    the second forced (threshold 0) equals the first and the oracle, under every preset."""
+    conv = rankwise.PRESETS[preset]
+    if preset == "kaggle":
+        conv = conv.replace(metrics=None)
+    names = _metric_names(conv)
+    recs, truth, _, _, rows = _frames(users, graded=graded)
+    rel = "rel" if graded else None
+    query = rows.lazy().select("user", *expr.metrics("recs", "truth", k=ks, metrics=names, relevance=rel,
+                                                     convention=conv))
+    positional = query.collect()
+    original = expr.POSITIONAL_MAX_K
+    try:
+        expr.POSITIONAL_MAX_K = 0
+        lists = rows.lazy().select("user", *expr.metrics("recs", "truth", k=ks, metrics=names, relevance=rel,
+                                                         convention=conv)).collect()
+    finally:
+        expr.POSITIONAL_MAX_K = original
+    want = oracle.evaluate(recs, truth, sorted(set(ks)), conv)
+    _expected(positional, want, preset, users)
+    _expected(lists, want, preset, users)
+    assert positional.columns == lists.columns
+
+
+@pytest.mark.parametrize("preset", ["default", "trec_eval", "ranx", "recbole", "evidently"])
+def test_both_sides_of_the_positional_threshold(preset):
+    """k = POSITIONAL_MAX_K (positions) and k + 1 (lists) on a list longer than both: hand values
+    and the oracle, in select, group_by(...).agg, over and a streaming query."""
+    k = expr.POSITIONAL_MAX_K
+    items = list(range(1, k + 21))  # hits at positions 2, 50, k + 1 and k + 10
+    labels = {2: 3.0, 50: 1.0, k + 1: 2.0, k + 10: 1.0, 10**6: 2.0}
+    conv = rankwise.PRESETS[preset].replace(metrics=None)
+    df = pl.DataFrame({"user": [0, 1], "g": ["a", "a"], "recs": [items, items[:3]], "truth": [list(labels)] * 2,
+                       "rel": [list(labels.values())] * 2})
+    columns = expr.metrics("recs", "truth", k=[k, k + 1], relevance="rel", convention=conv)
+    got = df.select("user", *columns)
+    _expected(got, oracle.evaluate({0: items, 1: items[:3]}, {0: labels, 1: labels}, [k, k + 1], conv), preset, None)
+    if preset == "default":  # by hand: AP over the hits (n_hits), precision over k
+        row = got.row(0, named=True)
+        assert close(row[f"precision@{k}"], 2 / k) and close(row[f"precision@{k + 1}"], 3 / (k + 1))
+        assert close(row[f"map@{k}"], (1 / 2 + 2 / 50) / 2)
+        assert close(row[f"map@{k + 1}"], (1 / 2 + 2 / 50 + 3 / (k + 1)) / 3)
+        assert close(row[f"mrr@{k + 1}"], 1 / 2) and close(row[f"recall@{k + 1}"], 3 / 5)
+    means = got.select(pl.exclude("user").mean())
+    grouped = df.lazy().group_by("g").agg(*[c.mean() for c in columns]).drop("g")
+    for other in (grouped.collect(), grouped.collect(engine="streaming"),
+                  df.select(*[c.mean().over("g") for c in columns]).head(1)):
+        for name in means.columns:
+            assert close(other[name][0], means[name][0]), (preset, name)
+
+
 def _macro_call(name, conv, k, graded):
     """The macro call for one metric under a convention (its knobs as named parameters)."""
     p = {"empty_labels": conv.empty_labels, "empty_predictions": conv.empty_predictions,

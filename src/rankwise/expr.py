@@ -452,6 +452,13 @@ def _per_row(conv: Convention) -> Convention:
     return conv
 
 
+# k up to this: the statistics that need the hits' positions (AP, RR, DCG) are sums over k position
+# fields (cost linear in k); above it, list.eval passes over the first k items (cost linear in the
+# lists' lengths). Measured at 200k rows and k = 100: about equal on lists of 20 items, the
+# positional form faster on lists of 100. See _Rows._statistics.
+POSITIONAL_MAX_K = 100
+
+
 def _discount(i: int, base: float) -> float:
     """1 / log_b(i + 1) for the 1-based position i (the same arithmetic as sql/per_user.sql)."""
     return 1.0 / (math.log(i + 1.0) / math.log(base))
@@ -460,14 +467,37 @@ def _discount(i: int, base: float) -> float:
 class _Rows:
     """The building blocks of every metric for one (recs, truth, relevance, convention).
 
-    Each per-position piece is built the same way for every metric and cutoff, so Polars' common
-    subexpression elimination computes it once per query.
+    A metric's expression is one chain of ``struct.with_fields`` stages over the row's lists (the
+    lists and the row's validity; the per-position flags; the statistics its formula reads; its
+    value), so each piece is computed once per expression. Polars shares nothing between
+    expressions here: ``DataFrame.select`` runs without common subexpression elimination, and a
+    lazy query's leaves out expressions over list elements. So metrics() at n metrics costs about n
+    times one; its stages are still built once per k.
+
+    The statistics (:meth:`_statistics`, the same values as sql/per_user.sql's):
+
+    * hits, hits_sum (1 + 2 + ... + hits), r_hits, n_candidates and a 0/1 ideal count items, by set
+      differences of the lists (a valid row repeats no item; a row that does is NaN);
+    * precision_sum, first_hit and dcg need the hits' positions: for k <= POSITIONAL_MAX_K,
+      position by position as the Polars engine's list-form path (``_polars_positions``): h<j> =
+      is the item at position j a relevant label (``list.get`` + ``list.contains``), each sum a
+      horizontal sum over the k positions in position order; for a larger k, ``list.eval`` passes
+      over the first k items (nothing k long is built: a k of 10**7 is fine).
+
+    tests/test_expr.py compares both to evaluate, the oracle and each other.
     """
 
     def __init__(self, recs, truth, relevance, convention):
         self.conv = _per_row(resolve(convention))
         self.raw_recs, self.raw_truth = _item_lists(_as_expr(recs, "recs"), _as_expr(truth, "truth"))
         self.rel = None if relevance is None else _relevance_list(_as_expr(relevance, "relevance"))
+        self._derive()
+        self._lists: pl.Expr | None = None
+        self._stages: dict[tuple, pl.Expr] = {}
+
+    def _derive(self) -> None:
+        """recs (null: empty; first_shift: de-duplicated), the relevant labels and their counts,
+        from raw_recs, raw_truth and rel."""
         self.recs = self.raw_recs.fill_null(pl.lit([]))
         if self.conv.duplicates == "first_shift":
             self.recs = self.recs.list.unique(maintain_order=True)
@@ -495,9 +525,14 @@ class _Rows:
         thr = self.conv.relevance_threshold
         return self._label_relevance(k).list.eval(((_E > 0) & (_E >= thr)).fill_null(False))
 
+    def _earns_as_flags(self) -> bool:
+        """Is the gain at each position the relevance flag (binary gain, or every label relevance 1
+        and relevant)."""
+        return self.conv.gain == "binary" or (self.rel is None and 1.0 >= self.conv.relevance_threshold)
+
     def gains(self, k: int) -> pl.Expr:
         """The gain at each position (0 for an item without a label that earns)."""
-        if self.conv.gain == "binary" or (self.rel is None and 1.0 >= self.conv.relevance_threshold):
+        if self._earns_as_flags():
             return self.flags(k).cast(pl.List(pl.Float64))  # relevance 1 earns 2^1 - 1 = 1 under every gain
         if self.rel is None:  # relevance 1 below the threshold: not relevant, but a label earns 1
             truth = self.truth.fill_null(pl.lit([]))
@@ -522,54 +557,17 @@ class _Rows:
         ln_base = math.log(self.conv.log_base)
         return gains.list.agg((_E / (pl.int_range(2, pl.len() + 2).cast(pl.Float64).log() / ln_base)).sum())
 
-    def _ideal_ones(self, n: pl.Expr, k: int) -> pl.Expr:
-        """sum_{i <= min(n, k)} 1 / log_b(i + 1): the IDCG of n slots of gain 1, read from a running
-        sum over the positions the rows reach (not 1..k: k may be huge)."""
-        m = pl.min_horizontal(n, k)
-        positions = pl.int_range(1, m.max().fill_null(0) + 1, dtype=pl.Int64).cast(pl.Float64)
-        running = (1.0 / ((positions + 1.0).log() / math.log(self.conv.log_base))).cum_sum()
-        return pl.lit(0.0).append(running).gather(m)
+    def _ideal_labels(self, k: int) -> pl.Expr:
+        """IDCG@k of the labels sorted by gain (ideal='labels' with a relevance list)."""
+        return self._discounted(self.rel.list.eval(self._gain_of(_E)).list.sort(descending=True).list.head(k))
 
-    def idcg(self, k: int) -> pl.Expr:
-        conv = self.conv
-        if conv.ideal == "k_ones":
-            return pl.lit(sum(_discount(i, conv.log_base) for i in range(1, k + 1)))
-        binary_gains = conv.gain == "binary" or self.rel is None
-        if conv.ideal == "predictions_topk":
-            if binary_gains:  # gains are 0/1: the ideal puts the earning ones first
-                return self._ideal_ones(self.gains(k).list.sum().cast(pl.Int64), k)
-            return self._discounted(self.gains(k).list.sort(descending=True))
-        if self.rel is None:  # ideal='labels', every label relevance 1
-            earn = conv.gain != "binary" or 1.0 >= conv.relevance_threshold
-            return self._ideal_ones(self.truth.list.len().fill_null(0).cast(pl.Int64), k) if earn else pl.lit(0.0)
-        ordered = self.rel.list.eval(self._gain_of(_E)).list.sort(descending=True).list.head(k)
-        return self._discounted(ordered)
+    def _first_hit_anywhere(self) -> pl.Expr:
+        """The position of the first hit in the whole list, 0 without one (rr_cutoff=False)."""
+        return self.flags(None).list.agg(_E.arg_true().first() + 1).fill_null(0).cast(pl.Int64)
 
-    # -- the per-(user, k) statistics of sql/per_user.sql, from the lists --
-    def stats(self, k: int) -> dict[str, pl.Expr]:
-        """The statistics the metric registry's formulas read (rankwise._expressions). Each reads the
-        row's lists once (Polars does not share list.eval work between expressions)."""
-        hit, flags = _E.cast(pl.Float64), self.flags(k)
-        hits_all = self.recs.list.set_intersection(self.relevant).list.len()
-        return {
-            "k": pl.lit(k, dtype=pl.Int64), "n_recs": self.n_recs, "n_rel": self.n_rel,
-            "n_candidates": self.n_recs + self.n_rel - hits_all,
-            "hits": flags.list.sum().cast(pl.Float64),
-            "precision_sum": flags.list.agg((hit.cum_sum() * hit / pl.int_range(1, pl.len() + 1)).sum()),
-            "hits_sum": flags.list.agg((hit.cum_sum() * hit).sum()),
-            "r_hits": flags.list.head(pl.min_horizontal(k, self.n_rel)).list.sum().cast(pl.Float64) + 0.0,
-            # the first hit within k (rr_cutoff) or anywhere in the list
-            "first_hit": (flags if self.conv.rr_cutoff else self.flags(None)).list.agg(
-                _E.arg_true().first() + 1).fill_null(0).cast(pl.Int64),
-            "dcg": self._discounted(self.gains(k)), "idcg": self.idcg(k),
-        }
-
-    def defined(self, name: str, k: int, beta: float) -> pl.Expr:
-        """The metric's formula from the registry over this row's statistics (null = undefined)."""
-        if name not in _metrics.BY_NAME:
-            raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
-        stats = self.stats(k)
-        return _metrics.BY_NAME[name].build(self.conv, beta, stats.__getitem__)
+    def _n_candidates(self) -> pl.Expr:
+        """The items recommended or relevant: the recommendations and the relevant labels not among them."""
+        return self.n_recs + self.relevant.list.set_difference(self.recs).list.len()
 
     def scored(self) -> pl.Expr:
         """The row is in the convention's users and is a valid input (else the metric is NaN)."""
@@ -580,31 +578,196 @@ class _Rows:
             rule = rule & (self.raw_truth.list.len().fill_null(0) > 0)
         truth = self.raw_truth.fill_null(pl.lit([]))
         valid = truth.list.n_unique() == truth.list.len()  # a repeated label (or two nulls)
-        valid = valid & (truth.list.drop_nulls().list.len() == truth.list.len())
+        valid = valid & (truth.list.agg(_E.null_count()) == 0)
         recs = self.raw_recs.fill_null(pl.lit([]))
-        valid = valid & (recs.list.drop_nulls().list.len() == recs.list.len())
+        valid = valid & (recs.list.agg(_E.null_count()) == 0)
         if self.conv.duplicates == "error":
             valid = valid & (recs.list.n_unique() == recs.list.len())
         if self.rel is not None:
             rel = self.rel.fill_null(pl.lit([]))
-            valid = valid & (rel.list.len() == truth.list.len()) & (
-                rel.list.drop_nulls().list.len() == rel.list.len())
+            valid = valid & (rel.list.len() == truth.list.len()) & (rel.list.agg(_E.null_count()) == 0)
             low = rel.list.min().fill_null(0.0)
             valid = valid & (low >= 0) & rel.list.sum().is_finite()
         return rule & valid
+
+    # -- a metric's expression: struct stages --
+    def _on_fields(self, **names: str) -> _Rows:
+        """This row model over the fields of a struct stage (pl.field) instead of the columns."""
+        inner = object.__new__(_Rows)
+        inner.__dict__.update(self.__dict__)
+        for attr, name in names.items():
+            setattr(inner, attr, pl.field(name))
+        return inner
+
+    def _lists_stage(self) -> tuple[pl.Expr, _Rows]:
+        """The struct of the row's lists: recs, truth, rel as given, r (the recommendations the
+        metrics read), relevant, n_recs, n_rel and scored (the row's validity), and the row model
+        over these fields."""
+        rel = {} if self.rel is None else {"rel": "rel"}
+        if self._lists is None:
+            raw = {"recs": self.raw_recs, "truth": self.raw_truth} | ({} if self.rel is None else {"rel": self.rel})
+            on_raw = self._on_fields(raw_recs="recs", raw_truth="truth", **rel)
+            on_raw._derive()
+            self._lists = pl.struct(**raw).struct.with_fields(
+                r=on_raw.recs, relevant=on_raw.relevant, scored=on_raw.scored()).struct.with_fields(
+                n_recs=pl.field("r").list.len(), n_rel=pl.field("relevant").list.len())
+        return self._lists, self._on_fields(raw_recs="recs", raw_truth="truth", truth="truth", recs="r",
+                                            relevant="relevant", n_recs="n_recs", n_rel="n_rel", **rel)
+
+    def _positions_stage(self, k: int, flags: bool, gains: bool) -> pl.Expr:
+        """The lists stage with, per position j < k, h<j> (the item at position j is a relevant
+        label; if ``flags``) and g<j> (its gain; if ``gains``, when the gain is not the flag).
+        Built once per (k, flags, gains): the metrics of one metrics() call share it."""
+        key = (k, flags, gains)
+        if key not in self._stages:
+            stage, rows = self._lists_stage()
+            F = pl.field
+            items = [F("r").list.get(j, null_on_oob=True) for j in range(k)]
+            if flags:
+                stage = stage.struct.with_fields(**{
+                    f"h{j}": F("relevant").list.contains(item).fill_null(False) for j, item in enumerate(items)})
+            if gains and self.rel is None:  # relevance 1 below the threshold: not relevant, but a label earns 1
+                stage = stage.struct.with_fields(**{
+                    f"g{j}": F("truth").fill_null(pl.lit([])).list.contains(item).fill_null(False).cast(pl.Float64)
+                    for j, item in enumerate(items)})
+            elif gains:  # the gain of each position's label, from the relevance of the first k labels
+                stage = stage.struct.with_fields(label_rel=rows._label_relevance(k))
+                stage = stage.struct.with_fields(**{
+                    f"g{j}": self._gain_of(F("label_rel").list.get(j, null_on_oob=True)).fill_null(0.0)
+                    for j in range(k)})
+            self._stages[key] = stage
+        return self._stages[key]
+
+    def _statistics(self, k: int, needed: set[str]) -> pl.Expr:
+        """The lists stage with the statistics in ``needed`` as fields.
+
+        The hits and the statistics that only count them (hits_sum = 1 + 2 + ... + hits, r_hits, a
+        0/1 ideal) come from set operations on the lists (a valid row repeats no item, and a row
+        that does is NaN). The statistics that need the hits' positions (precision_sum, first_hit,
+        dcg) are sums over positions 1..k in position order (k <= POSITIONAL_MAX_K: h<j> fields, as
+        the list-form path's running sums, _polars_positions) or list.eval passes over the first k
+        items (a larger k: the work then follows the lists' lengths, not k)."""
+        stage, rows = self._lists_stage()
+        conv, F = self.conv, pl.field
+        flags_gain = self._earns_as_flags()  # the gain at each position is the relevance flag
+        zero_one = conv.gain == "binary" or self.rel is None  # every gain 0 or 1
+        topk = "idcg" in needed and conv.ideal == "predictions_topk"
+        uses_flags = ("precision_sum" in needed or ("first_hit" in needed and conv.rr_cutoff)
+                      or (flags_gain and "dcg" in needed))
+        uses_gains = not flags_gain and ("dcg" in needed or (topk and not zero_one))
+        positional = k <= POSITIONAL_MAX_K
+        if not positional and topk:  # the ideal: the gain list sorted
+            uses_flags, uses_gains = uses_flags or flags_gain, uses_gains or not flags_gain
+        if positional:
+            stage = self._positions_stage(k, uses_flags, uses_gains)
+            h = [F(f"h{j}") for j in range(k)]
+            ints = [x.cast(pl.Int64) for x in h]
+            gain = [x.cast(pl.Float64) for x in h] if flags_gain else [F(f"g{j}") for j in range(k)]
+        else:
+            lists = {"flags": rows.flags(k)} if uses_flags else {}
+            if uses_gains:
+                lists["gains"] = rows.gains(k)
+            stage = stage.struct.with_fields(**lists) if lists else stage
+
+        # partial sums some statistics share: the hits (n_hits), the positions whose label earns
+        # (n_earn), and (positional) the hits of each block of about sqrt(k) positions, b<m>: the
+        # running hits at a position are then a few terms
+        partial: dict[str, pl.Expr] = {}
+        if needed & {"hits", "hits_sum"} or (topk and flags_gain):
+            if uses_flags:
+                partial["n_hits"] = pl.sum_horizontal(ints) if positional else F("flags").list.sum()
+            else:  # the relevant labels less those not among the first k
+                partial["n_hits"] = F("n_rel") - F("relevant").list.set_difference(F("r").list.head(k)).list.len()
+        if topk and zero_one and not flags_gain:  # relevance 1 below the threshold: the labels earn
+            truth = F("truth").fill_null(pl.lit([]))
+            partial["n_earn"] = truth.list.len() - truth.list.set_difference(F("r").list.head(k)).list.len()
+        size = math.isqrt(k - 1) + 1
+        if positional and "precision_sum" in needed:
+            partial.update({f"b{m}": pl.sum_horizontal(ints[m * size:(m + 1) * size]) for m in range(k // size)})
+        if partial:
+            stage = stage.struct.with_fields(**partial)
+
+        def running(j: int) -> pl.Expr:  # the hits within the first j + 1 positions
+            m = (j + 1) // size
+            return pl.sum_horizontal([F(f"b{i}") for i in range(m)] + ints[m * size:j + 1])
+
+        def ideal_ones(n: pl.Expr) -> pl.Expr:  # sum_{i <= min(n, k)} 1 / log_b(i + 1)
+            return pl.sum_horizontal([pl.when(n > j).then(pl.lit(_discount(j + 1, conv.log_base))).otherwise(0.0)
+                                      for j in range(k)])
+
+        def idcg() -> pl.Expr:
+            if conv.ideal == "k_ones":
+                return pl.lit(sum(_discount(i, conv.log_base) for i in range(1, k + 1)))
+            if topk:
+                if not positional:  # the gain list sorted
+                    gains = F("flags").cast(pl.List(pl.Float64)) if flags_gain else F("gains")
+                    return rows._discounted(gains.list.sort(descending=True))
+                if zero_one:  # the earning ones first
+                    return ideal_ones(F("n_hits" if flags_gain else "n_earn"))
+                gains = F("label_rel").list.eval(self._gain_of(_E).fill_null(0.0))
+                return rows._discounted(gains.list.sort(descending=True))
+            if self.rel is None:  # ideal='labels', every label relevance 1
+                earn = conv.gain != "binary" or 1.0 >= conv.relevance_threshold
+                if not earn:
+                    return pl.lit(0.0)
+                if not positional:  # the discounts of the first min(k, labels) positions
+                    return rows._discounted(F("truth").fill_null(pl.lit([])).list.head(k).list.eval(pl.lit(1.0)))
+                return ideal_ones(F("truth").list.len().fill_null(0))
+            return rows._ideal_labels(k)
+
+        def precision_sum() -> pl.Expr:  # sum over the hit positions j of (hits within the first j) / j
+            if not positional:
+                hit = _E.cast(pl.Float64)
+                return F("flags").list.agg((hit.cum_sum() * hit / pl.int_range(1, pl.len() + 1)).sum())
+            return pl.sum_horizontal([pl.when(h[j]).then(running(j).cast(pl.Float64) / (j + 1)).otherwise(0.0)
+                                      for j in range(k)])
+
+        def first_hit() -> pl.Expr:  # within k (rr_cutoff) or anywhere in the list
+            if not conv.rr_cutoff:
+                return rows._first_hit_anywhere()
+            if not positional:
+                return F("flags").list.agg(_E.arg_true().first() + 1).fill_null(0).cast(pl.Int64)
+            return pl.coalesce([pl.when(h[j]).then(pl.lit(j + 1, dtype=pl.Int64)) for j in range(k)]
+                               + [pl.lit(0, dtype=pl.Int64)])
+
+        def dcg() -> pl.Expr:
+            if not positional:
+                return rows._discounted(F("flags").cast(pl.List(pl.Float64)) if flags_gain else F("gains"))
+            ln_base = math.log(conv.log_base)
+            return pl.sum_horizontal([gain[j] / (math.log(j + 2.0) / ln_base) for j in range(k)])
+
+        hits = F("n_hits")
+        build = {
+            "k": lambda: pl.lit(k, dtype=pl.Int64),
+            "n_candidates": rows._n_candidates,
+            "hits": lambda: hits.cast(pl.Float64),
+            "hits_sum": lambda: (hits.cast(pl.Int64) * (hits.cast(pl.Int64) + 1) // 2).cast(pl.Float64),
+            "r_hits": lambda: (F("n_rel") - F("relevant").list.set_difference(
+                F("r").list.head(pl.min_horizontal(k, F("n_rel")))).list.len()).cast(pl.Float64) + 0.0,
+            "precision_sum": precision_sum, "first_hit": first_hit, "dcg": dcg, "idcg": idcg,
+        }
+        fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}
+        return stage.struct.with_fields(**fields) if fields else stage
 
     def metric(self, name: str, k: int, beta: float = 1.0) -> pl.Expr:
         k = _check_k(k)
         conv = self.conv
         if conv.metrics is not None and name not in conv.metrics:  # as evaluate refuses it
             raise _metrics.not_defined(conv.name, name, conv.metrics)
+        if name not in _metrics.BY_NAME:
+            raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
         _metrics.check_cutoffs(conv, (k,))
+        build = _metrics.BY_NAME[name].build
+        needed = set(build(conv, beta, pl.col).meta.root_names())  # the statistics the formula reads
+        formula = build(conv, beta, pl.field)  # read as fields of the stage
         const = {"zero": pl.lit(0.0), "one": pl.lit(1.0), "nan": pl.lit(NAN)}
-        value = (pl.when(~self.scored()).then(pl.lit(NAN))
-                 .when(self.n_rel == 0).then(const[conv.empty_labels])
-                 .when(self.n_recs == 0).then(const[conv.empty_predictions])
-                 .otherwise(self.defined(name, k, beta).fill_null(NAN)))
-        return value.cast(pl.Float64).alias(f"{name}@{k}")
+        F = pl.field
+        value = (pl.when(~F("scored")).then(pl.lit(NAN))
+                 .when(F("n_rel") == 0).then(const[conv.empty_labels])
+                 .when(F("n_recs") == 0).then(const[conv.empty_predictions])
+                 .otherwise(formula.fill_null(NAN)))
+        stage = self._statistics(k, needed)
+        return stage.struct.with_fields(value=value.cast(pl.Float64)).struct.field("value").alias(f"{name}@{k}")
 
 
 # -- checks and DuckDB --------------------------------------------------------------------------
