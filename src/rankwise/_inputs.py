@@ -729,6 +729,11 @@ def id_kind(dtype) -> str:
     return str(dtype)
 
 
+def common_integer(a, b):
+    """The one integer type two integer id columns are compared in: UInt64 when both are unsigned, else Int64."""
+    return pl.Int64 if (a.is_signed_integer() or b.is_signed_integer()) else pl.UInt64
+
+
 def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list[str] = ()):
     """Ids must be of one kind in both inputs, the same rule on every backend:
 
@@ -748,7 +753,7 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list
                 truth = truth.with_columns(pl.col(col).cast(a))
             continue
         if id_kind(a) == id_kind(b) == "integer":
-            common = pl.Int64 if (a.is_signed_integer() or b.is_signed_integer()) else pl.UInt64
+            common = common_integer(a, b)
             for frame, dtype, what in ((recs, a, "recommendations"), (truth, b, "ground truth")):
                 if dtype == pl.UInt64 and common == pl.Int64:
                     _check_fits(frame, col, c, what, f"{_public(col, c)!r} is UInt64 in the {what} and signed in the "

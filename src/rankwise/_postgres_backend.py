@@ -104,18 +104,18 @@ def cursor(conn):
 
 
 def settle(cur) -> dict:
-    """Apply :data:`SETTINGS` to the cursor's transaction (SET LOCAL); the values they replace."""
-    cur.execute(f"SELECT {', '.join('current_setting(%s)' for _ in SETTINGS)}", list(SETTINGS))
-    before = dict(zip(SETTINGS, cur.fetchone()))
-    restore(cur, SETTINGS)
-    return before
+    """Apply :data:`SETTINGS` to the cursor's transaction; the values they replace."""
+    return set_local(cur, SETTINGS)
 
 
-def restore(cur, values: dict) -> None:
-    """SET LOCAL these settings: after a run that commits inside a caller's transaction (a savepoint
-    released), the caller's values again for the rest of it."""
+def set_local(cur, values: dict) -> dict:
+    """SET LOCAL these settings; the values they replace (set_local them again to restore: e.g. the
+    caller's values for the rest of a transaction a collect=False run commits a savepoint in)."""
+    cur.execute(f"SELECT {', '.join('current_setting(%s)' for _ in values)}", list(values))
+    before = dict(zip(values, cur.fetchone()))
     for name, value in values.items():
         cur.execute("SELECT set_config(%s, %s, true)", (name, value))
+    return before
 
 
 class PostgresEngine:
@@ -176,7 +176,7 @@ class PostgresEngine:
                     else:
                         _drop_temporary(cur, prefix)
                         per_user = PostgresTable(_qualified(cur, schema, table))
-                        restore(cur, before)
+                        set_local(cur, before)
             except psycopg.Error as error:
                 if stage == "inputs":  # the checks and views cast the scores and relevance to doubles
                     problem, hint = ("PostgreSQL overflowed reading the inputs (a score or relevance too large "
@@ -334,11 +334,9 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
         cur.execute(f"CREATE TEMP VIEW {names[name]} AS {query}")
     # the checks group the rows by (user, item) and by (user, rank): about as many groups as rows, which
     # hash aggregates spill to disk batch by batch; sorting them is faster
-    cur.execute("SELECT current_setting('enable_hashagg')")
-    hashagg = cur.fetchone()[0]
-    restore(cur, {"enable_hashagg": "off"})
+    before = set_local(cur, {"enable_hashagg": "off"})
     _checks.raise_on_failed_checks(_fetch(cur, _checks.checks_query(conv, by_score, "postgres", names)))
-    restore(cur, {"enable_hashagg": hashagg})
+    set_local(cur, before)
     # the canonical inputs materialised once (temporary tables, analysed): the per-user query reads the
     # recommendations more than once, and each read of a view would renumber the ranks again
     for name, query in _checks.input_views(source, "postgres", c.user, c.item, rank_col, score_col, relevance_col,

@@ -69,7 +69,7 @@ def summary(long: pl.DataFrame, segments: pl.DataFrame, user_col: str, names, co
     from .stats import summary_stats_exprs, t_interval
 
     keys = [c for c in ("run",) if c in long.columns]
-    rows = long.join(segments.with_columns(pl.col(user_col).cast(long.schema[user_col])), on=user_col, how="inner")
+    rows = long.join(segments, on=user_col, how="inner")  # segments: aligned() to the users' type
     parts = []
     for name in names:
         mean, sd, n = summary_stats_exprs(name)
@@ -83,5 +83,5 @@ def summary(long: pl.DataFrame, segments: pl.DataFrame, user_col: str, names, co
 def unsegmented(long: pl.DataFrame, segments: pl.DataFrame, user_col: str) -> int:
     """Evaluated users (of one run) that are in no segment."""
     users = long.select(user_col).unique()
-    return users.join(segments.with_columns(pl.col(user_col).cast(long.schema[user_col])), on=user_col,
+    return users.join(segments, on=user_col,
                       how="anti").height

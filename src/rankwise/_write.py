@@ -127,8 +127,7 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     metrics, ks = ",".join(result.request.names), ",".join(map(str, result.request.ks))
     rows = _per_user_rows(result)
     has_run = "run" in rows.columns
-    run = pl.col("run") if has_run else pl.lit(None, dtype=pl.String)
-    run_id = run.replace_strict(ids, return_dtype=pl.String) if has_run else pl.lit(ids[None])
+    run, run_id = _run_columns(rows, ids)
     per_user = rows.select(run_id.alias("run_id"), run.alias("run_name"), "user_id", "metric",
                                              "k", "value").cast(PER_USER_SCHEMA)
     summary = result.summary.with_columns(run_id.alias("run_id"), run.alias("run_name")) \

@@ -97,7 +97,7 @@ class Result:
                 raise ParameterError("by_segment=True needs an evaluate(..., segments=...).",
                                      hint="Pass segments= a (user, segment) table or a ground-truth column.")
             long = self._long_with_runs().join(
-                self.segment_of.with_columns(pl.col(self.user_col).cast(self.long.schema[self.user_col])),
+                self.segment_of,  # aligned to the users' type by _with_segments
                 on=self.user_col, how="inner")
             parts = [self._with_long(part.drop("segment")).compare(
                 baseline, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,

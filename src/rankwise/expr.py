@@ -62,7 +62,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from . import metrics as _metrics
-from ._inputs import id_kind
+from ._inputs import common_integer, id_kind
 from .conventions import Convention, resolve
 from .errors import (
     DtypeMismatchError,
@@ -384,7 +384,7 @@ def _item_type(recs: tuple[str, pl.DataType], truth: tuple[str, pl.DataType], ro
             hint=f"Cast both to the same type, e.g. pl.col({recs[0]!r}).cast(pl.List(pl.String)).")
     if kind == "text":
         return pl.String
-    return pl.Int64 if (a.is_signed_integer() or b.is_signed_integer()) else pl.UInt64
+    return common_integer(a, b)
 
 
 def _as_list(column: pl.Expr, dtype: pl.DataType, inner: pl.DataType) -> pl.Expr:
