@@ -172,13 +172,16 @@ def _naive_layout(df: pl.DataFrame, with_rank: bool):
     noise=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 2), st.integers(-1, 1)), max_size=3),
     batch_rows=st.sampled_from([1, 1, 2, 3, 5]),
     with_rank=st.booleans(),
+    item_kind=st.sampled_from([pl.Int64, pl.String, pl.Categorical]),
 )
-@example(runs=[(1, 3)], noise=[(1, 2, 1)], batch_rows=1, with_rank=True)  # a rank slip at a cut
-@example(runs=[(1, 6)], noise=[(5, 1, -1)], batch_rows=2, with_rank=False)  # a repeat three batches apart
-@example(runs=[(1, 2), (2, 2), (1, 2)], noise=[], batch_rows=2, with_rank=True)  # a user's second run
+@example(runs=[(1, 3)], noise=[(1, 2, 1)], batch_rows=1, with_rank=True, item_kind=pl.Int64)  # a rank slip at a cut
+@example(runs=[(1, 6)], noise=[(5, 1, -1)], batch_rows=2, with_rank=False, item_kind=pl.Int64)  # a repeat three batches apart
+@example(runs=[(1, 2), (2, 2), (1, 2)], noise=[], batch_rows=2, with_rank=True, item_kind=pl.Int64)  # a user's second run
+@example(runs=[(1, 4), (2, 3)], noise=[(6, 1, -1)], batch_rows=5, with_rank=True, item_kind=pl.String)  # a repeat in a batch's run
 @settings(max_examples=300, deadline=None)
-def test_streaming_layout_check_equals_a_plain_loop(runs, noise, batch_rows, with_rank):
-    """Runs cut anywhere (also across three or more batches), repeats and rank slips across cuts."""
+def test_streaming_layout_check_equals_a_plain_loop(runs, noise, batch_rows, with_rank, item_kind):
+    """Runs cut anywhere (also across three or more batches), repeats and rank slips across cuts; items
+    as numbers, strings (the runs' item lists) and categories (the batch's key set)."""
     users, items, ranks = [], [], []
     for user, length in runs:
         users += [user] * length
@@ -189,6 +192,8 @@ def test_streaming_layout_check_equals_a_plain_loop(runs, noise, batch_rows, wit
             target = (users, items, ranks)[column]
             target[at] = max(target[at] + delta, 0)
     df = pl.DataFrame({"user": users, "item": items, "rank": ranks}, schema={"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64})
+    if item_kind != pl.Int64:
+        df = df.with_columns(pl.col("item").cast(pl.String).cast(item_kind))
     if not with_rank:
         df = df.drop("rank")
     expected = _naive_layout(df, with_rank)
