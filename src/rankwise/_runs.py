@@ -133,7 +133,7 @@ def _a_run_repeats_an_item(batch: pl.DataFrame, item: str, run_starts: pl.Series
     if items.dtype not in _LISTABLE:
         return batch.select(key.n_unique()).item() < batch.height
     offsets = np.concatenate(([0], run_starts.to_numpy(), [batch.height])).astype(np.int64)
-    lists = pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), items.to_arrow()))
+    lists = pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), items.rechunk().to_arrow()))
     return bool((lists.list.n_unique() < lists.list.len()).any())
 
 
