@@ -206,3 +206,14 @@ def test_streaming_layout_check_equals_a_plain_loop(runs, noise, batch_rows, wit
     assert (got is None) == (expected is None)
     if got is not None:
         assert got.to_list() == expected
+
+
+def test_layout_check_reads_batches_made_of_several_chunks():
+    """A batch can hold several chunks (a frame concatenated without rechunking): a repeated item in
+    any of them is found."""
+    parts = [pl.DataFrame({"user": [u, u], "item": [1, 1 if u == 3 else 2], "rank": [1, 2]}) for u in (1, 2, 3)]
+    bad = pl.concat(parts, rechunk=False)
+    good = pl.concat(parts[:2], rechunk=False)
+    assert bad.n_chunks() == 3
+    assert _runs.grouped_runs(bad.lazy(), "user", "item", "rank") is None
+    assert _runs.grouped_runs(good.lazy(), "user", "item", "rank").to_list() == [1, 2]
