@@ -167,16 +167,30 @@ def test_compare_conventions_raises_a_side_input_error_once():
 
 
 def test_compare_conventions_refuses_two_conventions_of_one_name():
-    """Convention(...) objects built directly are all named 'default': the table's columns collided
-    (Polars' DuplicateError with three, a silent 'default_right' column with two)."""
+    """Two conventions of one name would collide as the table's columns (Polars' DuplicateError with
+    three, a silent '<name>_right' column with two)."""
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
     truth = pl.DataFrame({"user": [1, 1, 2], "item": [2, 1, 3], "relevance": [3.0, 1.0, 1.0]})
-    for presets in ([Convention(), Convention(gain="linear")], [Convention(), Convention(gain="linear"), Convention(gain="binary")]):
-        with pytest.raises(rankwise.ParameterError, match="named 'default'"):
+    for presets in ([Convention(name="x"), Convention(gain="linear", name="x")],
+                    [Convention(name="x"), Convention(gain="linear", name="x"), Convention(gain="binary", name="x")]):
+        with pytest.raises(rankwise.ParameterError, match="named 'x'"):
             rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"], presets=presets)
-    table = rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"],
-                                         presets=[Convention(), Convention().replace(gain="linear")])
-    assert table.columns == ["metric", "k", "default", "default gain='linear'"]
+    for linear in (Convention(gain="linear"), Convention().replace(gain="linear")):
+        table = rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"], presets=[Convention(), linear])
+        assert table.columns == ["metric", "k", "default", "default gain='linear'"]
+
+
+def test_a_convention_built_with_other_knobs_is_not_named_default():
+    """Convention(gain='linear') was named 'default' (and written to the warehouse as convention =
+    'default'): it is named as replace() names it; a name given stays."""
+    assert Convention(gain="linear").name == "default gain='linear'"
+    assert Convention(gain="linear", log_base=2).name == "default gain='linear' log_base=2"
+    assert Convention(gain="linear", name="mine").name == "mine"
+    assert Convention().name == "default"
+    recs = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
+    result = rankwise.evaluate(recs, recs, k=1, metrics=["dcg"], convention=Convention(gain="linear"))
+    from rankwise import _write
+    assert _write.frames(result)["runs"]["convention"].to_list() == ["default gain='linear'"]
 
 
 def test_explain_names_the_mixes_that_leave_the_split_undefined():

@@ -259,6 +259,10 @@ class Convention:
                 "2 (bits, the default) or math.e (nats).")
         _number("long_tail_ratio", self.long_tail_ratio, "> 0", lambda v: v > 0,
                 "0.8 with long_tail='head_share' (Elliot), 0.1 with long_tail='tail_items' (RecBole).")
+        if self.name == "default":  # Convention(gain="linear") is not the default: named as replace() names it
+            changed = {f.name: getattr(self, f.name) for f in _knob_fields() if getattr(self, f.name) != f.default}
+            if changed:
+                object.__setattr__(self, "name", _changed_name("default", changed))
 
     def replace(self, **changes) -> Convention:
         """A copy with some knobs changed: ``PRESETS['default'].replace(gain='linear')``."""
@@ -271,7 +275,7 @@ class Convention:
             )
         knobs_changed = {k: v for k, v in changes.items() if k in self.knobs() and v != getattr(self, k)}
         if knobs_changed and "name" not in changes:
-            changes["name"] = self.name + "".join(f" {k}={v!r}" for k, v in knobs_changed.items())
+            changes["name"] = _changed_name(self.name, knobs_changed)
         return dataclasses.replace(self, **changes)
 
     def knobs(self) -> dict:
@@ -305,6 +309,11 @@ class Convention:
 
 
 _INPUT_KNOBS = ("duplicates", "ties", "min_score")
+
+
+def _changed_name(base: str, changed: dict) -> str:
+    """A convention's name after some knobs changed: ``default gain='linear'``."""
+    return base + "".join(f" {k}={v!r}" for k, v in changed.items())
 
 
 def _finite(value) -> bool:
