@@ -529,6 +529,45 @@ def test_beyond_users_are_the_accuracy_users(engine, convention, want, tmp_path)
     assert excluded["outside_users"] == 4 - len(want)
     boot = res.bootstrap(50, metrics="novelty").row(0, named=True)
     assert boot["value"] == pytest.approx(row["value"]) and boot["n_users"] == row["n_users"]
+    # novelty alone: the same users, values and counts (it was over the recommendations' users, so the
+    # value depended on whether an accuracy metric was asked for too)
+    alone = rankwise.evaluate(recs, truth, 2, metrics=["novelty"], train=train, convention=conv, backend=backend)
+    assert alone.per_user.select("user", "novelty@2").equals(res.per_user.select("user", "novelty@2"))
+    assert alone.summary.select("metric", "value", "n_users").equals(
+        res.summary.filter(pl.col("metric") == "novelty").select("metric", "value", "n_users"))
+    alone_excluded = dict(alone.excluded.select("code", "n_users").iter_rows())
+    assert {c: alone_excluded[c] for c in ("undefined_novelty", "outside_users")} == {
+        c: excluded[c] for c in ("undefined_novelty", "outside_users")}
+
+
+def test_beyond_users_without_truth_are_the_recommendations_users_and_explain_names_users():
+    """Without ground truth a per-user beyond metric is over the recommendations' users under every
+    users rule; with it, the rule decides, and explain() attributes the gap to `users` (it scored 0).
+    By hand: pop 1 = 3, pop 2 = 2, pop 3 = 1, U_T = 4; novelty@2 u1 = (2 + log2(4/3)) / 2,
+    u2 = (log2(4/3) + 1) / 2, u3 = 2."""
+    train = pl.DataFrame({"user": [1, 1, 2, 2, 3, 4], "item": [1, 2, 1, 3, 1, 2]})
+    recs = pl.DataFrame({"user": [1, 1, 2, 2, 3], "item": [3, 1, 1, 2, 3], "rank": [1, 2, 1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [1, 2]})  # user 3: no labels
+    u1, u2, u3 = (2 + math.log2(4 / 3)) / 2, (math.log2(4 / 3) + 1) / 2, 2.0
+    def novelty(truth, convention):
+        res = rankwise.evaluate(recs, truth, k=2, metrics=["novelty"], train=train, convention=convention)
+        return res.summary["value"].item()
+    assert novelty(None, "rectools") == pytest.approx((u1 + u2 + u3) / 3)
+    assert novelty(truth, "default") == pytest.approx((u1 + u2 + u3) / 3)
+    assert novelty(truth, "rectools") == pytest.approx((u1 + u2) / 2)
+    explained = rankwise.explain(recs, truth, a="default", b="rectools", metric="novelty", k=2, train=train)
+    effects = dict(explained.table.select("knob", "effect").iter_rows())
+    assert effects["users"] == pytest.approx((u1 + u2) / 2 - (u1 + u2 + u3) / 3)
+
+
+def test_excluded_counts_users_undefined_at_any_k():
+    """ild is undefined for a list of fewer than 2 items with features: at k = 1 for every user, at
+    k = 3 for user 3 only (item 5 has no features); excluded counted the largest k only (1 of 3)."""
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3], "item": [3, 4, 1, 1, 2, 5], "rank": [1, 2, 3, 1, 2, 1]})
+    feats = pl.DataFrame({"item": [1, 2, 3, 4], "embedding": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.0]]})
+    res = rankwise.evaluate(recs, None, k=[1, 3], metrics=["ild"], item_features=feats)
+    assert dict(res.summary.select("k", "n_users").iter_rows()) == {1: 0, 3: 2}
+    assert dict(res.excluded.select("code", "n_users").iter_rows())["undefined_ild"] == 3
 
 
 def test_only_beyond_metrics_need_no_truth_and_missing_inputs_are_named():

@@ -197,14 +197,15 @@ def test_explain_names_the_mixes_that_leave_the_split_undefined():
     """One user, its only label of relevance 0.5: under relevance_threshold=1 it has no relevant label,
     so with users='union' and empty_labels='nan' no user has a precision (a NaN mean). Shapley effects
     through such a mix are undefined: NaN, and the note says which mixes, instead of NaN silently.
-    The knobs that cannot reach such a mix keep their exact 0."""
+    A knob that cannot move precision (gain) has no row: the note names it."""
     recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
     truth = pl.DataFrame({"user": [1], "item": [10], "relevance": [0.5]})
     ex = rankwise.explain(recs, truth, a="default", b="ranx", metric="precision", k=2)
     assert (ex.value_a, ex.value_b) == (0.5, 0.0)  # 1 hit of 2; ranx: not relevant, scored 0
     assert "relevance_threshold" in ex.note and "no user has a defined precision@2" in ex.note
     effects = dict(ex.table.select("knob", "effect").iter_rows())
-    assert math.isnan(effects["relevance_threshold"]) and effects["gain"] == 0.0
+    assert math.isnan(effects["relevance_threshold"]) and "gain" not in effects
+    assert "cannot move precision: " in ex.note and "gain" in ex.note.split("cannot move precision: ")[1]
     assert ex.note in str(ex)
 
 

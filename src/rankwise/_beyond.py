@@ -928,9 +928,7 @@ def summary_rows(users: pl.DataFrame, catalog: pl.DataFrame, names) -> pl.DataFr
 
 
 def excluded_rows(users: pl.DataFrame, names) -> list[tuple[str, str, int]]:
-    """(code, reason, n_users) for each user metric: users whose value is undefined at the largest k."""
-    if not users.height:
-        return []
-    top = users.filter(pl.col("k") == users["k"].max())
-    return [(f"undefined_{n}", f"{n} only: {_UNDEFINED[n]}", int(top[n].is_nan().sum()))
+    """(code, reason, n_users) for each user metric: the users whose value is undefined at some k (each
+    is left out of that k's mean; at the largest k alone, ild's short lists at a small k went uncounted)."""
+    return [(f"undefined_{n}", f"{n} only: {_UNDEFINED[n]}", users.filter(pl.col(n).is_nan())[USER].n_unique())
             for n in names if n in USER_COLUMNS]

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -319,7 +319,7 @@ def evaluate(
         truth = prepare_truth(truth, columns)  # once for every run
     prepared = {name: prepared.get(name) or prepare(_from_spark(recs), truth, columns, conv)
                 for name, recs in runs.items()}
-    if beyond is not None and "score_entropy" in beyond[0]:  # the scores ride along with the canonical rows
+    if beyond is not None and "score_entropy" in beyond.names:  # the scores ride along with the canonical rows
         prepared = {name: _beyond.with_scores(prep, _from_spark(runs[name]), columns) for name, prep in prepared.items()}
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
@@ -347,11 +347,13 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
                  collect: bool = True, memory_limit: int | None = None, confidence: float = 0.95,
                  beyond: tuple | None = None) -> Result:
     """Every run's prepared inputs through the engine, then the result shaped ({None: prep} = one run).
-    ``beyond``: (metric names, side inputs, only beyond) when beyond-accuracy metrics are asked for."""
+    ``beyond``: a :class:`BeyondPlan` when beyond-accuracy metrics are asked for."""
     shaped = {}
     for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
-        if beyond is not None and beyond[2]:  # only beyond-accuracy metrics: no accuracy engine run
-            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
+        if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
+            evaluated = prep.evaluated_users(conv) if beyond.has_truth else None
+            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit,
+                                        evaluated)
             continue
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
         try:
@@ -372,7 +374,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
         shaped[name] = parts
     if beyond is not None:
-        request = MetricRequest((*([] if beyond[2] else request.names), *beyond[0]), request.ks, request.beta)
+        request = MetricRequest((*([] if beyond.only else request.names), *beyond.names), request.ks, request.beta)
     if None in shaped:
         return Result(*shaped[None][:3], conv, request, user_col, prepared, confidence, shaped[None][3])
     long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
@@ -390,7 +392,7 @@ def _beyond_in_place(engine) -> ParameterError:
 def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None, evaluated=None):
     """(per-user rows, summary, excluded, per_item) of the beyond-accuracy metrics; ``evaluated``: the
     users of the per-user rows, summary and excluded (None: the recommendations' users)."""
-    names, side, _ = beyond
+    names, side = beyond.names, beyond.side
     if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
         raise _beyond_in_place(engine)
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
@@ -411,17 +413,23 @@ def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidenc
     evaluated = rows.filter(pl.col("k") == request.ks[0]).get_column(user_col)
     users, b_summary, b_excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
                                                          memory_limit, evaluated)
-    names = beyond[0]
+    names = beyond.names
     user_names = [n for n in names if n in users.columns]
     rows = rows.join(users.with_columns(pl.col(user_col).cast(rows.schema[user_col])), on=[user_col, "k"],
                      how="left", maintain_order="left").with_columns(pl.col(user_names).fill_null(float("nan")))
     return rows, pl.concat([summary, b_summary]), pl.concat([excluded, b_excluded]), items
 
 
-def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
-    """A run with only beyond-accuracy metrics: its users are the recommendations' users."""
+def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None, evaluated=None):
+    """A run with only beyond-accuracy metrics: its users are ``evaluated`` (with ground truth, the users
+    an accuracy metric would have: a metric's value does not depend on the other metrics asked for),
+    else (None) the recommendations' users."""
     users, summary, excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
-                                                     memory_limit)
+                                                     memory_limit, evaluated)
+    if evaluated is not None:  # the users the users rules leave out are counted, as in an accuracy run
+        left_out = pl.DataFrame(_shape.users_rule_rows(prep, conv, evaluated.len()), schema=_shape.EXCLUDED_SCHEMA,
+                                orient="row")
+        excluded = pl.concat([left_out, excluded])
     rows = users.sort("k", user_col).select(user_col, "k", pl.lit(None, pl.Int64).alias("n_recs"),
                                            pl.lit(None, pl.Int64).alias("n_rel"), pl.exclude(user_col, "k"))
     return rows, summary, excluded, items
@@ -446,7 +454,17 @@ def _plan(metrics, k, conv: Convention, has_truth: bool, side_inputs) -> tuple[M
                                   "(e.g. metrics=['novelty', 'item_coverage']).")
     request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
                             conv.name)
-    return request, (tuple(beyond_names), side, only_beyond) if beyond_names else None
+    return request, BeyondPlan(tuple(beyond_names), side, only_beyond, has_truth) if beyond_names else None
+
+
+class BeyondPlan(NamedTuple):
+    """The beyond-accuracy part of a request: the metric names, the validated side inputs, whether
+    they are the only metrics asked for, and whether ground truth was given (it decides the users)."""
+
+    names: tuple[str, ...]
+    side: object
+    only: bool
+    has_truth: bool
 
 
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:
@@ -503,7 +521,7 @@ class Evaluator:
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)
         prep = self._prepared[key]
-        if beyond is not None and "score_entropy" in beyond[0]:
+        if beyond is not None and "score_entropy" in beyond.names:
             prep = _beyond.with_scores(prep, self.recommendations, self.columns)
         return run_prepared({None: prep}, request, conv, self.engine, user_col=self.columns.user,
                             memory_limit=self.memory_limit, confidence=self.confidence, beyond=beyond)

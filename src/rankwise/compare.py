@@ -87,7 +87,8 @@ def defines(conv: Convention, name: str) -> bool:
 class Explanation:
     """Why ``metric@k`` differs between conventions a and b.
 
-    table: one row per knob on which a and b differ: its two values, ``effect`` (its Shapley share of
+    table: one row per knob on which a and b differ and that can move the metric (the registry's
+    knobs for it; ``note`` names the other differing knobs): its two values, ``effect`` (its Shapley share of
     value_b - value_a: the knob's effect averaged over every order of switching the knobs one at a
     time from a to b; the effects add up to the difference exactly), ``share`` (effect / difference)
     and ``alone`` (the change from a when only that knob switches). When some mix of the knobs leaves
@@ -155,9 +156,10 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     base, full = value(frozenset()), value(frozenset(movers))
     diff = full - base
     rows = []
-    for knob, (va, vb) in differing.items():
-        effect = _clean(shapley(knob), diff) if knob in movers else 0.0
-        alone = _clean(value(frozenset({knob})) - base, diff) if knob in movers else 0.0
+    for knob in movers:  # a knob that cannot move the metric is named in the note, not given a 0 row
+        va, vb = differing[knob]
+        effect = _clean(shapley(knob), diff)
+        alone = _clean(value(frozenset({knob})) - base, diff)
         share = effect / diff if diff else float("nan")
         rows.append((knob, repr(va), repr(vb), effect, share, alone))
     table = pl.DataFrame(rows, schema={"knob": pl.String, "a": pl.String, "b": pl.String, "effect": pl.Float64,
@@ -166,9 +168,13 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
     undefined = [f"{', '.join(sorted(mix))} switched to {conv_b.name}'s value{'s' if len(mix) > 1 else ''}"
                  if mix else f"{conv_a.name}'s own values (no knob switched)"
                  for mix, v in cache.items() if math.isnan(v)]
-    note = "" if not undefined else (
-        f"Undefined split: no user has a defined {name}@{k} with {'; '.join(undefined[:3])}"
-        f"{' ...' if len(undefined) > 3 else ''} ({len(undefined)} of the {len(cache)} mixes), so the effects are NaN.")
+    still = [knob for knob in differing if knob not in movers]
+    notes = [f"Undefined split: no user has a defined {name}@{k} with {'; '.join(undefined[:3])}"
+             f"{' ...' if len(undefined) > 3 else ''} ({len(undefined)} of the {len(cache)} mixes), so the effects are NaN."
+             ] if undefined else []
+    if still:
+        notes.append(f"Also differ, but cannot move {name}: {', '.join(still)}.")
+    note = " ".join(notes)
     # the library values themselves (the presets may restrict metrics; the knobs say the same)
     return Explanation(name, k, conv_a.name, conv_b.name, base, full, table, note)
 

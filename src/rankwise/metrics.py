@@ -96,22 +96,23 @@ REGISTRY: tuple[Metric, ...] = (
 # L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users,
 # c(i) = exposure (users whose L_u holds i), C = the catalog.
 _TRAIN, _FEATURES = ("recommendations", "train"), ("recommendations", "item_features")
+_LISTS = "mean over users with n_u > 0; every user under list_denominator='k'"
 BEYOND: tuple[Metric, ...] = (
     Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T)", None,
            ("popularity", "cold_items", "list_denominator", "novelty_normalize", "info_log_base"), needs=_TRAIN,
-           aggregate="mean over users with n_u > 0"),
+           aggregate=_LISTS),
     Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0", None,
-           ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate="mean over users with n_u > 0"),
+           ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate=_LISTS),
     Metric("long_tail_share", "Long-tail share@k", "share of L_u outside the short head (the most popular train "
            "items holding `long_tail_ratio` of the interactions)", None,
            ("popularity", "long_tail", "long_tail_ratio", "list_denominator"), needs=_TRAIN,
-           aggregate="mean over users with n_u > 0"),
+           aggregate=_LISTS),
     Metric("ild", "ILD@k (intra-list diversity)", "sum over pairs {i, j} of L_u of 1 - cos(f_i, f_j) / pairs, "
            "from |sum of unit vectors|^2", None, ("ild_denominator", "ild_short"), needs=_FEATURES,
-           aggregate="mean over users with 2 or more items with features"),
+           aggregate="mean over users with 2 or more items with features; every user under ild_short='zero'"),
     Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", None,
            ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
-           aggregate="mean over users with n_u > 0"),
+           aggregate=_LISTS),
     Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,
            ("catalog", "catalog_outside", "catalog_padding", "coverage_scale"), level="catalog",
            needs=("recommendations",), aggregate="one value per k"),
@@ -127,8 +128,10 @@ BEYOND: tuple[Metric, ...] = (
            "entropy (nats) of the softmax of all users' top-k scores pooled", None, (), level="catalog",
            needs=("recommendations", "scores"), aggregate="one value per k"),
 )
-# the input rules move every beyond-accuracy metric too (they decide L_u)
+# the input rules move every beyond-accuracy metric too (they decide L_u); with ground truth given, the
+# users rules choose a per-user metric's users, as for the accuracy metrics
 BEYOND_EVERY = ("duplicates", "ties", "min_score")
+BEYOND_USERS = ("users", "unjudged")
 
 BY_NAME = {m.name: m for m in REGISTRY}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
@@ -139,7 +142,8 @@ _F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
 # explain() read KNOBS_BY_METRIC.
 EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates",
                 "ties", "min_score")
-KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY} | {m.name: BEYOND_EVERY + m.knobs for m in BEYOND}
+KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY} | {
+    m.name: BEYOND_EVERY + (BEYOND_USERS if m.level == "user" else ()) + m.knobs for m in BEYOND}
 
 
 @dataclass(frozen=True)
