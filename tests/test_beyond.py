@@ -635,7 +635,7 @@ def test_score_entropy_without_scores_names_the_column(tmp_path):
     with pytest.raises(rankwise.ParameterError, match=r"score_entropy.*'score'") as info:
         rankwise.evaluate(recs, None, k=1, metrics=["score_entropy"])
     assert "score_col=" in str(info.value)
-    with pytest.raises(rankwise.ParameterError, match="'pred'"):
+    with pytest.raises(rankwise.MissingColumnError, match="score_col='pred'"):  # a named column must exist
         rankwise.evaluate(recs, None, k=1, metrics=["score_entropy"], score_col="pred")
     bad = recs.with_columns(score=pl.Series([0.5, float("nan")]))
     with pytest.raises(rankwise.errors.InvalidScoreError, match="NaN") as info:

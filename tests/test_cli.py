@@ -164,7 +164,7 @@ def test_a_missing_column_hint_names_flags_not_python_arguments(capsys, inputs):
     code, _, err = run(capsys, "evaluate", *inputs, "--rank-col", "position")
     assert code == 2
     assert_one_error(err, "MissingColumnError")
-    assert "'position'" in err[0]
+    assert "--rank-col position" in err[0]  # a named rank column that is not there (it fell back to scores)
     assert "--rank-col" in err[1] and "--score-col" in err[1] and "_col" not in err[1]
 
 

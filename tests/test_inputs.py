@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import duckdb
 import numpy as np
 import pandas as pd
@@ -182,3 +183,21 @@ def test_list_form_parallel_score_and_rank_lists_order_the_items(backend):
     assert by_score.per_user.sort("user")["mrr@3"].to_list()[0] == 1.0
     with pytest.raises(rankwise.errors.InvalidScoreError, match="'score' list and the 'item' list differ"):
         rankwise.evaluate(scored.with_columns(score=pl.Series([[1.0], []])), truth, k=3, backend=backend)
+
+
+def test_a_named_rank_score_or_relevance_column_must_exist():
+    """A rank, score or relevance column named other than its default and absent was ignored: a misspelt
+    relevance_col scored every label 1 (ndcg@2 1.0 instead of the graded 0.7098: DCG = 1/ln 2 + 7/ln 3,
+    IDCG = 7/ln 2 + 1/ln 3), a misspelt rank_col ranked by the score column. The defaults may be absent."""
+    recs = pl.DataFrame({"user": [1, 1], "item": [1, 2], "rank": [1, 2], "score": [0.1, 0.9]})
+    truth = pl.DataFrame({"user": [1, 1], "item": [1, 2], "rating": [1.0, 3.0]})
+    graded = rankwise.evaluate(recs, truth, k=2, metrics=["ndcg"], relevance_col="rating")
+    dcg, idcg = 1 / math.log(2) + 7 / math.log(3), 7 / math.log(2) + 1 / math.log(3)
+    assert graded.summary["value"].item() == pytest.approx(dcg / idcg)
+    for kw, what in [({"relevance_col": "ratng"}, "ground truth"), ({"rank_col": "rnk"}, "recommendations"),
+                     ({"score_col": "s"}, "recommendations")]:
+        with pytest.raises(rankwise.MissingColumnError, match=f"{what}: missing column.*{list(kw)[0]}={list(kw.values())[0]!r}"):
+            rankwise.evaluate(recs, truth, k=2, metrics=["ndcg"], **kw)
+    # the default names may be absent: relevance 1, ranks from the rank column
+    assert rankwise.evaluate(recs.drop("score"), truth.drop("rating"), k=2, metrics=["precision"]).summary[
+        "value"].item() == 1.0

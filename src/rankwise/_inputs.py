@@ -413,7 +413,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
     """The canonical recommendations; their distinct users when the checks found them; the checked
     lists when they came in list form."""
     schema = lf.collect_schema()
-    _require(schema, [c.user, c.item], "recommendations")
+    _require(schema, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
             and conv.min_score is None):
         users = grouped_runs(lf, c.user, c.item, c.rank)
@@ -654,7 +654,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
     """The canonical ground truth, its distinct users when the checks found them, and the checked
     lists (user_id, item_id[, relevance]) when it came in list form."""
     schema = lf.collect_schema()
-    _require(schema, [c.user, c.item], "ground truth")
+    _require(schema, [c.user, c.item], "ground truth", c, optional=("relevance",))
     has_rel = c.relevance in schema
     if not isinstance(schema[c.item], pl.List) and (
             not has_rel or schema[c.relevance].is_numeric() or schema[c.relevance] == pl.Boolean):
@@ -702,12 +702,18 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
 # -- shared checks ---------------------------------------------------------------------------------
 
 
-def _require(schema, names: list[str], what: str) -> None:
+def _require(schema, names: list[str], what: str, c: Columns | None = None, optional: tuple[str, ...] = ()) -> None:
+    """``names`` must be columns; so must each ``optional`` role (rank, score, relevance) that the
+    caller named other than its default (a misspelt relevance_col scored every label 1)."""
     missing = [n for n in names if n not in schema]
-    if missing:
+    defaults = {f.name: f.default for f in fields(Columns)}
+    renamed = [f"{role}_col={getattr(c, role)!r}" for role in optional
+               if getattr(c, role) not in (None, defaults[role]) and getattr(c, role) not in schema]
+    if missing or renamed:
         raise MissingColumnError(
-            f"{what}: missing column(s) {missing}; found {list(schema)}.",
-            hint="Pass the names with user_col=, item_col=, rank_col=, score_col=, relevance_col=.",
+            f"{what}: missing column(s) {missing + renamed}; found {list(schema)}.",
+            hint="Pass the names with user_col=, item_col=, rank_col=, score_col=, relevance_col= "
+                 "(a rank, score or relevance column you name must exist; leave the option out if there is none).",
         )
 
 

@@ -351,9 +351,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     shaped = {}
     for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
         if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
-            evaluated = prep.evaluated_users(conv) if beyond.has_truth else None
-            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit,
-                                        evaluated)
+            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
             continue
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
         try:
@@ -420,10 +418,13 @@ def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidenc
     return rows, pl.concat([summary, b_summary]), pl.concat([excluded, b_excluded]), items
 
 
-def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None, evaluated=None):
-    """A run with only beyond-accuracy metrics: its users are ``evaluated`` (with ground truth, the users
-    an accuracy metric would have: a metric's value does not depend on the other metrics asked for),
-    else (None) the recommendations' users."""
+def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
+    """A run with only beyond-accuracy metrics. With ground truth its users are those an accuracy metric
+    would have (a metric's value does not depend on the other metrics asked for), else the
+    recommendations' users."""
+    if not hasattr(prep, "recs"):
+        raise _beyond_in_place(engine)
+    evaluated = prep.evaluated_users(conv) if beyond.has_truth else None
     users, summary, excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
                                                      memory_limit, evaluated)
     if evaluated is not None:  # the users the users rules leave out are counted, as in an accuracy run
@@ -483,7 +484,8 @@ def _no_truth(recommendations, columns: Columns) -> pl.DataFrame:
     schema = to_lazyframe(recommendations, "recommendations", columns).collect_schema()
     item = schema.get(columns.item, pl.Int64)
     item = item.inner if isinstance(item, pl.List) else item
-    return pl.DataFrame(schema={columns.user: schema.get(columns.user, pl.Int64), columns.item: item})
+    return pl.DataFrame(schema={columns.user: schema.get(columns.user, pl.Int64), columns.item: item,
+                                columns.relevance: pl.Float64})
 
 
 class Evaluator:
