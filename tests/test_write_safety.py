@@ -442,3 +442,100 @@ def test_a_user_column_named_like_a_written_column(tmp_path, user_col):
     assert_complete_runs(tmp_path / "runs.parquet", 1)
     rows = read(tmp_path / "runs.parquet", "per_user").filter(metric="precision", k=2).sort("user_id")
     assert rows.select("user_id", "value").rows() == [("1", 0.5), ("2", 0.0), ("3", None), ("4", 0.0)]
+
+
+# -- 7. Delta: a run is whole or absent across its tables ----------------------------------------------------
+
+
+def _runs_are_whole(target) -> set:
+    """The run ids with a runs row; each has all its per-user and summary rows (orphan rows of a run
+    without a runs row are allowed: such a run is incomplete, not wrong)."""
+    runs, per_user, summary = (read(target, t) for t in ("runs", "per_user", "summary"))
+    for run_id in runs["run_id"]:
+        assert per_user.filter(run_id=run_id).height == ROWS_PER_RUN and summary.filter(run_id=run_id).height == 4
+    return set(runs["run_id"])
+
+
+def _failing_delta_write(monkeypatch, table: str):
+    """write_deltalake raises (as a full disk would) when it comes to ``table``."""
+    import deltalake
+
+    write = deltalake.write_deltalake
+
+    def failing(location, *args, **kwargs):
+        if Path(str(location)).name == table:
+            raise OSError(28, "No space left on device")
+        return write(location, *args, **kwargs)
+
+    monkeypatch.setattr(deltalake, "write_deltalake", failing)
+
+
+def test_a_failed_delta_append_leaves_no_rows_of_its_run(result, tmp_path, monkeypatch):
+    """per_user was committed, summary failed: per_user kept the failed run's rows."""
+    target = f"delta:{tmp_path}/d"
+    result.write(target)
+    _failing_delta_write(monkeypatch, "summary")
+    with pytest.raises(rankwise.WriteError, match="No space left"):
+        result.write(target)
+    assert_complete_runs(target, 1)
+
+
+def test_a_failed_delta_replace_keeps_the_old_runs(result, tmp_path, monkeypatch):
+    """replace overwrote per_user and summary, then failed at runs: the old run lost its rows and the
+    new one had no runs row."""
+    target = f"delta:{tmp_path}/d"
+    result.write(target)
+    old = set(read(target, "runs")["run_id"])
+    _failing_delta_write(monkeypatch, "runs")
+    with pytest.raises(rankwise.WriteError, match="No space left"):
+        result.write(target, mode="replace")
+    assert_complete_runs(target, 1)
+    assert set(read(target, "runs")["run_id"]) == old
+
+
+def test_delta_replace_removes_the_runs_row_before_the_rows(result, tmp_path, monkeypatch):
+    """A replace stopped after its first delete (a kill): every run with a runs row is whole."""
+    import deltalake
+
+    target = f"delta:{tmp_path}/d"
+    result.write(target)
+    result.write(target)
+    delete, calls = deltalake.DeltaTable.delete, []
+
+    def stopping(self, *args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return delete(self, *args, **kwargs)
+
+    monkeypatch.setattr(deltalake.DeltaTable, "delete", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        result.write(target, mode="replace")
+    assert len(_runs_are_whole(target)) == 1  # the new run only: the old ones are incomplete, not half-there
+    monkeypatch.undo()
+    result.write(target, mode="replace")
+    assert_complete_runs(target, 1)
+
+
+@pytest.mark.parametrize(("table", "column", "dtype"), [("per_user", "value", pl.Float32),
+                                                        ("runs", "run_at", pl.Date)])
+def test_delta_append_checks_the_column_types(result, tmp_path, table, column, dtype):
+    """Only the names were compared: Float32 values and Date run_at (the time dropped) were cast silently."""
+    import deltalake
+
+    frame = _write.frames(result)[table].with_columns(pl.col(column).cast(dtype))
+    deltalake.write_deltalake(str(tmp_path / "d" / table), frame.to_arrow())
+    with pytest.raises(rankwise.WriteSchemaError, match=f"{column} "):
+        result.write(f"delta:{tmp_path}/d")
+    assert not (tmp_path / "d" / "per_user" if table == "runs" else tmp_path / "d" / "summary").exists()
+
+
+@pytest.mark.parametrize(("name", "char"), [("out[1]", "["), ("a%41b", "%"), ("x^y", "^"), ("p|q", "|")])
+def test_a_delta_path_deltalake_misreads_is_a_parameter_error(result, tmp_path, monkeypatch, name, char):
+    """'[' made deltalake panic (a BaseException past every handler) and '%' was percent-decoded
+    (the table written to another directory); both left files behind."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rankwise.ParameterError, match="Delta") as info:
+        result.write(f"delta:{name}")
+    assert repr(char) in str(info.value) and "Hint:" in str(info.value)
+    assert list(tmp_path.iterdir()) == []

@@ -14,7 +14,9 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
   ``read_parquet('runs.parquet/per_user/*.parquet')`` in DuckDB or ``spark.read.parquet(...)``.
   The runs file is written last: a run is complete when its row in ``runs`` exists.
 - ``delta:path`` (or ``format="delta"``): one Delta Lake table per table under ``path``
-  (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees.
+  (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees, runs last; a failed
+  append deletes its rows again; replace appends the new run, then deletes the others' rows (runs
+  first). A path with ``[ ] % ^ | \\`` (which deltalake misreads) is a :class:`ParameterError`.
 
 ``per_item`` and ``segments`` are written when the result has them (beyond-accuracy metrics:
 ``Result.per_item``; ``evaluate(segments=...)``: ``Result.segments``), with the same checks, staging and
@@ -75,9 +77,10 @@ TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_S
 # runs last: a run is complete when its runs row exists; the optional tables only when the result has them
 WRITE_ORDER = ("per_user", "summary", "per_item", "segments", "excluded", "runs")
 OPTIONAL = ("per_item", "segments")
-_SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB), as information_schema spells them
-    pl.String: ("text", "VARCHAR"), pl.Int64: ("bigint", "BIGINT"),
-    pl.Float64: ("double precision", "DOUBLE"), pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
+_SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB, Delta), as information_schema and Delta's schema spell them
+    pl.String: ("text", "VARCHAR", "string"), pl.Int64: ("bigint", "BIGINT", "long"),
+    pl.Float64: ("double precision", "DOUBLE", "double"),
+    pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE", "timestamp"),
 }
 _FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson"}
 _PREFIX = re.compile(r"^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,40})?$")
@@ -223,9 +226,11 @@ def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
                              hint="Write to a local path (a .parquet/.csv/.jsonl dataset, a .duckdb file or "
                                   "delta:PATH) and copy it, or to a postgresql:// URI.")
     if target.startswith("delta:"):  # delta:runs, delta://runs, delta:///abs/runs
+        _check_delta_path(location)
         return "delta", location
     path = Path(target)
     if format == "delta" or (path / "runs" / "_delta_log").is_dir():
+        _check_delta_path(target)
         return "delta", target
     suffix = path.suffix.lower()
     if suffix in (".duckdb", ".db"):
@@ -349,42 +354,74 @@ def _write_error(path: Path, error: OSError) -> WriteError:
 
 
 def _delta(root: Path, tables: dict, mode: str) -> dict:
-    """One Delta table per table; each append is one ACID commit (delta-rs retries a commit that races)."""
+    """One Delta table per table, each write one ACID commit (delta-rs retries a commit that races).
+
+    A run is complete when its runs row exists: append writes runs last and, on an error, deletes the
+    run's rows from the tables already written; replace appends the new run the same way, then deletes
+    every other run's rows, runs first (old runs become incomplete before their rows go). A table with
+    other columns or types is a WriteSchemaError on append; replace overwrites it (starting over)."""
     try:
         import deltalake
         from deltalake.exceptions import DeltaError
     except ImportError as error:
         raise MissingDependencyError("Writing Delta Lake tables needs deltalake.",
                                      hint='pip install "rankwise[delta]"') from error
-    out = {}
     for name in OPTIONAL:  # starting over clears an old optional table the result does not have
         if mode == "replace" and name not in tables and (root / name / "_delta_log").is_dir():
             tables = {**tables, name: pl.DataFrame(schema=TABLES[name])}
     names = [name for name in WRITE_ORDER if name in tables]
+    ids = ", ".join(f"'{run_id}'" for run_id in tables["runs"]["run_id"])  # uuid hex: safe to quote
+    out, overwrite = {}, set()
     try:
         for name in names:  # every check before any write
             location = root / name
-            if mode == "append" and (location / "_delta_log").is_dir():
-                fields = [f.name for f in deltalake.DeltaTable(str(location)).schema().fields]
-                _check(str(location), fields, list(TABLES[name]))
-            elif location.exists() and (not location.is_dir() or any(location.iterdir())) \
-                    and not (location / "_delta_log").is_dir():
+            if (location / "_delta_log").is_dir():
+                fields = [(f.name, getattr(f.type, "type", str(f.type)))
+                          for f in deltalake.DeltaTable(str(location)).schema().fields]
+                expected = [(c, _SQL_TYPES[d.base_type()][2]) for c, d in TABLES[name].items()]
+                if mode == "replace" and fields != expected:
+                    overwrite.add(name)
+                else:
+                    _check(str(location), fields, expected)
+            elif location.exists() and (not location.is_dir() or any(location.iterdir())):
                 raise WriteError(f"{str(location)!r} exists and is not a Delta table.",
                                  hint="Write to another path, or remove it.")
-        for name in names:
-            location = root / name
-            # replace starts over, whatever columns the old table had (as on every other target)
-            deltalake.write_deltalake(str(location), tables[name].to_arrow(),
-                                      **({"mode": "overwrite", "schema_mode": "overwrite"} if mode == "replace"
-                                         else {"mode": "append"}))
-            out[name] = str(location)
+        try:
+            for name in names:  # runs last
+                how = {"mode": "overwrite", "schema_mode": "overwrite"} if name in overwrite else {"mode": "append"}
+                deltalake.write_deltalake(str(root / name), tables[name].to_arrow(), **how)
+                out[name] = str(root / name)
+        except BaseException:
+            if "runs" not in out:  # the run is incomplete: take its rows out of the tables it reached
+                for name in out:
+                    with contextlib.suppress(Exception):
+                        deltalake.DeltaTable(out[name]).delete(f"run_id IN ({ids})")
+            raise
+        if mode == "replace":  # the new run is complete: every other run goes, its runs row first
+            for name in sorted(out, key=lambda name: name != "runs"):
+                if name not in overwrite:
+                    deltalake.DeltaTable(out[name]).delete(f"run_id NOT IN ({ids})")
     except OSError as error:
         raise _write_error(root, error) from error
     except DeltaError as error:
         raise WriteError(f"cannot write the Delta table under {str(root)!r}: {str(error).splitlines()[0]}",
                          hint="A damaged _delta_log or a path that is not a Delta table: write to another path."
                          ) from error
+    except BaseException as error:  # pyo3's PanicException is a BaseException: never let it escape
+        if type(error).__name__ != "PanicException":
+            raise
+        raise WriteError(f"deltalake failed writing under {str(root)!r}: {str(error).splitlines()[0]}",
+                         hint="Write to a plain local path (letters, digits, '-', '_', '/').") from None
     return out
+
+
+def _check_delta_path(location: str) -> None:
+    """deltalake panics on some characters in a path and percent-decodes '%': refuse them up front."""
+    bad = sorted({c for c in os.path.abspath(location) if c in "[]%^|\\" or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise ParameterError(f"Cannot write Delta tables under {location!r}: deltalake misreads "
+                             f"{', '.join(map(repr, bad))} in a path.",
+                             hint="Write to a path without these characters (and rename it afterwards if need be).")
 
 
 # -- DuckDB and PostgreSQL: one transaction ---------------------------------------------------------------
