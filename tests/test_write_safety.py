@@ -539,3 +539,82 @@ def test_a_delta_path_deltalake_misreads_is_a_parameter_error(result, tmp_path, 
         result.write(f"delta:{name}")
     assert repr(char) in str(info.value) and "Hint:" in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- 8. replace on a database: only rankwise's tables, emptied in place -----------------------------------------
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def database(request, tmp_path):
+    """(target, prefix, run(sql) -> rows) for a DuckDB file or a fresh PostgreSQL schema."""
+    if request.param == "duckdb":
+        target = tmp_path / "runs.duckdb"
+
+        def run(statement):
+            with duckdb.connect(str(target)) as con:
+                cur = con.execute(statement)
+                return cur.fetchall() if cur.description else []
+
+        yield str(target), "analytics.", run, "analytics"
+        return
+    import psycopg
+
+    dsn = request.getfixturevalue("pg_dsn")
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+
+    def run(statement):
+        with psycopg.connect(dsn, autocommit=True) as con:
+            cur = con.execute(statement)
+            return cur.fetchall() if cur.description else []
+
+    run(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield _pg_uri(dsn), f"{schema}.", run, schema
+    finally:
+        run(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_replace_refuses_someone_elses_table_of_a_rankwise_name(result, database):
+    """prefix='analytics.': replace dropped the user's analytics.segments (a table it does not even write)."""
+    target, prefix, run, schema = database
+    run(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    run(f"CREATE TABLE {schema}.segments (id INTEGER, name TEXT)")
+    run(f"INSERT INTO {schema}.segments VALUES (1, 'mine')")
+    result.write(target, prefix=prefix)
+    with pytest.raises(rankwise.WriteSchemaError, match="segments") as info:
+        result.write(target, prefix=prefix, mode="replace")
+    assert "not a rankwise table" in str(info.value)
+    assert run(f"SELECT * FROM {schema}.segments") == [(1, "mine")]
+    assert len(run(f"SELECT * FROM {schema}.runs")) == 1  # nothing changed
+
+
+def test_replace_keeps_indexes_and_dependent_views(result, database):
+    """replace was DROP + CREATE: the index went, and a view on runs made it fail (a privileges hint)."""
+    target, prefix, run, schema = database
+    result.write(target, prefix=prefix)
+    result.write(target, prefix=prefix)
+    run(f"CREATE INDEX per_user_by_user ON {schema}.per_user (user_id)")
+    run(f"CREATE VIEW {schema}.run_names AS SELECT run_id FROM {schema}.runs")
+    result.write(target, prefix=prefix, mode="replace")
+    assert len(run(f"SELECT * FROM {schema}.run_names")) == 1
+    indexes = "SELECT index_name FROM duckdb_indexes()" if target.endswith(".duckdb") else \
+        f"SELECT indexname FROM pg_indexes WHERE schemaname = '{schema}'"
+    assert ("per_user_by_user",) in run(indexes)
+
+
+def test_replace_of_a_table_with_other_types_names_the_dependent_view(result, pg_dsn):
+    """Column types differ: replace must drop the table; a view on it is named in the hint."""
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        con.execute(f'CREATE SCHEMA "{schema}"')
+        try:
+            result.write(_pg_uri(pg_dsn), prefix=f"{schema}.")
+            con.execute(f'ALTER TABLE "{schema}".per_user ALTER COLUMN value TYPE real')
+            con.execute(f'CREATE VIEW "{schema}".v AS SELECT value FROM "{schema}".per_user')
+            with pytest.raises(rankwise.WriteError, match="depends on") as info:
+                result.write(_pg_uri(pg_dsn), prefix=f"{schema}.", mode="replace")
+            assert "privileges" not in str(info.value)
+        finally:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -20,7 +20,9 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
 
 ``per_item`` and ``segments`` are written when the result has them (beyond-accuracy metrics:
 ``Result.per_item``; ``evaluate(segments=...)``: ``Result.segments``), with the same checks, staging and
-transaction as the others; ``mode="replace"`` clears old ones too.
+transaction as the others; ``mode="replace"`` clears old ones too. In a database, replace empties the
+tables (DELETE) and drops only one with rankwise's column names but other types; a table of one of
+rankwise's names with other columns is someone else's: :class:`WriteSchemaError`.
 
 Schema (stable: it does not depend on the metrics, the k values or the convention):
 
@@ -451,14 +453,11 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
                 [where]).fetchall():
             existing.setdefault(table, []).append((column, dtype))
         names = [name for name in WRITE_ORDER if name in tables]
-        for name in names:  # every check before any write
-            expected = [(c, _SQL_TYPES[d.base_type()][1]) for c, d in TABLES[name].items()]
-            if (prefix + name).lower() in existing and mode == "append":
-                _check(f"{path}:{where}.{prefix + name}", existing[(prefix + name).lower()], expected)
+        found = {name: existing[(prefix + name).lower()] for name in TABLES if (prefix + name).lower() in existing}
+        clear = _plan(f"{path}:{where}.{prefix}", found, 1, names, mode)  # every check before any write
         out = {}
-        if mode == "replace":  # starting over: old optional tables go too
-            for name in WRITE_ORDER:
-                con.execute(f"DROP TABLE IF EXISTS {_quote(where)}.{_quote(prefix + name)}")
+        for name, how in clear.items():
+            con.execute(f"{how} {_quote(where)}.{_quote(prefix + name)}")
         for name in names:
             table = f"{_quote(where)}.{_quote(prefix + name)}"
             columns = ", ".join(f"{_quote(c)} {_SQL_TYPES[d.base_type()][1]}" for c, d in TABLES[name].items())
@@ -475,8 +474,9 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
             con.execute("ROLLBACK")
         if isinstance(error, duckdb.Error):
             raise WriteError(f"DuckDB refused the write to {str(path)!r}: {str(error).splitlines()[0]}",
-                             hint="Nothing of this run was written (one transaction); write to another file "
-                                  "or prefix if the tables there are not rankwise's.") from error
+                             hint=DEPENDENT_HINT if isinstance(error, duckdb.DependencyException) else
+                             "Nothing of this run was written (one transaction); write to another file "
+                             "or prefix if the tables there are not rankwise's.") from error
         raise
     finally:
         con.close()
@@ -543,16 +543,16 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
                 raise WriteError("PostgreSQL has no current schema (no schema of search_path exists).",
                                  hint="Name one: prefix='analytics.rankwise_' (created if missing).")
             names = [name for name in WRITE_ORDER if name in tables]
-            for name in names:
-                expected = [(c, _SQL_TYPES[d.base_type()][0]) for c, d in TABLES[name].items()]
-                existing = con.execute(
+            found = {}
+            for name in TABLES:
+                columns = con.execute(
                     "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
                     "AND table_name = %s ORDER BY ordinal_position", (current, prefix + name)).fetchall()
-                if existing and mode == "append":
-                    _check(f"{where} {current}.{prefix + name}", [tuple(r) for r in existing], expected)
-            if mode == "replace":  # starting over: old optional tables go too
-                for name in WRITE_ORDER:
-                    con.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(current, prefix + name)))
+                if columns:
+                    found[name] = [tuple(row) for row in columns]
+            clear = _plan(f"{where} {current}.{prefix}", found, 0, names, mode)  # every check before any write
+            for name, how in clear.items():
+                con.execute(sql.SQL(how + " {}").format(sql.Identifier(current, prefix + name)))
             for name in names:
                 table = sql.Identifier(current, prefix + name)
                 columns = sql.SQL(", ").join(
@@ -567,7 +567,8 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
                 out[name] = f"{where} {current}.{prefix + name}"
     except psycopg.Error as error:
         raise WriteError(f"PostgreSQL refused the write: {str(error).strip().splitlines()[0]}",
-                         hint="Check the role's privileges (CREATE on the schema, INSERT on the tables).") from error
+                         hint=DEPENDENT_HINT if isinstance(error, psycopg.errors.DependentObjectsStillExist) else
+                         "Check the role's privileges (CREATE on the schema, INSERT on the tables).") from error
     return out
 
 
@@ -580,16 +581,38 @@ def _csv(frame: pl.DataFrame) -> str:
 
 # -- helpers -----------------------------------------------------------------------------------------
 
+DEPENDENT_HINT = ("A view or other object depends on a table that replace drops (its column types differ from "
+                  "rankwise's): drop that object first, or write with another prefix. Nothing was written.")
 
-def _check(where: str, existing: list, expected: list) -> None:
+
+def _plan(where: str, found: dict, engine: int, names: list, mode: str) -> dict:
+    """Check a database's existing tables ({name: [(column, type)]}) before any write; returns the
+    statement that clears each for ``replace``: DELETE FROM (grants, indexes and views stay) where
+    the columns are rankwise's, DROP TABLE where only the types differ. A table of one of rankwise's
+    names with other column names is not rankwise's: refused by append (if written) and by replace."""
+    clear = {}
+    for name, columns in found.items():
+        expected = [(c, _SQL_TYPES[d.base_type()][engine]) for c, d in TABLES[name].items()]
+        if [c for c, _ in columns] != [c for c, _ in expected] and (mode == "replace" or name in names):
+            _check(where + name, columns, expected, hint="It is not a rankwise table (other column names), so "
+                   "rankwise neither writes to nor drops it: write with another prefix, or move that table.")
+        if mode == "append" and name in names:
+            _check(where + name, columns, expected)
+        elif mode == "replace":
+            clear[name] = "DELETE FROM" if [tuple(c) for c in columns] == expected else "DROP TABLE"
+    return clear
+
+
+
+def _check(where: str, existing: list, expected: list,
+           hint: str = "Write to a new table or path, or pass mode='replace' to start it over.") -> None:
     """Raise WriteSchemaError unless the existing columns (and types) are exactly the expected ones."""
     norm = lambda cols: [tuple(map(str, c)) if isinstance(c, tuple) else str(c) for c in cols]  # noqa: E731
     if norm(existing) == norm(expected):
         return
     raise WriteSchemaError(
         f"{where} exists with other columns than rankwise writes.\n"
-        f"  existing: {_show(existing)}\n  expected: {_show(expected)}",
-        hint="Write to a new table or path, or pass mode='replace' to start it over.")
+        f"  existing: {_show(existing)}\n  expected: {_show(expected)}", hint=hint)
 
 
 def _show(columns: list) -> str:
