@@ -5,6 +5,7 @@ a failed write leaves no part of its run, and every failure is a typed error wit
 from __future__ import annotations
 
 import functools
+import io
 import os
 import pickle
 import signal
@@ -618,3 +619,51 @@ def test_replace_of_a_table_with_other_types_names_the_dependent_view(result, pg
             assert "privileges" not in str(info.value)
         finally:
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# -- 9. dataset directories ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_a_dataset_path_with_brackets_can_be_appended_to(result, tmp_path, target):
+    """The schema check gave the path to pl.read_parquet_schema, which globs: '[2024]' matched nothing."""
+    where = tmp_path / target.replace("runs", "runs[2024]")
+    result.write(where)
+    result.write(where)
+    readers = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson}  # bytes: no glob
+    runs = pl.concat([readers[p.suffix](io.BytesIO(p.read_bytes())) for p in (where / "runs").iterdir()])
+    assert runs.height == 2
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_dataset_replace_removes_the_old_runs_files_first(result, tmp_path, monkeypatch, target):
+    """Old files were deleted per_user first, runs last: a kill in between left an old run with its
+    runs row and no per-user rows."""
+    where = tmp_path / target
+    result.write(where)
+    unlink, calls = Path.unlink, []
+
+    def stopping(self, *args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(self)
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        result.write(where, mode="replace")
+    monkeypatch.undo()
+    assert len(_runs_are_whole(where)) == 1  # the new run: the old one lost its runs row first
+
+
+def test_someone_elses_parquet_directory_is_not_written_into(result, tmp_path):
+    """rankwise added excluded/ per_user/ runs/ summary/ beside part-0.parquet: the user's dataset no longer read."""
+    where = tmp_path / "events.parquet"
+    where.mkdir()
+    RECS.write_parquet(where / "part-0.parquet")
+    for mode in ("append", "replace"):
+        with pytest.raises(rankwise.WriteError, match="part-0.parquet") as info:
+            result.write(where, mode=mode)
+        assert "Hint:" in str(info.value)
+    assert [p.name for p in where.iterdir()] == ["part-0.parquet"]
+    assert pl.read_parquet(where).equals(RECS)

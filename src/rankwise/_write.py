@@ -263,6 +263,12 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
         raise WriteError(
             f"{str(root)!r} is a file; rankwise 0.2 writes a dataset directory of that name (one file per run).",
             hint=f"Move the old file away (e.g. to {root.name}.v01{root.suffix}), or write to another path.")
+    foreign = sorted(p.name for p in root.iterdir() if p.name not in TABLES or not p.is_dir()) \
+        if root.is_dir() else []
+    if foreign:
+        raise WriteError(f"{str(root)!r} holds other files than rankwise's table folders: {', '.join(foreign[:5])}.",
+                         hint=f"rankwise's dataset directory holds only {', '.join(f'{t}/' for t in TABLES)}: "
+                              "write to another path.")
     run_id = tables["runs"]["run_id"][0]
     stamp = tables["runs"]["run_at"][0].strftime("%Y%m%dT%H%M%S%fZ")
     names = [name for name in WRITE_ORDER if name in tables]
@@ -282,8 +288,8 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
             out[name] = str(staged[name][1])
         for folder in {root, *(root / name for name in names)}:
             _fsync_directory(folder)
-        if mode == "replace":  # the new run is complete: now drop the others (old optional tables too)
-            for name in WRITE_ORDER:
+        if mode == "replace":  # the new run is complete: now drop the others (old optional tables too),
+            for name in ("runs", *WRITE_ORDER[:-1]):  # runs first: an old run is incomplete before its rows go
                 for old in (root / name).glob(f"*{suffix}"):
                     if name not in staged or old.name != staged[name][1].name:
                         old.unlink(missing_ok=True)
@@ -332,7 +338,9 @@ def _check_dataset(folder: Path, fmt: str, suffix: str, schema: dict) -> None:
         return
     try:
         if fmt == "parquet":
-            columns = list(pl.read_parquet_schema(existing[0]))
+            import pyarrow.parquet
+
+            columns = pyarrow.parquet.read_schema(existing[0]).names  # polars would glob a '[' in the path
         elif fmt == "csv":
             with existing[0].open() as handle:
                 columns = handle.readline().rstrip("\r\n").split(",")
