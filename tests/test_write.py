@@ -321,3 +321,13 @@ def test_excluded_is_written_per_run():
     written = tables["excluded"].with_columns(pl.col("run_id").replace_strict({v: k for k, v in runs.items()}))
     assert written.select("run_id", "code", "reason", "n_users").rows() == two.excluded.rows()
     assert (written["run_id"] == written["run_name"]).all()
+
+
+def test_runs_n_users_counts_the_evaluated_users_with_catalog_metrics_only():
+    """runs.n_users was counted from per-user rows: 0 when every metric is a catalog metric."""
+    recs = pl.DataFrame({"user": [1, 1, 2, 3, 5, 5], "item": [10, 11, 10, 12, 11, 12], "rank": [1, 2, 1, 1, 1, 2]})
+    truth = pl.DataFrame({"user": [1, 2, 4, 5], "item": [11, 12, 10, 12]})
+    train = pl.DataFrame({"user": [7, 7, 8, 8, 9], "item": [10, 11, 10, 12, 10]})
+    res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["item_coverage"], train=train)
+    # item_coverage is over the recommended lists: users 1, 2, 3 and 5 (4 has no list)
+    assert _write.frames(res)["runs"]["n_users"].to_list() == [4]

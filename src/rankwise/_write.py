@@ -131,15 +131,13 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     knobs = json.dumps({k: _jsonable(v) for k, v in result.convention.knobs().items()}, sort_keys=True)
     metrics, ks = ",".join(result.request.names), ",".join(map(str, result.request.ks))
     rows = _per_user_rows(result)
-    has_run = "run" in rows.columns
     run, run_id = _run_columns(rows, ids)
     per_user = rows.select(run_id.alias("run_id"), run.alias("run_name"), "user_id", "metric",
                                              "k", "value").cast(PER_USER_SCHEMA)
     summary = result.summary.with_columns(run_id.alias("run_id"), run.alias("run_name")) \
         .with_columns(pl.col("value", "ci_low", "ci_high").fill_nan(None)).select(list(SUMMARY_SCHEMA)) \
         .cast(SUMMARY_SCHEMA)
-    n_users = dict(rows.group_by("run").agg(pl.col("user_id").n_unique()).iter_rows()) if has_run \
-        else {None: rows["user_id"].n_unique()}
+    n_users = _n_users(result)
     runs = pl.DataFrame([{
         "run_id": ids[name], "run_name": name, "run_at": run_at, "rankwise_version": __version__,
         "convention": result.convention.name, "convention_knobs": knobs,
@@ -173,6 +171,18 @@ def _run_columns(frame: pl.DataFrame, ids: dict) -> tuple[pl.Expr, pl.Expr]:
 
 def _source(result):
     return result.long if hasattr(result, "long") else result.per_user
+
+
+def _n_users(result) -> dict:
+    """{run name (None for one run): users evaluated}: the users of the per-user frame, whatever the
+    metrics (a catalog metric has no per-user rows, but its users are there)."""
+    source = _source(result)
+    run = ["run"] if "run" in source.columns else []
+    user = result.user_col if hasattr(result, "long") else source.columns[len(run)]
+    users = source.select(*run, _as_text(user, source.schema[user]).alias("\0user"))
+    if run:
+        return dict(users.group_by("run").agg(pl.col("\0user").n_unique()).iter_rows())
+    return {None: users["\0user"].n_unique()}
 
 
 def _per_user_rows(result) -> pl.DataFrame:
