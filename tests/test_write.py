@@ -331,3 +331,28 @@ def test_runs_n_users_counts_the_evaluated_users_with_catalog_metrics_only():
     res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["item_coverage"], train=train)
     # item_coverage is over the recommended lists: users 1, 2, 3 and 5 (4 has no list)
     assert _write.frames(res)["runs"]["n_users"].to_list() == [4]
+
+
+@pytest.mark.parametrize("autocommit", [False, True])
+def test_postgres_write_to_the_callers_connection(result, pg_dsn, autocommit):
+    """evaluate(backend=) takes a psycopg connection; write() gave a garbled error about a 'suffix'."""
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(pg_dsn, autocommit=autocommit) as con:
+            out = result.write(con, prefix=f"{schema}.rw_")
+            assert not con.closed and set(out) == {"runs", "per_user", "summary", "excluded"}
+            assert con.execute("SELECT 1").fetchone() == (1,)  # still the caller's to use
+        with psycopg.connect(pg_dsn) as other:  # committed: another session sees the run
+            assert other.execute(f'SELECT COUNT(*) FROM "{schema}".rw_runs').fetchone() == (1,)
+            assert other.execute(f'SELECT COUNT(*) FROM "{schema}".rw_per_user').fetchone() == (N_USERS * 6,)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_a_target_of_another_type_names_the_target_forms(result):
+    with pytest.raises(rankwise.ParameterError, match="psycopg connection") as info:
+        result.write(42)
+    assert "suffix" not in str(info.value)

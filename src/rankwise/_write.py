@@ -4,7 +4,8 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
 - ``postgresql://user@host:port/db`` (or ``postgres://``): tables ``<prefix>runs``,
   ``<prefix>per_user``, ``<prefix>summary``, ``<prefix>excluded`` (and ``<prefix>per_item``, see below); ``prefix`` may
   name a schema ("analytics.rankwise_", created if missing). Needs psycopg. One transaction: all the
-  tables or none.
+  tables or none. An open psycopg ``Connection`` works too (the caller's: not closed; inside the
+  caller's open transaction the write is a savepoint, committed when the caller commits).
 - ``runs.duckdb`` / ``runs.db``: the same tables in a DuckDB file, one transaction; a file another
   process holds is retried for a few seconds, then :class:`WriteLockedError`.
 - ``runs.parquet`` / ``runs.csv`` / ``runs.jsonl``: a dataset DIRECTORY of that name with one
@@ -84,6 +85,8 @@ _SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB, Delta), as information_sc
     pl.Float64: ("double precision", "DOUBLE", "double"),
     pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE", "timestamp"),
 }
+TARGETS_HINT = ("Write to a postgresql:// URI or an open psycopg connection, a .duckdb/.db file, a "
+                ".parquet/.csv/.jsonl dataset path, or delta:PATH.")
 _FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson"}
 _PREFIX = re.compile(r"^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,40})?$")
 LOCK_RETRIES = 8  # DuckDB: 0.025 + 0.05 + ... + 3.2 s (6.4 s) of waiting for another writer
@@ -213,7 +216,12 @@ def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", fo
     if mode not in ("append", "replace"):
         raise ParameterError(f"mode must be 'append' or 'replace', got {mode!r}.")
     schema, table_prefix = _parse_prefix(prefix)
-    kind, where = target_kind(str(target), format)
+    if type(target).__module__.startswith("psycopg"):  # the caller's connection, as evaluate(backend=) takes it
+        kind, where = "postgres", _psycopg_connection(target)
+    elif isinstance(target, (str, os.PathLike)):
+        kind, where = target_kind(os.fspath(target), format)
+    else:
+        raise ParameterError(f"Cannot write to a {type(target).__name__}.", hint=TARGETS_HINT)
     tables = frames(result, run_at)
     if kind == "postgres":
         return _postgres(where, schema, table_prefix, tables, mode)
@@ -251,7 +259,17 @@ def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
         return _FILE_FORMATS[suffix], target
     raise ParameterError(
         f"Cannot tell where to write {target!r}: the suffix {suffix or '(none)'!r} is not one rankwise writes.",
-        hint="Use a postgresql:// URI, a .duckdb/.db file, a .parquet/.csv/.jsonl dataset path, or delta:PATH.")
+        hint=TARGETS_HINT)
+
+
+def _psycopg_connection(target):
+    """The caller's psycopg Connection (written in a transaction of its own, or a savepoint of its open one)."""
+    import psycopg
+
+    if not isinstance(target, psycopg.Connection):
+        raise ParameterError(f"Cannot write to a {type(target).__name__}: rankwise writes through a psycopg "
+                             "Connection.", hint=TARGETS_HINT)
+    return target
 
 
 def _parse_prefix(prefix) -> tuple[str | None, str]:
@@ -534,7 +552,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
+def _postgres(target, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
+    """A postgresql:// URI (connected and closed here) or the caller's connection (left open)."""
     try:
         import psycopg
         from psycopg import sql
@@ -542,16 +561,20 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
         raise MissingDependencyError("Writing to PostgreSQL needs psycopg.",
                                      hint='pip install "rankwise[engines]"  (or: pip install "psycopg[binary]>=3")') from error
     try:
-        info = psycopg.conninfo.conninfo_to_dict(uri)
-        where = f"{info.get('host', '')}:{info.get('port', '5432')}/{info.get('dbname', '')}"  # no password
-        con = psycopg.connect(uri, prepare_threshold=None, connect_timeout=int(info.get("connect_timeout", 10)))
+        if isinstance(target, str):
+            info = psycopg.conninfo.conninfo_to_dict(target)
+            where = f"{info.get('host', '')}:{info.get('port', '5432')}/{info.get('dbname', '')}"  # no password
+            con = psycopg.connect(target, prepare_threshold=None,
+                                  connect_timeout=int(info.get("connect_timeout", 10)))
+        else:
+            con, where = target, f"{target.info.host}:{target.info.port}/{target.info.dbname}"
     except (psycopg.Error, ValueError) as error:
         why = re.sub(r"(://[^:@/\s]*):[^@\s]*@", r"\1:***@", str(error).strip().splitlines()[0])  # no password
         raise WriteError(f"cannot connect to PostgreSQL: {why}",
                          hint="Check the URI: postgresql://user[:password]@host:port/database.") from error
     out = {}
     try:
-        with con, con.transaction():  # all the tables or none
+        with con if isinstance(target, str) else contextlib.nullcontext(), con.transaction():  # all or none
             # one rankwise writer at a time per schema and prefix: concurrent CREATE TABLE IF NOT EXISTS races
             con.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankwise.write:{schema}.{prefix}",))
             if schema:
