@@ -356,3 +356,13 @@ def test_a_target_of_another_type_names_the_target_forms(result):
     with pytest.raises(rankwise.ParameterError, match="psycopg connection") as info:
         result.write(42)
     assert "suffix" not in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["runs.parquet", "delta:runs"])
+def test_a_prefix_is_refused_where_there_are_no_tables_to_name(result, tmp_path, monkeypatch, target):
+    """prefix= was ignored for dataset and Delta targets: the caller's tables were not named as asked."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rankwise.ParameterError, match="prefix") as info:
+        result.write(target, prefix="analytics.rw_")
+    assert "Hint:" in str(info.value) and list(tmp_path.iterdir()) == []
+    result.write(target, prefix="rankwise_")  # the default, spelled out, is fine

@@ -212,7 +212,9 @@ def _per_user_rows(result) -> pl.DataFrame:
 
 def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", format: str | None = None,
           run_at: datetime | None = None) -> dict:
-    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}."""
+    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}.
+
+    ``prefix`` names database tables only (a ParameterError elsewhere); a naive ``run_at`` is local time."""
     if mode not in ("append", "replace"):
         raise ParameterError(f"mode must be 'append' or 'replace', got {mode!r}.")
     schema, table_prefix = _parse_prefix(prefix)
@@ -222,6 +224,10 @@ def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", fo
         kind, where = target_kind(os.fspath(target), format)
     else:
         raise ParameterError(f"Cannot write to a {type(target).__name__}.", hint=TARGETS_HINT)
+    if prefix != "rankwise_" and kind not in ("postgres", "duckdb"):
+        raise ParameterError(f"prefix={prefix!r} names database tables; a {kind} target has fixed table "
+                             f"folders (runs/, per_user/, ...) under {str(where)!r}.",
+                             hint="Drop prefix=, or choose the path itself (e.g. analytics/rw.parquet).")
     tables = frames(result, run_at)
     if kind == "postgres":
         return _postgres(where, schema, table_prefix, tables, mode)
