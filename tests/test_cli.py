@@ -375,3 +375,13 @@ def test_segments_flag_prints_and_writes_the_means_per_segment(tmp_path, capsys,
     written = pl.read_parquet(out_dir / "segments" / "*.parquet")
     assert written.filter(pl.col("segment") == "new", pl.col("metric") == "precision").sort("k")["value"].to_list() \
         == [0.0, 0.5]
+
+
+def test_a_delta_output_path_deltalake_misreads_is_refused_before_evaluating(tmp_path, monkeypatch, capsys):
+    """--output 'delta:out[1]' printed pyo3's PanicException traceback (exit 1) and left out[1]/ behind."""
+    monkeypatch.chdir(tmp_path)
+    pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]}).write_csv("recs.csv")
+    pl.DataFrame({"user": [1], "item": [11]}).write_csv("truth.csv")
+    code = cli.main(["evaluate", "recs.csv", "truth.csv", "--k", "1", "--output", "delta:out[1]"])
+    assert code == 2 and "'['" in capsys.readouterr().err
+    assert not (tmp_path / "out[1]").exists()

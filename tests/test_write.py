@@ -110,8 +110,9 @@ def test_schema_mismatch_is_an_error_before_anything_is_written(result, tmp_path
     target = tmp_path / f"runs{suffix}"
     wrong = pl.DataFrame({"user": [1], "score": [0.5]})
     if suffix == ".duckdb":
-        with duckdb.connect(str(target)) as con:
-            con.execute("CREATE TABLE rankwise_summary (user_id VARCHAR, score DOUBLE)")
+        with duckdb.connect(str(target)) as con:  # rankwise's columns, a type of its own: replace starts it over
+            con.execute("CREATE TABLE rankwise_summary (run_id VARCHAR, run_name VARCHAR, metric VARCHAR, "
+                        "k BIGINT, value VARCHAR, n_users BIGINT, ci_low DOUBLE, ci_high DOUBLE)")
     else:
         (target / "summary").mkdir(parents=True)
         path = target / "summary" / f"old{suffix}"
@@ -224,9 +225,8 @@ def _target(tmp_path, suffix):
 def _assert_cleared(target, suffix: str, table: str) -> None:
     """After a write with mode="replace" of a result without ``table``: no rows of it are left."""
     if suffix == ".duckdb":
-        with duckdb.connect(str(target)) as con:
-            assert con.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_name = ?",
-                           params=[f"rankwise_{table}"]).fetchall() == [(0,)]
+        with duckdb.connect(str(target)) as con:  # emptied, not dropped (its grants and indexes stay)
+            assert con.sql(f"SELECT COUNT(*) FROM rankwise_{table}").fetchall() == [(0,)]
     elif suffix == "delta":
         assert pl.read_delta(str(target / table)).height == 0 and pl.read_delta(str(target / "runs")).height == 1
     else:
@@ -321,3 +321,48 @@ def test_excluded_is_written_per_run():
     written = tables["excluded"].with_columns(pl.col("run_id").replace_strict({v: k for k, v in runs.items()}))
     assert written.select("run_id", "code", "reason", "n_users").rows() == two.excluded.rows()
     assert (written["run_id"] == written["run_name"]).all()
+
+
+def test_runs_n_users_counts_the_evaluated_users_with_catalog_metrics_only():
+    """runs.n_users was counted from per-user rows: 0 when every metric is a catalog metric."""
+    recs = pl.DataFrame({"user": [1, 1, 2, 3, 5, 5], "item": [10, 11, 10, 12, 11, 12], "rank": [1, 2, 1, 1, 1, 2]})
+    truth = pl.DataFrame({"user": [1, 2, 4, 5], "item": [11, 12, 10, 12]})
+    train = pl.DataFrame({"user": [7, 7, 8, 8, 9], "item": [10, 11, 10, 12, 10]})
+    res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["item_coverage"], train=train)
+    # item_coverage is over the recommended lists: users 1, 2, 3 and 5 (4 has no list)
+    assert _write.frames(res)["runs"]["n_users"].to_list() == [4]
+
+
+@pytest.mark.parametrize("autocommit", [False, True])
+def test_postgres_write_to_the_callers_connection(result, pg_dsn, autocommit):
+    """evaluate(backend=) takes a psycopg connection; write() gave a garbled error about a 'suffix'."""
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(pg_dsn, autocommit=autocommit) as con:
+            out = result.write(con, prefix=f"{schema}.rw_")
+            assert not con.closed and set(out) == {"runs", "per_user", "summary", "excluded"}
+            assert con.execute("SELECT 1").fetchone() == (1,)  # still the caller's to use
+        with psycopg.connect(pg_dsn) as other:  # committed: another session sees the run
+            assert other.execute(f'SELECT COUNT(*) FROM "{schema}".rw_runs').fetchone() == (1,)
+            assert other.execute(f'SELECT COUNT(*) FROM "{schema}".rw_per_user').fetchone() == (N_USERS * 6,)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_a_target_of_another_type_names_the_target_forms(result):
+    with pytest.raises(rankwise.ParameterError, match="psycopg connection") as info:
+        result.write(42)
+    assert "suffix" not in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["runs.parquet", "delta:runs"])
+def test_a_prefix_is_refused_where_there_are_no_tables_to_name(result, tmp_path, monkeypatch, target):
+    """prefix= was ignored for dataset and Delta targets: the caller's tables were not named as asked."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rankwise.ParameterError, match="prefix") as info:
+        result.write(target, prefix="analytics.rw_")
+    assert "Hint:" in str(info.value) and list(tmp_path.iterdir()) == []
+    result.write(target, prefix="rankwise_")  # the default, spelled out, is fine

@@ -5,6 +5,7 @@ a failed write leaves no part of its run, and every failure is a typed error wit
 from __future__ import annotations
 
 import functools
+import io
 import os
 import pickle
 import signal
@@ -442,3 +443,227 @@ def test_a_user_column_named_like_a_written_column(tmp_path, user_col):
     assert_complete_runs(tmp_path / "runs.parquet", 1)
     rows = read(tmp_path / "runs.parquet", "per_user").filter(metric="precision", k=2).sort("user_id")
     assert rows.select("user_id", "value").rows() == [("1", 0.5), ("2", 0.0), ("3", None), ("4", 0.0)]
+
+
+# -- 7. Delta: a run is whole or absent across its tables ----------------------------------------------------
+
+
+def _runs_are_whole(target) -> set:
+    """The run ids with a runs row; each has all its per-user and summary rows (orphan rows of a run
+    without a runs row are allowed: such a run is incomplete, not wrong)."""
+    runs, per_user, summary = (read(target, t) for t in ("runs", "per_user", "summary"))
+    for run_id in runs["run_id"]:
+        assert per_user.filter(run_id=run_id).height == ROWS_PER_RUN and summary.filter(run_id=run_id).height == 4
+    return set(runs["run_id"])
+
+
+def _failing_delta_write(monkeypatch, table: str):
+    """write_deltalake raises (as a full disk would) when it comes to ``table``."""
+    import deltalake
+
+    write = deltalake.write_deltalake
+
+    def failing(location, *args, **kwargs):
+        if Path(str(location)).name == table:
+            raise OSError(28, "No space left on device")
+        return write(location, *args, **kwargs)
+
+    monkeypatch.setattr(deltalake, "write_deltalake", failing)
+
+
+def test_a_failed_delta_append_leaves_no_rows_of_its_run(result, tmp_path, monkeypatch):
+    """per_user was committed, summary failed: per_user kept the failed run's rows."""
+    target = f"delta:{tmp_path}/d"
+    result.write(target)
+    _failing_delta_write(monkeypatch, "summary")
+    with pytest.raises(rankwise.WriteError, match="No space left"):
+        result.write(target)
+    assert_complete_runs(target, 1)
+
+
+def test_a_failed_delta_replace_keeps_the_old_runs(result, tmp_path, monkeypatch):
+    """replace overwrote per_user and summary, then failed at runs: the old run lost its rows and the
+    new one had no runs row."""
+    target = f"delta:{tmp_path}/d"
+    result.write(target)
+    old = set(read(target, "runs")["run_id"])
+    _failing_delta_write(monkeypatch, "runs")
+    with pytest.raises(rankwise.WriteError, match="No space left"):
+        result.write(target, mode="replace")
+    assert_complete_runs(target, 1)
+    assert set(read(target, "runs")["run_id"]) == old
+
+
+def test_delta_replace_removes_the_runs_row_before_the_rows(result, tmp_path, monkeypatch):
+    """A replace stopped after its first delete (a kill): every run with a runs row is whole."""
+    import deltalake
+
+    target = f"delta:{tmp_path}/d"
+    result.write(target)
+    result.write(target)
+    delete, calls = deltalake.DeltaTable.delete, []
+
+    def stopping(self, *args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return delete(self, *args, **kwargs)
+
+    monkeypatch.setattr(deltalake.DeltaTable, "delete", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        result.write(target, mode="replace")
+    assert len(_runs_are_whole(target)) == 1  # the new run only: the old ones are incomplete, not half-there
+    monkeypatch.undo()
+    result.write(target, mode="replace")
+    assert_complete_runs(target, 1)
+
+
+@pytest.mark.parametrize(("table", "column", "dtype"), [("per_user", "value", pl.Float32),
+                                                        ("runs", "run_at", pl.Date)])
+def test_delta_append_checks_the_column_types(result, tmp_path, table, column, dtype):
+    """Only the names were compared: Float32 values and Date run_at (the time dropped) were cast silently."""
+    import deltalake
+
+    frame = _write.frames(result)[table].with_columns(pl.col(column).cast(dtype))
+    deltalake.write_deltalake(str(tmp_path / "d" / table), frame.to_arrow())
+    with pytest.raises(rankwise.WriteSchemaError, match=f"{column} "):
+        result.write(f"delta:{tmp_path}/d")
+    assert not (tmp_path / "d" / "per_user" if table == "runs" else tmp_path / "d" / "summary").exists()
+
+
+@pytest.mark.parametrize(("name", "char"), [("out[1]", "["), ("a%41b", "%"), ("x^y", "^"), ("p|q", "|")])
+def test_a_delta_path_deltalake_misreads_is_a_parameter_error(result, tmp_path, monkeypatch, name, char):
+    """'[' made deltalake panic (a BaseException past every handler) and '%' was percent-decoded
+    (the table written to another directory); both left files behind."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(rankwise.ParameterError, match="Delta") as info:
+        result.write(f"delta:{name}")
+    assert repr(char) in str(info.value) and "Hint:" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- 8. replace on a database: only rankwise's tables, emptied in place -----------------------------------------
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def database(request, tmp_path):
+    """(target, prefix, run(sql) -> rows) for a DuckDB file or a fresh PostgreSQL schema."""
+    if request.param == "duckdb":
+        target = tmp_path / "runs.duckdb"
+
+        def run(statement):
+            with duckdb.connect(str(target)) as con:
+                cur = con.execute(statement)
+                return cur.fetchall() if cur.description else []
+
+        yield str(target), "analytics.", run, "analytics"
+        return
+    import psycopg
+
+    dsn = request.getfixturevalue("pg_dsn")
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+
+    def run(statement):
+        with psycopg.connect(dsn, autocommit=True) as con:
+            cur = con.execute(statement)
+            return cur.fetchall() if cur.description else []
+
+    run(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield _pg_uri(dsn), f"{schema}.", run, schema
+    finally:
+        run(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_replace_refuses_someone_elses_table_of_a_rankwise_name(result, database):
+    """prefix='analytics.': replace dropped the user's analytics.segments (a table it does not even write)."""
+    target, prefix, run, schema = database
+    run(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    run(f"CREATE TABLE {schema}.segments (id INTEGER, name TEXT)")
+    run(f"INSERT INTO {schema}.segments VALUES (1, 'mine')")
+    result.write(target, prefix=prefix)
+    with pytest.raises(rankwise.WriteSchemaError, match="segments") as info:
+        result.write(target, prefix=prefix, mode="replace")
+    assert "not a rankwise table" in str(info.value)
+    assert run(f"SELECT * FROM {schema}.segments") == [(1, "mine")]
+    assert len(run(f"SELECT * FROM {schema}.runs")) == 1  # nothing changed
+
+
+def test_replace_keeps_indexes_and_dependent_views(result, database):
+    """replace was DROP + CREATE: the index went, and a view on runs made it fail (a privileges hint)."""
+    target, prefix, run, schema = database
+    result.write(target, prefix=prefix)
+    result.write(target, prefix=prefix)
+    run(f"CREATE INDEX per_user_by_user ON {schema}.per_user (user_id)")
+    run(f"CREATE VIEW {schema}.run_names AS SELECT run_id FROM {schema}.runs")
+    result.write(target, prefix=prefix, mode="replace")
+    assert len(run(f"SELECT * FROM {schema}.run_names")) == 1
+    indexes = "SELECT index_name FROM duckdb_indexes()" if target.endswith(".duckdb") else \
+        f"SELECT indexname FROM pg_indexes WHERE schemaname = '{schema}'"
+    assert ("per_user_by_user",) in run(indexes)
+
+
+def test_replace_of_a_table_with_other_types_names_the_dependent_view(result, pg_dsn):
+    """Column types differ: replace must drop the table; a view on it is named in the hint."""
+    import psycopg
+
+    schema = f"rw_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        con.execute(f'CREATE SCHEMA "{schema}"')
+        try:
+            result.write(_pg_uri(pg_dsn), prefix=f"{schema}.")
+            con.execute(f'ALTER TABLE "{schema}".per_user ALTER COLUMN value TYPE real')
+            con.execute(f'CREATE VIEW "{schema}".v AS SELECT value FROM "{schema}".per_user')
+            with pytest.raises(rankwise.WriteError, match="depends on") as info:
+                result.write(_pg_uri(pg_dsn), prefix=f"{schema}.", mode="replace")
+            assert "privileges" not in str(info.value)
+        finally:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# -- 9. dataset directories ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_a_dataset_path_with_brackets_can_be_appended_to(result, tmp_path, target):
+    """The schema check gave the path to pl.read_parquet_schema, which globs: '[2024]' matched nothing."""
+    where = tmp_path / target.replace("runs", "runs[2024]")
+    result.write(where)
+    result.write(where)
+    readers = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson}  # bytes: no glob
+    runs = pl.concat([readers[p.suffix](io.BytesIO(p.read_bytes())) for p in (where / "runs").iterdir()])
+    assert runs.height == 2
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_dataset_replace_removes_the_old_runs_files_first(result, tmp_path, monkeypatch, target):
+    """Old files were deleted per_user first, runs last: a kill in between left an old run with its
+    runs row and no per-user rows."""
+    where = tmp_path / target
+    result.write(where)
+    unlink, calls = Path.unlink, []
+
+    def stopping(self, *args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(self)
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        result.write(where, mode="replace")
+    monkeypatch.undo()
+    assert len(_runs_are_whole(where)) == 1  # the new run: the old one lost its runs row first
+
+
+def test_someone_elses_parquet_directory_is_not_written_into(result, tmp_path):
+    """rankwise added excluded/ per_user/ runs/ summary/ beside part-0.parquet: the user's dataset no longer read."""
+    where = tmp_path / "events.parquet"
+    where.mkdir()
+    RECS.write_parquet(where / "part-0.parquet")
+    for mode in ("append", "replace"):
+        with pytest.raises(rankwise.WriteError, match="part-0.parquet") as info:
+            result.write(where, mode=mode)
+        assert "Hint:" in str(info.value)
+    assert [p.name for p in where.iterdir()] == ["part-0.parquet"]
+    assert pl.read_parquet(where).equals(RECS)

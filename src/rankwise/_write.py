@@ -4,7 +4,8 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
 - ``postgresql://user@host:port/db`` (or ``postgres://``): tables ``<prefix>runs``,
   ``<prefix>per_user``, ``<prefix>summary``, ``<prefix>excluded`` (and ``<prefix>per_item``, see below); ``prefix`` may
   name a schema ("analytics.rankwise_", created if missing). Needs psycopg. One transaction: all the
-  tables or none.
+  tables or none. An open psycopg ``Connection`` works too (the caller's: not closed; inside the
+  caller's open transaction the write is a savepoint, committed when the caller commits).
 - ``runs.duckdb`` / ``runs.db``: the same tables in a DuckDB file, one transaction; a file another
   process holds is retried for a few seconds, then :class:`WriteLockedError`.
 - ``runs.parquet`` / ``runs.csv`` / ``runs.jsonl``: a dataset DIRECTORY of that name with one
@@ -14,11 +15,15 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
   ``read_parquet('runs.parquet/per_user/*.parquet')`` in DuckDB or ``spark.read.parquet(...)``.
   The runs file is written last: a run is complete when its row in ``runs`` exists.
 - ``delta:path`` (or ``format="delta"``): one Delta Lake table per table under ``path``
-  (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees.
+  (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees, runs last; a failed
+  append deletes its rows again; replace appends the new run, then deletes the others' rows (runs
+  first). A path with ``[ ] % ^ | \\`` (which deltalake misreads) is a :class:`ParameterError`.
 
 ``per_item`` and ``segments`` are written when the result has them (beyond-accuracy metrics:
 ``Result.per_item``; ``evaluate(segments=...)``: ``Result.segments``), with the same checks, staging and
-transaction as the others; ``mode="replace"`` clears old ones too.
+transaction as the others; ``mode="replace"`` clears old ones too. In a database, replace empties the
+tables (DELETE) and drops only one with rankwise's column names but other types; a table of one of
+rankwise's names with other columns is someone else's: :class:`WriteSchemaError`.
 
 Schema (stable: it does not depend on the metrics, the k values or the convention):
 
@@ -75,10 +80,13 @@ TABLES = {"runs": RUNS_SCHEMA, "per_user": PER_USER_SCHEMA, "summary": SUMMARY_S
 # runs last: a run is complete when its runs row exists; the optional tables only when the result has them
 WRITE_ORDER = ("per_user", "summary", "per_item", "segments", "excluded", "runs")
 OPTIONAL = ("per_item", "segments")
-_SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB), as information_schema spells them
-    pl.String: ("text", "VARCHAR"), pl.Int64: ("bigint", "BIGINT"),
-    pl.Float64: ("double precision", "DOUBLE"), pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE"),
+_SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB, Delta), as information_schema and Delta's schema spell them
+    pl.String: ("text", "VARCHAR", "string"), pl.Int64: ("bigint", "BIGINT", "long"),
+    pl.Float64: ("double precision", "DOUBLE", "double"),
+    pl.Datetime: ("timestamp with time zone", "TIMESTAMP WITH TIME ZONE", "timestamp"),
 }
+TARGETS_HINT = ("Write to a postgresql:// URI or an open psycopg connection, a .duckdb/.db file, a "
+                ".parquet/.csv/.jsonl dataset path, or delta:PATH.")
 _FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson"}
 _PREFIX = re.compile(r"^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,40})?$")
 LOCK_RETRIES = 8  # DuckDB: 0.025 + 0.05 + ... + 3.2 s (6.4 s) of waiting for another writer
@@ -126,15 +134,13 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     knobs = json.dumps({k: _jsonable(v) for k, v in result.convention.knobs().items()}, sort_keys=True)
     metrics, ks = ",".join(result.request.names), ",".join(map(str, result.request.ks))
     rows = _per_user_rows(result)
-    has_run = "run" in rows.columns
     run, run_id = _run_columns(rows, ids)
     per_user = rows.select(run_id.alias("run_id"), run.alias("run_name"), "user_id", "metric",
                                              "k", "value").cast(PER_USER_SCHEMA)
     summary = result.summary.with_columns(run_id.alias("run_id"), run.alias("run_name")) \
         .with_columns(pl.col("value", "ci_low", "ci_high").fill_nan(None)).select(list(SUMMARY_SCHEMA)) \
         .cast(SUMMARY_SCHEMA)
-    n_users = dict(rows.group_by("run").agg(pl.col("user_id").n_unique()).iter_rows()) if has_run \
-        else {None: rows["user_id"].n_unique()}
+    n_users = _n_users(result)
     runs = pl.DataFrame([{
         "run_id": ids[name], "run_name": name, "run_at": run_at, "rankwise_version": __version__,
         "convention": result.convention.name, "convention_knobs": knobs,
@@ -170,6 +176,18 @@ def _source(result):
     return result.long if hasattr(result, "long") else result.per_user
 
 
+def _n_users(result) -> dict:
+    """{run name (None for one run): users evaluated}: the users of the per-user frame, whatever the
+    metrics (a catalog metric has no per-user rows, but its users are there)."""
+    source = _source(result)
+    run = ["run"] if "run" in source.columns else []
+    user = result.user_col if hasattr(result, "long") else source.columns[len(run)]
+    users = source.select(*run, _as_text(user, source.schema[user]).alias("\0user"))
+    if run:
+        return dict(users.group_by("run").agg(pl.col("\0user").n_unique()).iter_rows())
+    return {None: users["\0user"].n_unique()}
+
+
 def _per_user_rows(result) -> pl.DataFrame:
     """One row per (run, user, metric, k): [run,] user_id (text), metric, k, value (NaN -> NULL).
 
@@ -194,11 +212,22 @@ def _per_user_rows(result) -> pl.DataFrame:
 
 def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", format: str | None = None,
           run_at: datetime | None = None) -> dict:
-    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}."""
+    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}.
+
+    ``prefix`` names database tables only (a ParameterError elsewhere); a naive ``run_at`` is local time."""
     if mode not in ("append", "replace"):
         raise ParameterError(f"mode must be 'append' or 'replace', got {mode!r}.")
     schema, table_prefix = _parse_prefix(prefix)
-    kind, where = target_kind(str(target), format)
+    if type(target).__module__.startswith("psycopg"):  # the caller's connection, as evaluate(backend=) takes it
+        kind, where = "postgres", _psycopg_connection(target)
+    elif isinstance(target, (str, os.PathLike)):
+        kind, where = target_kind(os.fspath(target), format)
+    else:
+        raise ParameterError(f"Cannot write to a {type(target).__name__}.", hint=TARGETS_HINT)
+    if prefix != "rankwise_" and kind not in ("postgres", "duckdb"):
+        raise ParameterError(f"prefix={prefix!r} names database tables; a {kind} target has fixed table "
+                             f"folders (runs/, per_user/, ...) under {str(where)!r}.",
+                             hint="Drop prefix=, or choose the path itself (e.g. analytics/rw.parquet).")
     tables = frames(result, run_at)
     if kind == "postgres":
         return _postgres(where, schema, table_prefix, tables, mode)
@@ -223,9 +252,11 @@ def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
                              hint="Write to a local path (a .parquet/.csv/.jsonl dataset, a .duckdb file or "
                                   "delta:PATH) and copy it, or to a postgresql:// URI.")
     if target.startswith("delta:"):  # delta:runs, delta://runs, delta:///abs/runs
+        _check_delta_path(location)
         return "delta", location
     path = Path(target)
     if format == "delta" or (path / "runs" / "_delta_log").is_dir():
+        _check_delta_path(target)
         return "delta", target
     suffix = path.suffix.lower()
     if suffix in (".duckdb", ".db"):
@@ -234,7 +265,17 @@ def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
         return _FILE_FORMATS[suffix], target
     raise ParameterError(
         f"Cannot tell where to write {target!r}: the suffix {suffix or '(none)'!r} is not one rankwise writes.",
-        hint="Use a postgresql:// URI, a .duckdb/.db file, a .parquet/.csv/.jsonl dataset path, or delta:PATH.")
+        hint=TARGETS_HINT)
+
+
+def _psycopg_connection(target):
+    """The caller's psycopg Connection (written in a transaction of its own, or a savepoint of its open one)."""
+    import psycopg
+
+    if not isinstance(target, psycopg.Connection):
+        raise ParameterError(f"Cannot write to a {type(target).__name__}: rankwise writes through a psycopg "
+                             "Connection.", hint=TARGETS_HINT)
+    return target
 
 
 def _parse_prefix(prefix) -> tuple[str | None, str]:
@@ -256,6 +297,12 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
         raise WriteError(
             f"{str(root)!r} is a file; rankwise 0.2 writes a dataset directory of that name (one file per run).",
             hint=f"Move the old file away (e.g. to {root.name}.v01{root.suffix}), or write to another path.")
+    foreign = sorted(p.name for p in root.iterdir() if p.name not in TABLES or not p.is_dir()) \
+        if root.is_dir() else []
+    if foreign:
+        raise WriteError(f"{str(root)!r} holds other files than rankwise's table folders: {', '.join(foreign[:5])}.",
+                         hint=f"rankwise's dataset directory holds only {', '.join(f'{t}/' for t in TABLES)}: "
+                              "write to another path.")
     run_id = tables["runs"]["run_id"][0]
     stamp = tables["runs"]["run_at"][0].strftime("%Y%m%dT%H%M%S%fZ")
     names = [name for name in WRITE_ORDER if name in tables]
@@ -275,8 +322,8 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
             out[name] = str(staged[name][1])
         for folder in {root, *(root / name for name in names)}:
             _fsync_directory(folder)
-        if mode == "replace":  # the new run is complete: now drop the others (old optional tables too)
-            for name in WRITE_ORDER:
+        if mode == "replace":  # the new run is complete: now drop the others (old optional tables too),
+            for name in ("runs", *WRITE_ORDER[:-1]):  # runs first: an old run is incomplete before its rows go
                 for old in (root / name).glob(f"*{suffix}"):
                     if name not in staged or old.name != staged[name][1].name:
                         old.unlink(missing_ok=True)
@@ -325,7 +372,9 @@ def _check_dataset(folder: Path, fmt: str, suffix: str, schema: dict) -> None:
         return
     try:
         if fmt == "parquet":
-            columns = list(pl.read_parquet_schema(existing[0]))
+            import pyarrow.parquet
+
+            columns = pyarrow.parquet.read_schema(existing[0]).names  # polars would glob a '[' in the path
         elif fmt == "csv":
             with existing[0].open() as handle:
                 columns = handle.readline().rstrip("\r\n").split(",")
@@ -349,42 +398,74 @@ def _write_error(path: Path, error: OSError) -> WriteError:
 
 
 def _delta(root: Path, tables: dict, mode: str) -> dict:
-    """One Delta table per table; each append is one ACID commit (delta-rs retries a commit that races)."""
+    """One Delta table per table, each write one ACID commit (delta-rs retries a commit that races).
+
+    A run is complete when its runs row exists: append writes runs last and, on an error, deletes the
+    run's rows from the tables already written; replace appends the new run the same way, then deletes
+    every other run's rows, runs first (old runs become incomplete before their rows go). A table with
+    other columns or types is a WriteSchemaError on append; replace overwrites it (starting over)."""
     try:
         import deltalake
         from deltalake.exceptions import DeltaError
     except ImportError as error:
         raise MissingDependencyError("Writing Delta Lake tables needs deltalake.",
                                      hint='pip install "rankwise[delta]"') from error
-    out = {}
     for name in OPTIONAL:  # starting over clears an old optional table the result does not have
         if mode == "replace" and name not in tables and (root / name / "_delta_log").is_dir():
             tables = {**tables, name: pl.DataFrame(schema=TABLES[name])}
     names = [name for name in WRITE_ORDER if name in tables]
+    ids = ", ".join(f"'{run_id}'" for run_id in tables["runs"]["run_id"])  # uuid hex: safe to quote
+    out, overwrite = {}, set()
     try:
         for name in names:  # every check before any write
             location = root / name
-            if mode == "append" and (location / "_delta_log").is_dir():
-                fields = [f.name for f in deltalake.DeltaTable(str(location)).schema().fields]
-                _check(str(location), fields, list(TABLES[name]))
-            elif location.exists() and (not location.is_dir() or any(location.iterdir())) \
-                    and not (location / "_delta_log").is_dir():
+            if (location / "_delta_log").is_dir():
+                fields = [(f.name, getattr(f.type, "type", str(f.type)))
+                          for f in deltalake.DeltaTable(str(location)).schema().fields]
+                expected = [(c, _SQL_TYPES[d.base_type()][2]) for c, d in TABLES[name].items()]
+                if mode == "replace" and fields != expected:
+                    overwrite.add(name)
+                else:
+                    _check(str(location), fields, expected)
+            elif location.exists() and (not location.is_dir() or any(location.iterdir())):
                 raise WriteError(f"{str(location)!r} exists and is not a Delta table.",
                                  hint="Write to another path, or remove it.")
-        for name in names:
-            location = root / name
-            # replace starts over, whatever columns the old table had (as on every other target)
-            deltalake.write_deltalake(str(location), tables[name].to_arrow(),
-                                      **({"mode": "overwrite", "schema_mode": "overwrite"} if mode == "replace"
-                                         else {"mode": "append"}))
-            out[name] = str(location)
+        try:
+            for name in names:  # runs last
+                how = {"mode": "overwrite", "schema_mode": "overwrite"} if name in overwrite else {"mode": "append"}
+                deltalake.write_deltalake(str(root / name), tables[name].to_arrow(), **how)
+                out[name] = str(root / name)
+        except BaseException:
+            if "runs" not in out:  # the run is incomplete: take its rows out of the tables it reached
+                for name in out:
+                    with contextlib.suppress(Exception):
+                        deltalake.DeltaTable(out[name]).delete(f"run_id IN ({ids})")
+            raise
+        if mode == "replace":  # the new run is complete: every other run goes, its runs row first
+            for name in sorted(out, key=lambda name: name != "runs"):
+                if name not in overwrite:
+                    deltalake.DeltaTable(out[name]).delete(f"run_id NOT IN ({ids})")
     except OSError as error:
         raise _write_error(root, error) from error
     except DeltaError as error:
         raise WriteError(f"cannot write the Delta table under {str(root)!r}: {str(error).splitlines()[0]}",
                          hint="A damaged _delta_log or a path that is not a Delta table: write to another path."
                          ) from error
+    except BaseException as error:  # pyo3's PanicException is a BaseException: never let it escape
+        if type(error).__name__ != "PanicException":
+            raise
+        raise WriteError(f"deltalake failed writing under {str(root)!r}: {str(error).splitlines()[0]}",
+                         hint="Write to a plain local path (letters, digits, '-', '_', '/').") from None
     return out
+
+
+def _check_delta_path(location: str) -> None:
+    """deltalake panics on some characters in a path and percent-decodes '%': refuse them up front."""
+    bad = sorted({c for c in os.path.abspath(location) if c in "[]%^|\\" or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise ParameterError(f"Cannot write Delta tables under {location!r}: deltalake misreads "
+                             f"{', '.join(map(repr, bad))} in a path.",
+                             hint="Write to a path without these characters (and rename it afterwards if need be).")
 
 
 # -- DuckDB and PostgreSQL: one transaction ---------------------------------------------------------------
@@ -414,14 +495,11 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
                 [where]).fetchall():
             existing.setdefault(table, []).append((column, dtype))
         names = [name for name in WRITE_ORDER if name in tables]
-        for name in names:  # every check before any write
-            expected = [(c, _SQL_TYPES[d.base_type()][1]) for c, d in TABLES[name].items()]
-            if (prefix + name).lower() in existing and mode == "append":
-                _check(f"{path}:{where}.{prefix + name}", existing[(prefix + name).lower()], expected)
+        found = {name: existing[(prefix + name).lower()] for name in TABLES if (prefix + name).lower() in existing}
+        clear = _plan(f"{path}:{where}.{prefix}", found, 1, names, mode)  # every check before any write
         out = {}
-        if mode == "replace":  # starting over: old optional tables go too
-            for name in WRITE_ORDER:
-                con.execute(f"DROP TABLE IF EXISTS {_quote(where)}.{_quote(prefix + name)}")
+        for name, how in clear.items():
+            con.execute(f"{how} {_quote(where)}.{_quote(prefix + name)}")
         for name in names:
             table = f"{_quote(where)}.{_quote(prefix + name)}"
             columns = ", ".join(f"{_quote(c)} {_SQL_TYPES[d.base_type()][1]}" for c, d in TABLES[name].items())
@@ -438,8 +516,9 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
             con.execute("ROLLBACK")
         if isinstance(error, duckdb.Error):
             raise WriteError(f"DuckDB refused the write to {str(path)!r}: {str(error).splitlines()[0]}",
-                             hint="Nothing of this run was written (one transaction); write to another file "
-                                  "or prefix if the tables there are not rankwise's.") from error
+                             hint=DEPENDENT_HINT if isinstance(error, duckdb.DependencyException) else
+                             "Nothing of this run was written (one transaction); write to another file "
+                             "or prefix if the tables there are not rankwise's.") from error
         raise
     finally:
         con.close()
@@ -479,7 +558,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
+def _postgres(target, schema: str | None, prefix: str, tables: dict, mode: str) -> dict:
+    """A postgresql:// URI (connected and closed here) or the caller's connection (left open)."""
     try:
         import psycopg
         from psycopg import sql
@@ -487,16 +567,20 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
         raise MissingDependencyError("Writing to PostgreSQL needs psycopg.",
                                      hint='pip install "rankwise[engines]"  (or: pip install "psycopg[binary]>=3")') from error
     try:
-        info = psycopg.conninfo.conninfo_to_dict(uri)
-        where = f"{info.get('host', '')}:{info.get('port', '5432')}/{info.get('dbname', '')}"  # no password
-        con = psycopg.connect(uri, prepare_threshold=None, connect_timeout=int(info.get("connect_timeout", 10)))
+        if isinstance(target, str):
+            info = psycopg.conninfo.conninfo_to_dict(target)
+            where = f"{info.get('host', '')}:{info.get('port', '5432')}/{info.get('dbname', '')}"  # no password
+            con = psycopg.connect(target, prepare_threshold=None,
+                                  connect_timeout=int(info.get("connect_timeout", 10)))
+        else:
+            con, where = target, f"{target.info.host}:{target.info.port}/{target.info.dbname}"
     except (psycopg.Error, ValueError) as error:
         why = re.sub(r"(://[^:@/\s]*):[^@\s]*@", r"\1:***@", str(error).strip().splitlines()[0])  # no password
         raise WriteError(f"cannot connect to PostgreSQL: {why}",
                          hint="Check the URI: postgresql://user[:password]@host:port/database.") from error
     out = {}
     try:
-        with con, con.transaction():  # all the tables or none
+        with con if isinstance(target, str) else contextlib.nullcontext(), con.transaction():  # all or none
             # one rankwise writer at a time per schema and prefix: concurrent CREATE TABLE IF NOT EXISTS races
             con.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankwise.write:{schema}.{prefix}",))
             if schema:
@@ -506,16 +590,16 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
                 raise WriteError("PostgreSQL has no current schema (no schema of search_path exists).",
                                  hint="Name one: prefix='analytics.rankwise_' (created if missing).")
             names = [name for name in WRITE_ORDER if name in tables]
-            for name in names:
-                expected = [(c, _SQL_TYPES[d.base_type()][0]) for c, d in TABLES[name].items()]
-                existing = con.execute(
+            found = {}
+            for name in TABLES:
+                columns = con.execute(
                     "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
                     "AND table_name = %s ORDER BY ordinal_position", (current, prefix + name)).fetchall()
-                if existing and mode == "append":
-                    _check(f"{where} {current}.{prefix + name}", [tuple(r) for r in existing], expected)
-            if mode == "replace":  # starting over: old optional tables go too
-                for name in WRITE_ORDER:
-                    con.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(current, prefix + name)))
+                if columns:
+                    found[name] = [tuple(row) for row in columns]
+            clear = _plan(f"{where} {current}.{prefix}", found, 0, names, mode)  # every check before any write
+            for name, how in clear.items():
+                con.execute(sql.SQL(how + " {}").format(sql.Identifier(current, prefix + name)))
             for name in names:
                 table = sql.Identifier(current, prefix + name)
                 columns = sql.SQL(", ").join(
@@ -530,7 +614,8 @@ def _postgres(uri: str, schema: str | None, prefix: str, tables: dict, mode: str
                 out[name] = f"{where} {current}.{prefix + name}"
     except psycopg.Error as error:
         raise WriteError(f"PostgreSQL refused the write: {str(error).strip().splitlines()[0]}",
-                         hint="Check the role's privileges (CREATE on the schema, INSERT on the tables).") from error
+                         hint=DEPENDENT_HINT if isinstance(error, psycopg.errors.DependentObjectsStillExist) else
+                         "Check the role's privileges (CREATE on the schema, INSERT on the tables).") from error
     return out
 
 
@@ -543,16 +628,38 @@ def _csv(frame: pl.DataFrame) -> str:
 
 # -- helpers -----------------------------------------------------------------------------------------
 
+DEPENDENT_HINT = ("A view or other object depends on a table that replace drops (its column types differ from "
+                  "rankwise's): drop that object first, or write with another prefix. Nothing was written.")
 
-def _check(where: str, existing: list, expected: list) -> None:
+
+def _plan(where: str, found: dict, engine: int, names: list, mode: str) -> dict:
+    """Check a database's existing tables ({name: [(column, type)]}) before any write; returns the
+    statement that clears each for ``replace``: DELETE FROM (grants, indexes and views stay) where
+    the columns are rankwise's, DROP TABLE where only the types differ. A table of one of rankwise's
+    names with other column names is not rankwise's: refused by append (if written) and by replace."""
+    clear = {}
+    for name, columns in found.items():
+        expected = [(c, _SQL_TYPES[d.base_type()][engine]) for c, d in TABLES[name].items()]
+        if [c for c, _ in columns] != [c for c, _ in expected] and (mode == "replace" or name in names):
+            _check(where + name, columns, expected, hint="It is not a rankwise table (other column names), so "
+                   "rankwise neither writes to nor drops it: write with another prefix, or move that table.")
+        if mode == "append" and name in names:
+            _check(where + name, columns, expected)
+        elif mode == "replace":
+            clear[name] = "DELETE FROM" if [tuple(c) for c in columns] == expected else "DROP TABLE"
+    return clear
+
+
+
+def _check(where: str, existing: list, expected: list,
+           hint: str = "Write to a new table or path, or pass mode='replace' to start it over.") -> None:
     """Raise WriteSchemaError unless the existing columns (and types) are exactly the expected ones."""
     norm = lambda cols: [tuple(map(str, c)) if isinstance(c, tuple) else str(c) for c in cols]  # noqa: E731
     if norm(existing) == norm(expected):
         return
     raise WriteSchemaError(
         f"{where} exists with other columns than rankwise writes.\n"
-        f"  existing: {_show(existing)}\n  expected: {_show(expected)}",
-        hint="Write to a new table or path, or pass mode='replace' to start it over.")
+        f"  existing: {_show(existing)}\n  expected: {_show(expected)}", hint=hint)
 
 
 def _show(columns: list) -> str:
