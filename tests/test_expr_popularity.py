@@ -49,8 +49,8 @@ def test_novelty_and_arp_expressions_equal_evaluate(convention, k):
                             convention=_every_metric(convention)).per_user
     total = train["user"].n_unique() if conv.popularity == "users" else train.height
     nov = _with_popularity(recs, train, conv.popularity).select(
-        "user", expr.novelty("pop", k=k, n_users=total, convention=convention))
-    arp = _with_popularity(recs, train, conv.arp_popularity).select("user", expr.arp("pop", k=k, convention=convention))
+        "user", expr.novelty("pop", k=k, n_users=total, convention=_every_metric(convention)))
+    arp = _with_popularity(recs, train, conv.arp_popularity).select("user", expr.arp("pop", k=k, convention=_every_metric(convention)))
     want = got.join(nov, on="user").join(arp, on="user", suffix="_expr")
     for metric in ("novelty", "arp"):
         expected = f"{metric}@{k}"
@@ -128,7 +128,7 @@ def test_ild_expression_equals_evaluate_and_the_pairs(convention, k):
     got = rankwise.evaluate(recs, None, k=k, metrics=["ild"], item_features=items, backend="polars",
                             convention=_every_metric(convention)).per_user
     rows = _with_vectors(recs, items)
-    mine = rows.select("user", "vec", expr.ild("vec", k=k, convention=convention).alias("expr"))
+    mine = rows.select("user", "vec", expr.ild("vec", k=k, convention=_every_metric(convention)).alias("expr"))
     both = got.join(mine, on="user")
     assert both.height == recs.height
     for user, a, b, vectors in both.select("user", f"ild@{k}", "expr", "vec").iter_rows():
@@ -160,3 +160,17 @@ def test_ild_rows_evaluate_would_reject_are_nan():
                                  [[1.0, 0.0], [0.0, 3.0]]]})
     got = rows.select(expr.ild("vec", k=5)).to_series().to_list()
     assert [math.isnan(v) for v in got] == [True, True, True, True, False] and got[-1] == 1.0
+
+
+def test_a_preset_whose_library_lacks_the_metric_refuses_it():
+    """expr.novelty(convention='recommenders') and expr.ild(convention='replay') computed values their
+    libraries never give; evaluate() and expr.mrr(convention='spark') refuse such a metric."""
+    import rankwise
+    from rankwise import expr
+
+    for call in (lambda: expr.novelty("pop", k=3, n_users=8, convention="recommenders"),
+                 lambda: expr.ild("vec", k=3, convention="replay"),
+                 lambda: expr.arp("pop", k=3, convention="replay")):
+        with pytest.raises(rankwise.ParameterError, match="has no metric"):
+            call()
+    assert isinstance(expr.arp("pop", k=3, convention="rectools"), pl.Expr)

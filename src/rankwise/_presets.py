@@ -110,8 +110,9 @@ PRESETS: dict[str, Convention] = {
             diversity): catalog_coverage (train items, no intersection), distributional_coverage (log2
             exposure entropy), diversity with item_sim_measure='item_feature_vector' (ild, single-item
             users left out). MS has no k: cut the table to the top k first, or pass k >= the longest
-            list. novelty (train rows, a cold item adds 0) equals MS only when every list holds k
-            items: MS pools over recommendation rows, rankwise averages users. Not reproduced:
+            list. Not in this preset: novelty (MS pools over recommendation rows where rankwise averages
+            users: the knobs set here, train rows and a cold item adding 0, equal MS only when every
+            list holds k items; PRESETS['recommenders'].replace(metrics=None) computes it anyway),
             serendipity, co-occurrence diversity.""",
             users="intersection", empty_labels="nan", empty_predictions="nan", ap_denominator="min_k_nrel",
             gain="binary", ideal="labels",

@@ -120,7 +120,8 @@ class Convention:
         "users",
         ("users", "rows"),
         "pop(i) for novelty, long_tail_share and per_item: distinct train users of i (Evidently, RecTools "
-        "MeanInvUserFreq, RePlay, Elliot), or train rows of i (MS Recommenders novelty, RecBole)",
+        "MeanInvUserFreq, RePlay, Elliot), or train rows of i (MS Recommenders novelty, RecBole); novelty's "
+        "U_T counts the same way (train users, or train rows)",
     )
     arp_popularity: str = _knob(
         "users",

@@ -220,13 +220,22 @@ ap, ar, rr = map, mar, mrr
 # -- popularity metrics: the side data as a list column parallel to recs ------------------------
 
 
+def _defining(convention: str | Convention, name: str) -> Convention:
+    """The convention, which must define ``name`` (as evaluate refuses a metric a preset's library lacks)."""
+    conv = resolve(convention)
+    if conv.metrics is not None and name not in conv.metrics:
+        raise _metrics.not_defined(conv.name, name, conv.metrics)
+    return conv
+
+
 def novelty(popularity: Column, *, k: int, n_users: int | float | pl.Expr,
             convention: str | Convention = "default") -> pl.Expr:
     """Novelty@k = mean over the first k items of -log_b(max(pop_i, 1) / U_T).
 
     ``popularity``: a list column parallel to the recommendations, each item's train popularity
     (distinct users or rows: computed by you, so the ``popularity`` knob is yours to apply); null or 0
-    for a cold item. ``n_users``: U_T, the train users (or rows). Knobs: ``cold_items`` ('as_one':
+    for a cold item. ``n_users``: U_T, the train users (the train rows if ``popularity`` is rows: as
+    evaluate does under popularity='rows'). Knobs: ``cold_items`` ('as_one':
     max(pop, 1); 'drop': left out of the mean; 'zero_novelty': the item adds 0), ``list_denominator``
     ('n_u': the items counted; 'k'), ``novelty_normalize`` ('log_users': divide by ln U_T instead of
     ln b), ``info_log_base`` b. A null list (user absent) or no item to average over is NaN.
@@ -236,7 +245,7 @@ def novelty(popularity: Column, *, k: int, n_users: int | float | pl.Expr,
     >>> round(df.select(novelty("pop", k=3, n_users=8)).item(), 12)
     2.333333333333
     """
-    conv = resolve(convention)
+    conv = _defining(convention, "novelty")
     pop, k = _popularity_head(popularity, k), _check_k(k)
     total = (n_users if isinstance(n_users, pl.Expr) else pl.lit(float(n_users))).cast(pl.Float64)
     log_den = total.log() if conv.novelty_normalize == "log_users" else pl.lit(math.log(conv.info_log_base))
@@ -260,7 +269,7 @@ def arp(popularity: Column, *, k: int, convention: str | Convention = "default")
     >>> pl.DataFrame({"pop": [[4, 1, None]]}).select(arp("pop", k=3)).item()
     1.6666666666666667
     """
-    conv = resolve(convention)
+    conv = _defining(convention, "arp")
     pop, k = _popularity_head(popularity, k), _check_k(k)
     counted = ~_cold(_E) if conv.cold_items == "drop" else pl.lit(True)
     total = pop.list.eval(pl.when(counted).then(_E.fill_null(0.0)).otherwise(0.0)).list.sum()
@@ -282,7 +291,7 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     >>> round(df.select(ild("f", k=3)).item(), 12)  # (1 + 2 (1 - 1/sqrt 2)) / 3
     0.528595479209
     """
-    conv = resolve(convention)
+    conv = _defining(convention, "ild")
     k = _check_k(k)
     vectors = _as_expr(embeddings, "embeddings").list.head(k).list.eval(_E.cast(pl.List(pl.Float64)))
     norm = _E.list.eval(_E * _E).list.sum().sqrt()

@@ -93,12 +93,14 @@ REGISTRY: tuple[Metric, ...] = (
 )
 
 # Beyond accuracy (rankwise._beyond computes them; docs/metrics.md and explain() read these). Notation:
-# L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users,
+# L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users (rows
+# under popularity='rows'),
 # c(i) = exposure (users whose L_u holds i), C = the catalog.
 _TRAIN, _FEATURES = ("recommendations", "train"), ("recommendations", "item_features")
 _LISTS = "mean over users with n_u > 0; every user under list_denominator='k'"
 BEYOND: tuple[Metric, ...] = (
-    Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T)", None,
+    Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T), U_T = train users (train rows "
+           "under popularity='rows')", None,
            ("popularity", "cold_items", "list_denominator", "novelty_normalize", "info_log_base"), needs=_TRAIN,
            aggregate=_LISTS),
     Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0", None,
