@@ -40,7 +40,8 @@ class Result:
     summary: metric, k, value (mean over users with a defined value), n_users (users in that mean),
         ci_low, ci_high (the t interval of the mean at ``confidence``; NaN when n_users < 2).
     excluded: code, reason, n_users: every user that some mean leaves out, and why; ``code`` is a
-        stable key (outside_users, unjudged, no_labels, no_predictions, zero_ideal), ``reason`` text.
+        stable key (outside_users, unjudged, no_labels, no_predictions, zero_ideal; undefined_<metric>
+        for a beyond-accuracy metric undefined at some k; no_segment with ``segments=``), ``reason`` text.
     convention: the Convention used.
     With several runs (``evaluate({"a": recs_a, "b": recs_b}, ...)``) every frame starts with ``run``.
     """
