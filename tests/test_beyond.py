@@ -529,35 +529,27 @@ def test_beyond_users_are_the_accuracy_users(engine, convention, want, tmp_path)
     assert excluded["outside_users"] == 4 - len(want)
     boot = res.bootstrap(50, metrics="novelty").row(0, named=True)
     assert boot["value"] == pytest.approx(row["value"]) and boot["n_users"] == row["n_users"]
-    # novelty alone: the same users, values and counts (it was over the recommendations' users, so the
-    # value depended on whether an accuracy metric was asked for too)
-    alone = rankwise.evaluate(recs, truth, 2, metrics=["novelty"], train=train, convention=conv, backend=backend)
-    assert alone.per_user.select("user", "novelty@2").equals(res.per_user.select("user", "novelty@2"))
-    assert alone.summary.select("metric", "value", "n_users").equals(
-        res.summary.filter(pl.col("metric") == "novelty").select("metric", "value", "n_users"))
-    alone_excluded = dict(alone.excluded.select("code", "n_users").iter_rows())
-    assert {c: alone_excluded[c] for c in ("undefined_novelty", "outside_users")} == {
-        c: excluded[c] for c in ("undefined_novelty", "outside_users")}
 
 
-def test_beyond_users_without_truth_are_the_recommendations_users_and_explain_names_users():
-    """Without ground truth a per-user beyond metric is over the recommendations' users under every
-    users rule; with it, the rule decides, and explain() attributes the gap to `users` (it scored 0).
-    By hand: pop 1 = 3, pop 2 = 2, pop 3 = 1, U_T = 4; novelty@2 u1 = (2 + log2(4/3)) / 2,
-    u2 = (log2(4/3) + 1) / 2, u3 = 2."""
+def test_compare_conventions_evaluates_beyond_metrics_alone_as_explain_does():
+    """compare_conventions with ndcg and novelty computed novelty over the accuracy users (rectools:
+    users='labels', users 1 and 2) while explain() and RecTools compute it over the recommendations'
+    users, so the table showed a gap explain put at 0. By hand: pop 1 = 3, pop 2 = 2, pop 3 = 1,
+    U_T = 4; novelty@2 u1 = (2 + log2(4/3)) / 2, u2 = (log2(4/3) + 1) / 2, u3 = 2."""
     train = pl.DataFrame({"user": [1, 1, 2, 2, 3, 4], "item": [1, 2, 1, 3, 1, 2]})
     recs = pl.DataFrame({"user": [1, 1, 2, 2, 3], "item": [3, 1, 1, 2, 3], "rank": [1, 2, 1, 2, 1]})
     truth = pl.DataFrame({"user": [1, 2], "item": [1, 2]})  # user 3: no labels
     u1, u2, u3 = (2 + math.log2(4 / 3)) / 2, (math.log2(4 / 3) + 1) / 2, 2.0
-    def novelty(truth, convention):
-        res = rankwise.evaluate(recs, truth, k=2, metrics=["novelty"], train=train, convention=convention)
-        return res.summary["value"].item()
-    assert novelty(None, "rectools") == pytest.approx((u1 + u2 + u3) / 3)
-    assert novelty(truth, "default") == pytest.approx((u1 + u2 + u3) / 3)
-    assert novelty(truth, "rectools") == pytest.approx((u1 + u2) / 2)
+    table = rankwise.compare_conventions(recs, truth, k=2, presets=["default", "rectools"],
+                                         metrics=["ndcg", "novelty"], train=train)
+    novelty = table.filter(pl.col("metric") == "novelty").row(0, named=True)
+    assert novelty["default"] == pytest.approx((u1 + u2 + u3) / 3)
+    assert novelty["rectools"] == pytest.approx((u1 + u2 + u3) / 3)
     explained = rankwise.explain(recs, truth, a="default", b="rectools", metric="novelty", k=2, train=train)
-    effects = dict(explained.table.select("knob", "effect").iter_rows())
-    assert effects["users"] == pytest.approx((u1 + u2) / 2 - (u1 + u2 + u3) / 3)
+    assert (explained.value_a, explained.value_b) == (novelty["default"], novelty["rectools"])
+    # in one evaluate() call with ndcg, the result's one user set (rectools: users 1, 2) is the documented rule
+    both = rankwise.evaluate(recs, truth, k=2, metrics=["ndcg", "novelty"], train=train, convention="rectools")
+    assert both.summary.filter(pl.col("metric") == "novelty")["value"].item() == pytest.approx((u1 + u2) / 2)
 
 
 def test_excluded_counts_users_undefined_at_any_k():

@@ -328,12 +328,10 @@ def test_runs_n_users_counts_the_evaluated_users_with_catalog_metrics_only():
     recs = pl.DataFrame({"user": [1, 1, 2, 3, 5, 5], "item": [10, 11, 10, 12, 11, 12], "rank": [1, 2, 1, 1, 1, 2]})
     truth = pl.DataFrame({"user": [1, 2, 4, 5], "item": [11, 12, 10, 12]})
     train = pl.DataFrame({"user": [7, 7, 8, 8, 9], "item": [10, 11, 10, 12, 10]})
-    # with ground truth, the evaluated users are the convention's (users='union': 1, 2, 3, 4, 5), as they
-    # would be with an accuracy metric; without it, the recommendations' users (1, 2, 3, 5)
-    res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["item_coverage"], train=train)
-    assert _write.frames(res)["runs"]["n_users"].to_list() == [5]
-    res = rankwise.evaluate(recs, None, k=[1, 2], metrics=["item_coverage"], train=train)
-    assert _write.frames(res)["runs"]["n_users"].to_list() == [4]
+    # item_coverage is over the recommended lists: users 1, 2, 3 and 5 (4 has no list), truth or not
+    for labels in (truth, None):
+        res = rankwise.evaluate(recs, labels, k=[1, 2], metrics=["item_coverage"], train=train)
+        assert _write.frames(res)["runs"]["n_users"].to_list() == [4]
 
 
 @pytest.mark.parametrize("autocommit", [False, True])

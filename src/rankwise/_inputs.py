@@ -107,18 +107,6 @@ class Prepared:
         """Distinct users over both inputs."""
         return pl.concat(self._distinct_users()).n_unique()
 
-    def evaluated_users(self, conv) -> pl.Series:
-        """The users an accuracy run evaluates: the ``users`` rule over the two inputs (a user with an
-        empty list is in the recommendations, one with only the no-labels row in the ground truth), then
-        ``unjudged='drop'`` keeps those with a judged item (a label with an item)."""
-        recs, truth = self._distinct_users()
-        chosen = {"union": pl.concat([recs, truth]).unique(), "labels": truth, "predictions": recs,
-                  "intersection": recs.filter(recs.is_in(truth.implode()))}[conv.users]
-        if conv.unjudged == "drop":
-            judged = self.truth.filter(pl.col(ITEM).is_not_null()).select(USER).unique().collect()[USER]
-            chosen = chosen.filter(chosen.is_in(judged.cast(self.user_dtype).implode()))
-        return chosen.sort()
-
     def user_counts(self, users: str) -> tuple[int, int]:
         """(users in either input, users the ``users`` rule evaluates before ``unjudged``)."""
         recs, truth = self._distinct_users()

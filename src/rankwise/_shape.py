@@ -147,20 +147,13 @@ def overflow_hint(conv: Convention, per_user: bool) -> str:
     return "Rescale the relevance values to a smaller range."
 
 
-def users_rule_rows(prep: Prepared, conv: Convention, n_evaluated: int) -> list[tuple[str, str, int]]:
-    """(code, reason, n_users) of the users the ``users`` and ``unjudged`` rules leave out, of
-    ``n_evaluated`` evaluated."""
-    everyone, universe = prep.user_counts(conv.users)
-    rows = [("outside_users", f"in one input only, outside users={conv.users!r}", everyone - universe)]
-    if conv.unjudged == "drop":
-        rows.append(("unjudged", "no judged item (unjudged='drop')", universe - n_evaluated))
-    return rows
-
-
 def excluded(prep: Prepared, counts: dict[str, int], conv: Convention) -> pl.DataFrame:
     """Count every user some mean leaves out, one row per cause: outside the ``users`` rule, no judged
     item under unjudged='drop', or undefined by an empty rule; ``code`` is stable, ``reason`` readable."""
-    rows = users_rule_rows(prep, conv, counts["users"])
+    everyone, universe = prep.user_counts(conv.users)
+    rows = [("outside_users", f"in one input only, outside users={conv.users!r}", everyone - universe)]
+    if conv.unjudged == "drop":
+        rows.append(("unjudged", "no judged item (unjudged='drop')", universe - counts["users"]))
     if conv.empty_labels == "nan":
         rows.append(("no_labels", "no relevant label (empty_labels='nan')", counts["no_labels"]))
     if conv.empty_predictions == "nan":

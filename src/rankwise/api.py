@@ -420,18 +420,10 @@ def _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidenc
 
 
 def _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit=None):
-    """A run with only beyond-accuracy metrics. With ground truth its users are those an accuracy metric
-    would have (a metric's value does not depend on the other metrics asked for), else the
-    recommendations' users."""
-    if not hasattr(prep, "recs"):
-        raise _beyond_in_place(engine)
-    evaluated = prep.evaluated_users(conv) if beyond.has_truth else None
+    """A run with only beyond-accuracy metrics: its users are the recommendations' users (as every library
+    computes these metrics: a property of the lists, whatever the ground truth)."""
     users, summary, excluded, items = _beyond_values(prep, beyond, request, conv, engine, user_col, confidence,
-                                                     memory_limit, evaluated)
-    if evaluated is not None:  # the users the users rules leave out are counted, as in an accuracy run
-        left_out = pl.DataFrame(_shape.users_rule_rows(prep, conv, evaluated.len()), schema=_shape.EXCLUDED_SCHEMA,
-                                orient="row")
-        excluded = pl.concat([left_out, excluded])
+                                                     memory_limit)
     rows = users.sort("k", user_col).select(user_col, "k", pl.lit(None, pl.Int64).alias("n_recs"),
                                            pl.lit(None, pl.Int64).alias("n_rel"), pl.exclude(user_col, "k"))
     return rows, summary, excluded, items
@@ -456,17 +448,16 @@ def _plan(metrics, k, conv: Convention, has_truth: bool, side_inputs) -> tuple[M
                                   "(e.g. metrics=['novelty', 'item_coverage']).")
     request = parse_request(["hit_rate"] if only_beyond else metrics, k, None if only_beyond else conv.metrics,
                             conv.name)
-    return request, BeyondPlan(tuple(beyond_names), side, only_beyond, has_truth) if beyond_names else None
+    return request, BeyondPlan(tuple(beyond_names), side, only_beyond) if beyond_names else None
 
 
 class BeyondPlan(NamedTuple):
-    """The beyond-accuracy part of a request: the metric names, the validated side inputs, whether
-    they are the only metrics asked for, and whether ground truth was given (it decides the users)."""
+    """The beyond-accuracy part of a request: the metric names, the validated side inputs, and whether
+    they are the only metrics asked for."""
 
     names: tuple[str, ...]
     side: object
     only: bool
-    has_truth: bool
 
 
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:

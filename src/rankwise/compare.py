@@ -25,7 +25,8 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
     e.g. ``surprise`` needs scores for its min_score and the input has ranks) is left out of the table
     and reported: ``return_skipped=True`` returns ``(table, skipped)``, skipped = {preset: reason};
     otherwise a warning names them. A preset named in ``presets`` that cannot apply raises, and so
-    does an input that no preset can read.
+    does an input that no preset can read. Beyond-accuracy metrics are evaluated apart from the
+    accuracy ones, over the recommendations' users (as :func:`explain` and the libraries do).
     """
     from .conventions import PRESETS
 
@@ -46,9 +47,13 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
     for conv in conventions:
         wanted = [m for m in request.names if defines(conv, m)]
         column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
-        if wanted:
+        # the beyond-accuracy metrics on their own: over the recommendations' users, as explain() and the
+        # libraries compute them (in one call with accuracy metrics they would take the accuracy users)
+        parts = [part for part in ([m for m in wanted if m not in BEYOND_NAMES], [m for m in wanted if m in BEYOND_NAMES])
+                 if part]
+        if parts:
             try:
-                res = evaluate(conv, list(request.ks), wanted)
+                summary = pl.concat([evaluate(conv, list(request.ks), part).summary for part in parts])
             except (InputFileError, MissingDependencyError, DtypeMismatchError):
                 raise  # the file, the engine or the id types, not the preset
             except RankwiseError as error:
@@ -56,7 +61,7 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
                     raise
                 skipped[conv.name], first_error = error.problem, first_error or error
                 continue
-            column = res.summary.select("metric", "k", pl.col("value").alias(conv.name))
+            column = summary.select("metric", "k", pl.col("value").alias(conv.name))
         rows = column if rows is None else rows.join(column, on=["metric", "k"], how="full", coalesce=True)
     if rows is None:  # no preset applies: the inputs or options are wrong, not a preset
         raise first_error

@@ -130,10 +130,8 @@ BEYOND: tuple[Metric, ...] = (
            "entropy (nats) of the softmax of all users' top-k scores pooled", None, (), level="catalog",
            needs=("recommendations", "scores"), aggregate="one value per k"),
 )
-# the input rules move every beyond-accuracy metric too (they decide L_u); with ground truth given, the
-# users rules choose a per-user metric's users, as for the accuracy metrics
+# the input rules move every beyond-accuracy metric too (they decide L_u)
 BEYOND_EVERY = ("duplicates", "ties", "min_score")
-BEYOND_USERS = ("users", "unjudged")
 
 BY_NAME = {m.name: m for m in REGISTRY}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
@@ -144,8 +142,7 @@ _F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
 # explain() read KNOBS_BY_METRIC.
 EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates",
                 "ties", "min_score")
-KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY} | {
-    m.name: BEYOND_EVERY + (BEYOND_USERS if m.level == "user" else ()) + m.knobs for m in BEYOND}
+KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY} | {m.name: BEYOND_EVERY + m.knobs for m in BEYOND}
 
 
 @dataclass(frozen=True)
