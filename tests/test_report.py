@@ -103,6 +103,32 @@ def test_histogram_matches_numpy_with_shared_edges_and_nan_left_out():
     assert hist.filter(pl.col("run") == "a")["users"].sum() == 483
 
 
+def test_histogram_values_on_edges_as_numpy():
+    # 0.1, 0.2, 0.3 ... sit on edges whose float computation lands a hair above or below them
+    values = np.array([0.0, 0.1, 0.2, 0.3, 0.3, 0.7, 0.6, 0.9, 1.0, 0.15, 0.45, 0.55, 0.95, 0.35, 0.65, 0.85])
+    for bins in (20, 10, 7, 3):
+        for lo_hi in (values, values * 0.3, values * 0.7 - 0.2):
+            long = pl.DataFrame({"run": ["r"] * len(lo_hi), "k": [10] * len(lo_hi), "m": lo_hi})
+            counts, edges = np.histogram(lo_hi, bins=bins, range=(lo_hi.min(), lo_hi.max()))
+            hist = report.histogram(long, ["m"], bins=bins)
+            assert hist["users"].to_list() == counts.tolist(), (bins, lo_hi)
+            assert hist["bin_start"].to_list() == edges[:-1].tolist()
+            assert hist["bin_end"].to_list() == edges[1:].tolist()
+    # the reviewer's case: precision@10 of five users 0 (no hit), 0.1, 0.2, 0.3, 0.4 -> edges i * 0.02
+    recs = pl.DataFrame({"user": [u for u in range(5) for _ in range(10)], "item": [i for _ in range(5) for i in range(10)],
+                         "rank": [r + 1 for _ in range(5) for r in range(10)]})
+    truth = pl.DataFrame({"user": [u for u in range(5) for i in range(max(u, 1))],
+                          "item": [i if u else 99 for u in range(5) for i in range(max(u, 1))]})
+    r = rankwise.evaluate(recs, truth, k=[1, 10], metrics=["precision"])
+    hist = report.histogram(report._long(r), ["precision"]).filter(pl.col("k") == 10)
+    at10 = np.array([0.0, 0.1, 0.2, 0.3, 0.4])
+    counts, edges = np.histogram(at10, bins=report.BINS, range=(0.0, 0.4))
+    assert hist["users"].to_list() == counts.tolist()
+    assert counts[15] == 1 and np.isclose(edges[15], 0.3)  # 0.3 in [0.30, 0.32), not [0.28, 0.30)
+    # the last edge is the maximum itself and closes the last bin
+    assert hist["bin_end"].to_list()[-1] == 0.4 and hist["users"].to_list()[-1] == 1
+
+
 def test_histogram_constant_values_fall_in_the_first_bin_and_all_undefined_is_empty():
     long = pl.DataFrame({"run": ["r"] * 4, "k": [1] * 4, "m": [0.0] * 4, "u": [float("nan")] * 4})
     hist = report.histogram(long, ["m", "u"], bins=5)

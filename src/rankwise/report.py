@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from .errors import MissingDependencyError, ParameterError, WriteError
@@ -70,7 +71,8 @@ def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symme
     """Binned per-user values: run, metric, k, bin_start, bin_end, users, share.
 
     Per (metric, k), ``bins`` equal bins over [min, max] of the defined values of every run (the
-    same edges for every run; the last bin closed, as numpy.histogram; symmetric: over [-m, m],
+    same edges for every run): the edges and counts of ``numpy.histogram(values, bins, range=(min,
+    max))``, a value on an edge in the bin it starts, the last bin closed (symmetric: over [-m, m],
     m = max |value|, so that 0 is an edge when bins is even). NaN (undefined) values are
     left out; share = users / defined users of that (run, metric, k). All bins, empty ones too."""
     if bins < 1:
@@ -90,31 +92,32 @@ def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symme
     if symmetric:
         edges = edges.with_columns(hi=pl.max_horizontal(pl.col("lo").abs(), pl.col("hi").abs()))
         edges = edges.with_columns(lo=-pl.col("hi"))
-    edges = edges.with_columns(width=pl.when(pl.col("hi") > pl.col("lo")).then((pl.col("hi") - pl.col("lo")) / bins)
-                               .otherwise(1.0 / bins)).collect()
+    # the edges numpy.histogram(values, bins, range=(lo, hi)) uses (lo, lo + 1 when every value is lo),
+    # and its bins: a value in the bin whose start is the last edge <= it, the last bin closed
+    spans = {(m, k): np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+             for m, k, lo, hi in edges.select("metric", "k", "lo", "hi").collect().iter_rows()}
     counts = []
-    for m in metrics:  # one scan per metric; lo and width by k as literals (a few k: no join)
-        rows = edges.filter(pl.col("metric") == m)
-        lo = width = None
-        for k, low, w in rows.select("k", "lo", "width").iter_rows():
-            lo = (pl.when(pl.col("k") == k) if lo is None else lo.when(pl.col("k") == k)).then(low)
-            width = (pl.when(pl.col("k") == k) if width is None else width.when(pl.col("k") == k)).then(w)
-        if lo is None:
+    for m in metrics:  # one scan per metric; the edges by k as literals (a few k: no join)
+        index = None
+        for k in [k for metric, k in spans if metric == m]:
+            found = pl.lit(pl.Series(spans[m, k])).search_sorted(pl.col("v"), side="right").cast(pl.Int64) - 1
+            index = (pl.when(pl.col("k") == k) if index is None else index.when(pl.col("k") == k)).then(found)
+        if index is None:
             continue
         counts.append(long.lazy().select("run", "k", defined(m).alias("v")).drop_nulls("v")
-                      .group_by("run", "k", bin=((pl.col("v") - lo) / width).floor().cast(pl.Int64).clip(0, bins - 1))
+                      .group_by("run", "k", bin=index.clip(0, bins - 1))
                       .agg(users=pl.len()).with_columns(metric=pl.lit(m)))
     if not counts:  # no defined value at all
         return empty
+    grid = pl.LazyFrame([(m, k, i, float(e[i]), float(e[i + 1])) for (m, k), e in spans.items() for i in range(bins)],
+                        schema={"metric": pl.String, "k": pl.Int64, "bin": pl.Int64, "bin_start": pl.Float64,
+                                "bin_end": pl.Float64}, orient="row")
     runs = long.lazy().select(pl.col("run").unique(maintain_order=True))
-    grid = (runs.join(edges.lazy(), how="cross")
-            .join(pl.LazyFrame({"bin": range(bins)}, schema={"bin": pl.Int64}), how="cross")
+    grid = (runs.join(grid, how="cross")
             .join(pl.concat(counts), on=["run", "metric", "k", "bin"], how="left")
             .with_columns(pl.col("users").fill_null(0))
             .filter(pl.col("users").sum().over("run", "metric", "k") > 0)
-            .with_columns(bin_start=pl.col("lo") + pl.col("bin") * pl.col("width"),
-                          bin_end=pl.col("lo") + (pl.col("bin") + 1) * pl.col("width"),
-                          share=pl.col("users") / pl.col("users").sum().over("run", "metric", "k")))
+            .with_columns(share=pl.col("users") / pl.col("users").sum().over("run", "metric", "k")))
     order = {m: i for i, m in enumerate(metrics)}
     out = grid.select("run", "metric", "k", "bin_start", "bin_end", "users", "share").collect()
     return out.sort(pl.col("metric").replace_strict(order), "run", "k", "bin_start", maintain_order=True)
