@@ -375,3 +375,23 @@ def test_segments_flag_prints_and_writes_the_means_per_segment(tmp_path, capsys,
     written = pl.read_parquet(out_dir / "segments" / "*.parquet")
     assert written.filter(pl.col("segment") == "new", pl.col("metric") == "precision").sort("k")["value"].to_list() \
         == [0.0, 0.5]
+
+
+def test_several_runs_of_catalog_metrics_only_print_their_values(capsys, tmp_path):
+    train = tmp_path / "train.parquet"
+    pl.DataFrame({"user": [1, 2, 3], "item": [10, 11, 12]}).write_parquet(train)
+    recs_b = tmp_path / "b.parquet"
+    pl.DataFrame({"user": [1, 1, 2], "item": [10, 12, 10], "rank": [1, 2, 1]}).write_parquet(recs_b)
+    recs_a, truth = tmp_path / "a.parquet", tmp_path / "truth.parquet"
+    RECS.write_parquet(recs_a)
+    TRUTH.write_parquet(truth)
+    code, out, err = run(capsys, "evaluate", "--run", f"a={recs_a}", "--run", f"b={recs_b}", truth,
+                         "--metrics", "item_coverage", "--train", train, "--k", "2")
+    assert code == 0, err
+    # by hand: catalog = the train items {10, 11, 12}; a shows {10, 11}, b {10, 12}: 2/3 each
+    assert [line.split() for line in out.splitlines() if line.startswith(("a ", "b "))] == \
+        [["a", "0.6667"], ["b", "0.6667"]]
+    assert "No tests: item_coverage (catalog-level): one value per run" in out
+    code, out, err = run(capsys, "report", "--run", f"a={recs_a}", "--run", f"b={recs_b}", truth,
+                         "--metrics", "item_coverage", "--train", train, "--k", "2", "-o", tmp_path / "r.html")
+    assert code == 0, err

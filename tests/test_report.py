@@ -388,3 +388,41 @@ def test_summary_grid_users_per_k_when_they_differ():
     ndcg = grid[grid.index("<td>ndcg</td>"):grid.index("</tr>", grid.index("<td>ndcg</td>"))]
     precision = grid[grid.index("<td>precision</td>"):grid.index("</tr>", grid.index("<td>precision</td>"))]
     assert ndcg.endswith("<td>2 / 7</td>") and precision.endswith("<td>7</td>")
+
+
+@pytest.fixture(scope="module")
+def catalog_only(tmp_path_factory):
+    """Two runs with only item_coverage over a catalog of 5 items (10..14)."""
+    worse = RECS.with_columns(rank=3 - pl.col("rank")).filter(pl.col("user") != 3).vstack(
+        RECS.filter(pl.col("user") == 3))
+    items = pl.DataFrame({"item": [10, 11, 12, 13, 14]})
+    return rankwise.evaluate({"a": RECS, "b": worse}, TRUTH, k=[1, 2], metrics=["item_coverage"], items=items)
+
+
+def test_report_of_catalog_metrics_only_shows_them_and_skips_the_per_user_sections(catalog_only, tmp_path):
+    page = report.build(catalog_only, tmp_path / "r.html").read_text()
+    # by hand: at k=1 a shows {10, 13} (2/5), b {11, 12, 13} (3/5); at k=2 both {10, 11, 12, 13} (4/5)
+    assert "<td>a</td><td>item_coverage</td><td>0.4000 </td><td>0.8000 </td>" in page
+    assert "<td>b</td><td>item_coverage</td><td>0.6000 </td><td>0.8000 </td>" in page
+    assert "No per-user metric was evaluated" in page and "Runs compared" not in page
+    assert "curves" not in _specs(page) and "distribution" not in _specs(page)
+    single = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["item_coverage"],
+                               items=pl.DataFrame({"item": [10, 11, 12, 13, 14]}))
+    page = report.build(single, tmp_path / "one.html").read_text()
+    assert "<td>item_coverage</td><td>0.4000 </td><td>0.8000 </td>" in page
+    assert "<table class='summary'><thead><tr><th>metric</th><th>@1</th><th>@2</th><th>users</th></tr></thead>" \
+        "<tbody></tbody>" not in page  # no empty summary
+
+
+def test_table_of_catalog_metrics_only_shows_values_without_tests_and_compare_says_why(catalog_only):
+    text = catalog_only.table().text()
+    assert "0.4000" in text and "0.6000" in text and "No tests: item_coverage (catalog-level)" in text
+    for call in (catalog_only.compare, catalog_only.bootstrap):
+        with pytest.raises(ParameterError, match="item_coverage .catalog-level.: one value per run, no per-user") \
+                as info:
+            call()
+        assert "Hint:" in str(info.value)
+    f1 = rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=[2], metrics=["f1"], convention="evidently")
+    assert "No tests: f1 (the F of mean precision and mean recall" in f1.table().text()
+    with pytest.raises(ParameterError, match="f_aggregation='of_means'.: one value per run"):
+        f1.compare()

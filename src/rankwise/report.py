@@ -185,14 +185,15 @@ def lorenz(per_item: pl.DataFrame, k: int | None = None, *,
 
 def catalog_rows(result) -> pl.DataFrame | None:
     """Summary rows of catalog-level metrics (a metric with no per-user column: coverage, gini, ...)."""
-    rows = _with_run(result.summary).filter(~pl.col("metric").is_in(metric_columns(result)))
+    rows = result.summary.filter(~pl.col("metric").is_in(metric_columns(result)))
     return rows if rows.height else None
 
 
 def comparison(result, options: dict | None = None) -> pl.DataFrame | None:
-    """``result.compare(**options)`` when the Result has it and several runs, else None."""
+    """``result.compare(**options)`` when the Result has it, several runs and a per-user mean to test,
+    else None."""
     compare = getattr(result, "compare", None)
-    if not callable(compare) or len(result.runs) < 2:
+    if not callable(compare) or len(result.runs) < 2 or not result._per_user_names():
         return None
     return compare(**(options or {}))
 
@@ -481,15 +482,21 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
     long, names = _long(result), metric_columns(result)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = title or "rankwise report"
-    sections = [("Run", _run_card(result, generated)),
-                ("Summary", "<p class='note'>mean over users with a defined value; "
-                 "[confidence interval]</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names))))]
-    charts = {"curves": curves_chart(result.summary, names),
-              "distribution": distribution_chart(histogram(long, names, bins=bins), names, list(result.request.ks), k)}
-    sections += [("Metric vs k", "<div class='chart' id='chart-curves'></div>"),
-                 ("Per-user distributions", "<p class='note'>binned in the engine: bars are shares of users; "
-                  "the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
-    if len(result.runs) >= 2:
+    sections, charts = [("Run", _run_card(result, generated))], {}
+    if names:
+        sections.append(("Summary", "<p class='note'>mean over users with a defined value; [confidence interval]"
+                         "</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names)))))
+        charts = {"curves": curves_chart(result.summary, names),
+                  "distribution": distribution_chart(histogram(long, names, bins=bins), names,
+                                                     list(result.request.ks), k)}
+        sections += [("Metric vs k", "<div class='chart' id='chart-curves'></div>"),
+                     ("Per-user distributions", "<p class='note'>binned in the engine: bars are shares of users; "
+                      "the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
+    else:
+        sections.append(("Summary", "<p class='note'>No per-user metric was evaluated: the catalog metrics under "
+                         "Beyond accuracy have one value per run, so there are no per-user means, distributions "
+                         "or tests.</p>"))
+    if len(result.runs) >= 2 and names:
         a, b = _pair(result, pair)
         counts, hist = differences(long, a, b, k, names, result.user_col, bins=bins)
         body = ""
@@ -503,6 +510,8 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
                                       confidence=getattr(result, "confidence", 0.95))
             body += (f"<h3>Comparison at k={k}</h3>{table._repr_html_()}<details><summary>every pair, metric "
                      f"and k (* = significant)</summary>{_comparison_table(compared)}</details>")
+        elif not result._per_user_names():
+            body += f"<p class='note'>No tests: {html.escape(result._one_value_per_run())}.</p>"
         body += f"<h3>{html.escape(b)} vs {html.escape(a)} per user at k={k}</h3>{_table(counts)}"
         if hist.height:
             charts["difference"] = difference_chart(hist, names, a, b, k)
@@ -513,7 +522,7 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
     if isinstance(per_item, pl.DataFrame) or catalog is not None:
         body = ""
         if catalog is not None:
-            body += "<h3>Catalog metrics</h3>" + _table(catalog)
+            body += "<h3>Catalog metrics</h3><p class='note'>one value per run and k</p>" + summary_grid(catalog)
         if isinstance(per_item, pl.DataFrame) and per_item.height:
             points, gini = lorenz(per_item, k, max_points=max_points)
             charts["lorenz"] = lorenz_chart(points, gini)
