@@ -395,3 +395,14 @@ def test_several_runs_of_catalog_metrics_only_print_their_values(capsys, tmp_pat
     code, out, err = run(capsys, "report", "--run", f"a={recs_a}", "--run", f"b={recs_b}", truth,
                          "--metrics", "item_coverage", "--train", train, "--k", "2", "-o", tmp_path / "r.html")
     assert code == 0, err
+
+
+def test_report_takes_segments_as_evaluate_does(tmp_path, capsys, inputs):
+    segments = tmp_path / "segments.csv"
+    segments.write_text("user,segment\n1,new\n2,old\n")
+    out = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", *inputs, "--k", "1,2", "--metrics", "precision", "--segments", segments,
+                       "-o", out)
+    assert code == 0, err
+    # by hand: user 1 (10, 11; label 11) precision@1 0, @2 1/2
+    assert "<td>new</td><td>precision</td><td>0.0000 </td><td>0.5000 </td><td>1</td>" in out.read_text()

@@ -426,3 +426,16 @@ def test_table_of_catalog_metrics_only_shows_values_without_tests_and_compare_sa
     assert "No tests: f1 (the F of mean precision and mean recall" in f1.table().text()
     with pytest.raises(ParameterError, match="f_aggregation='of_means'.: one value per run"):
         f1.compare()
+
+
+def test_report_has_the_means_per_segment(tmp_path):
+    segments = pl.DataFrame({"user": [1, 2, 3], "segment": ["new", "old", "old"]})
+    result = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision"], segments=segments)
+    page = report.build(result, tmp_path / "r.html").read_text()
+    grid = page[page.index("<h2>By segment</h2>"):]
+    grid = grid[:grid.index("</table>")]
+    # by hand, precision@1 / @2: user 1 (10, 11; label 11) 0, 1/2; user 2 (10, 12; label 10) 1, 1/2;
+    # user 3 (13; label 99) 0, 0 -> new: 0, 0.5; old: mean(1, 0) = 0.5, mean(0.5, 0) = 0.25
+    assert "<td>new</td><td>precision</td><td>0.0000 </td><td>0.5000 </td><td>1</td>" in grid
+    assert "<td>old</td><td>precision</td><td>0.5000 <span class='ci'>" in grid
+    assert "<td>0.2500 <span class='ci'>" in grid

@@ -107,8 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
                     "file or .parquet/.csv/.jsonl files (see rankwise._write)")
-    ev.add_argument("--segments", help="every mean per group of users too: a (user, segment) table, Parquet or "
-                    "CSV, or the name of a ground-truth column")
     rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
     _evaluation_arguments(rp)
     rp.add_argument("--output", "-o", type=Path, default=Path("report.html"),
@@ -164,6 +162,8 @@ def _evaluation_arguments(sub) -> None:
     sub.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
     sub.add_argument("--metrics", type=_names, default=None,
                      help="e.g. precision,ndcg,novelty,item_coverage (default: every accuracy metric)")
+    sub.add_argument("--segments", help="every mean per group of users too: a (user, segment) table, Parquet or "
+                     "CSV, or the name of a ground-truth column")
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
     sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
     _side_arguments(sub)
@@ -245,7 +245,7 @@ def _evaluate(args):
     start = time.perf_counter()
     result = evaluate(
         recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
-        backend=args.backend, convention=args.convention, segments=getattr(args, "segments", None),
+        backend=args.backend, convention=args.convention, segments=args.segments,
         **_columns(args), **_side(args),
     )
     return result, time.perf_counter() - start

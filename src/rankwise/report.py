@@ -377,15 +377,15 @@ def _table(frame: pl.DataFrame, *, cls: str = "", max_rows: int = 200) -> str:
     return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-def summary_grid(summary: pl.DataFrame) -> str:
-    """The summary as a table: a row per [run,] metric, a column per k; cell = mean and its CI."""
+def summary_grid(summary: pl.DataFrame, keys: tuple[str, ...] = ()) -> str:
+    """The summary as a table: a row per [run,] keys..., metric, a column per k; cell = mean and its CI."""
     frame = _with_run(summary)
     ks = sorted(frame["k"].unique().to_list(), key=lambda k: (k is None, k))
     multi = "run" in summary.columns
-    head = ("<th>run</th>" if multi else "") + "<th>metric</th>" + "".join(
-        f"<th>@{html.escape(str(k))}</th>" for k in ks) + "<th>users</th>"
+    head = ("<th>run</th>" if multi else "") + "".join(f"<th>{html.escape(key)}</th>" for key in keys) + \
+        "<th>metric</th>" + "".join(f"<th>@{html.escape(str(k))}</th>" for k in ks) + "<th>users</th>"
     rows = []
-    for (run, metric), part in frame.group_by("run", "metric", maintain_order=True):
+    for (run, *key, metric), part in frame.group_by("run", *keys, "metric", maintain_order=True):
         cells = {row["k"]: row for row in part.iter_rows(named=True)}
         tds = []
         for k in ks:
@@ -400,7 +400,7 @@ def summary_grid(summary: pl.DataFrame) -> str:
         # the users in each mean: one number when every k has the same, else one per k in column order
         counts = [cells[k]["n_users"] for k in ks if k in cells] if "n_users" in part.columns else [None]
         users = _fmt(counts[0]) if len(set(counts)) == 1 else " / ".join(_fmt(n) for n in counts)
-        rows.append("<tr>" + (f"<td>{html.escape(str(run))}</td>" if multi else "")
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in ([run] if multi else []) + key)
                     + f"<td>{html.escape(str(metric))}</td>" + "".join(tds) + f"<td>{users}</td></tr>")
     return f"<table class='summary'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -471,8 +471,8 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
           bins: int = BINS, max_points: int = MAX_POINTS, compare: dict | None = None) -> Path:
     """Write one self-contained HTML report of ``result`` to ``path`` (every script inline; no network).
 
-    Sections: run card, summary with CIs, metric vs k curves, per-user distributions at k (a
-    selector switches k), with several runs the comparison (``result.compare()`` when present) and
+    Sections: run card, summary with CIs (with ``result.segments`` the means per segment too), metric
+    vs k curves, per-user distributions at k (a selector switches k), with several runs the comparison (``result.compare()`` when present) and
     the per-user difference for ``pair`` (default the first two runs), with ``result.per_item`` the
     exposure Lorenz curve, and catalog-level summary rows. k defaults to the largest evaluated;
     ``compare`` holds the options of ``result.compare`` (test, correction, alpha, ...)."""
@@ -486,6 +486,9 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
     if names:
         sections.append(("Summary", "<p class='note'>mean over users with a defined value; [confidence interval]"
                          "</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names)))))
+        if getattr(result, "segments", None) is not None:
+            sections.append(("By segment", "<p class='note'>the same means per group of users (segments=); "
+                             "[confidence interval]</p>" + summary_grid(result.segments, ("segment",))))
         charts = {"curves": curves_chart(result.summary, names),
                   "distribution": distribution_chart(histogram(long, names, bins=bins), names,
                                                      list(result.request.ks), k)}
