@@ -406,3 +406,12 @@ def test_report_takes_segments_as_evaluate_does(tmp_path, capsys, inputs):
     assert code == 0, err
     # by hand: user 1 (10, 11; label 11) precision@1 0, @2 1/2
     assert "<td>new</td><td>precision</td><td>0.0000 </td><td>0.5000 </td><td>1</td>" in out.read_text()
+
+
+def test_sql_takes_the_beyond_accuracy_tables(capsys):
+    code, _, err = run(capsys, "sql", "--metrics", "novelty", "--k", "10")
+    assert code == 2 and "needs train" in err[0] and "--train TABLE" in err[-1]
+    code, out, err = run(capsys, "sql", "--metrics", "novelty,item_coverage,ild", "--k", "10", "--train", "my_train",
+                         "--items", "my_items", "--item-features", "SELECT * FROM my_features")
+    assert code == 0, err
+    assert "FROM my_train" in out and "FROM my_items" in out and "FROM my_features" in out

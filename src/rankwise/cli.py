@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--convention", choices=sorted(PRESETS), default="default")
     sq.add_argument("--recommendations", default="recommendations", help="table name or SELECT")
     sq.add_argument("--ground-truth", default="ground_truth", help="table name or SELECT")
+    for name in ("train", "items", "item-features"):
+        sq.add_argument(f"--{name}", default=None, help=f"beyond-accuracy metrics: the {name.replace('-', ' ')} "
+                        "table name or SELECT (as evaluate's --" + name + " reads it)")
     sq.add_argument("--schema", default=None, help="schema/dataset for the per-user table")
     for name in ("user", "item", "rank", "relevance"):
         sq.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
@@ -217,7 +220,8 @@ def _sql_command(args) -> int:
     from .render import sql
 
     print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
-              tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth},
+              tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth,
+                      **{key: table for key, table in _side(args).items() if table is not None}},
               user_col=args.user_col, item_col=args.item_col,
               rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
               relevance_col=None if args.no_relevance else args.relevance_col, schema=args.schema), end="")
