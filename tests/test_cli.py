@@ -415,3 +415,20 @@ def test_sql_takes_the_beyond_accuracy_tables(capsys):
                          "--items", "my_items", "--item-features", "SELECT * FROM my_features")
     assert code == 0, err
     assert "FROM my_train" in out and "FROM my_items" in out and "FROM my_features" in out
+
+
+def test_a_closed_stdout_exits_quietly_with_141():
+    """``rankwise ... | head -1``: the reader left; no 'internal error', the code a SIGPIPE'd tool has."""
+    import os
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe now fails (EPIPE)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "rankwise.cli", "sql", "--metrics", "precision"], stdout=write,
+                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])},
+                              timeout=120)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr.decode()) == (141, "")
+    assert "141" in cli.EPILOG

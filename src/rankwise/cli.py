@@ -7,6 +7,7 @@ and ``Hint: ...``, never a traceback (``--debug`` shows it), and exits with one 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -27,6 +28,8 @@ EXIT_CODES = {
     3: "write error (--output, --per-user or --summary could not be written)",
     4: "a missing optional dependency (e.g. pyspark for --backend spark)",
     130: "interrupted (Ctrl-C)",
+    141: "stdout closed by its reader (e.g. | head): the output was cut short; 128 + SIGPIPE, as any tool "
+         "stopped by a closed pipe",
 }
 EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
 
@@ -295,9 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     args = None  # stays None on a usage error: nothing worth a traceback
     try:
         args = build_parser().parse_args(argv)
-        return _COMMANDS[args.command](args)
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed stdout fails here, not in the interpreter's flush at exit
+        return code
     except SystemExit as exit_:  # --help, --version
         return exit_.code if isinstance(exit_.code, int) else 0
+    except BrokenPipeError:  # the reader left: stop quietly, and make the flush at exit a no-op
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # a stdout without a descriptor (captured in-process)
+            pass
+        return 141
     except KeyboardInterrupt:
         if getattr(args, "debug", False):
             raise
