@@ -244,13 +244,13 @@ def test_report_beyond_accuracy_panels_when_present(one, tmp_path):
     page = report.build(result, tmp_path / "r.html").read_text()
     assert "Beyond accuracy" in page and "<td>item_coverage</td>" in page
     assert "lorenz" in _specs(page)
-    assert "<td>result</td><td>4</td><td>0.7500</td>" in page  # Gini of (0, 0, 0, 4) = 3/4
+    assert "<tr><td>4</td><td>0.7500</td></tr>" in page  # Gini of (0, 0, 0, 4) = 3/4; no placeholder run
     # catalog rows stay out of the per-user summary grid and curves
     curves = _specs(page)["curves"]
     values = curves["datasets"][next(iter(curves["datasets"]))] if "datasets" in curves else curves["data"]["values"]
     assert {v["metric"] for v in values} == {"precision", "ndcg"}
     svg = report.save(report.plot(result, "lorenz"), tmp_path / "lorenz.svg").read_text()  # drawn by vl-convert
-    assert "result (curve Gini 0.75)" in svg
+    assert "curve Gini 0.75" in svg and "result" not in svg and "Exposure Lorenz curve at k=2" in svg
 
 
 def test_report_errors(one, two, tmp_path):
@@ -439,3 +439,23 @@ def test_report_has_the_means_per_segment(tmp_path):
     assert "<td>new</td><td>precision</td><td>0.0000 </td><td>0.5000 </td><td>1</td>" in grid
     assert "<td>old</td><td>precision</td><td>0.5000 <span class='ci'>" in grid
     assert "<td>0.2500 <span class='ci'>" in grid
+
+
+def _svg_texts(svg: str) -> list[str]:
+    """The text drawn in a vl-convert SVG (labels, titles, legends)."""
+    import re
+
+    return [html_text for html_text in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def test_exported_charts_name_their_k_and_integer_k_ticks_and_no_placeholder_run(tmp_path):
+    one = rankwise.evaluate(RECS, TRUTH, k=[1, 3], metrics=["precision"])
+    texts = _svg_texts(report.save(report.plot(one, "distribution", k=1), tmp_path / "d.svg").read_text())
+    assert "Per-user values at k=1 (users with a defined value)" in texts
+    assert "result" not in texts  # a single run: no legend of the placeholder run name
+    texts = _svg_texts(report.save(report.plot(one, "curves"), tmp_path / "c.svg").read_text())
+    assert texts[:texts.index("k")] == ["1", "3"], texts  # the x ticks (then its title): k is 1 or 3, no 1.5
+    assert "result" not in texts
+    two = rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=[1, 3], metrics=["precision"])
+    texts = _svg_texts(report.save(report.plot(two, "distribution", k=3), tmp_path / "d2.svg").read_text())
+    assert "Per-user values at k=3 (users with a defined value)" in texts and {"a", "b"} <= set(texts)

@@ -226,16 +226,25 @@ def _pair(result, pair) -> tuple[str, str]:
     return tuple(pair)
 
 
+def _runs(alt, frame: pl.DataFrame, field: str = "run") -> tuple[dict, list]:
+    """The run colour encoding and tooltip; a single run's (its placeholder name, ONE_RUN, says
+    nothing) has no legend and no run in the tooltip."""
+    if frame["run"].unique().to_list() == [ONE_RUN]:
+        return {"color": alt.Color(f"{field}:N", legend=None)}, []
+    return {"color": alt.Color(f"{field}:N", title="run")}, ["run:N"]
+
+
 def curves_chart(summary: pl.DataFrame, metrics: list[str]):
     """Mean vs k per metric (one panel each), a line and its t interval band per run."""
     alt = _altair()
     data = _with_run(summary).filter(pl.col("metric").is_in(metrics))
-    base = alt.Chart().encode(
-        x=alt.X("k:Q", title="k"), color=alt.Color("run:N", title="run"))
+    color, run = _runs(alt, data)
+    ks = sorted(data["k"].unique().to_list())  # ticks at the evaluated k (overlapping labels are dropped)
+    base = alt.Chart().encode(x=alt.X("k:Q", title="k", axis=alt.Axis(values=ks, format="d")), **color)
     band = base.mark_area(opacity=0.2).encode(y="ci_low:Q", y2="ci_high:Q")
     line = base.mark_line(point=True).encode(
         y=alt.Y("value:Q", title="mean"),
-        tooltip=["run:N", "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"),
+        tooltip=[*run, "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"),
                  alt.Tooltip("ci_low:Q", format=".4f"), alt.Tooltip("ci_high:Q", format=".4f"), "n_users:Q"])
     return (alt.layer(band, line, data=_data(alt, data)).properties(width=210, height=150)
             .facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
@@ -246,17 +255,18 @@ def distribution_chart(hist: pl.DataFrame, metrics: list[str], ks: list[int], k:
     """Share of users per value bin, per metric, one colour per run; a k selector (default k)."""
     alt = _altair()
     pick = alt.param(name="k_shown", value=k, bind=alt.binding_select(options=ks, name="k "))
+    color, run = _runs(alt, hist)
     chart = alt.Chart(_data(alt, hist)).mark_rect(opacity=0.55).encode(
         x=alt.X("bin_start:Q", title="per-user value"), x2="bin_end:Q",
-        y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), y2=alt.datum(0),
-        color=alt.Color("run:N", title="run"),
-        tooltip=["run:N", "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
+        y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), y2=alt.datum(0), **color,
+        tooltip=[*run, "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
                  alt.Tooltip("bin_end:Q", format=".4g"), "users:Q", alt.Tooltip("share:Q", format=".1%")],
     ).properties(width=210, height=150)
     return (chart.facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
             .add_params(pick).transform_filter("datum.k == k_shown")
             .resolve_scale(x="independent", y="independent")
-            .properties(title="Per-user values (users with a defined value)"))
+            .properties(title=alt.TitleParams(  # the k shown, also in an exported image (no selector there)
+                alt.expr("'Per-user values at k=' + k_shown + ' (users with a defined value)'"))))
 
 
 def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: int):
@@ -276,19 +286,23 @@ def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: 
             .properties(title=f"Who changed at k={k}: {b} - {a} (users whose value differs)"))
 
 
-def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame):
-    """Lorenz curve of exposure per run, with the equality diagonal; Gini in the legend."""
+def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame, k: int | None = None):
+    """Lorenz curve of exposure per run (at k, in the title), with the equality diagonal; Gini in the legend."""
     alt = _altair()
-    labels = gini.select("run", label=pl.format("{} (curve Gini {})", "run", pl.col("gini").round(3)))
+    one = gini["run"].to_list() == [ONE_RUN]
+    labels = gini.select("run", label=pl.format("curve Gini {}", pl.col("gini").round(3)) if one
+                         else pl.format("{} (curve Gini {})", "run", pl.col("gini").round(3)))
     data = points.join(labels, on="run", maintain_order="left")
     diagonal = alt.Chart(_data(alt, pl.DataFrame({"x": [0.0, 1.0]}))).mark_line(
         strokeDash=[4, 4], color="gray").encode(x="x:Q", y="x:Q")
     curve = alt.Chart(_data(alt, data)).mark_line().encode(
         x=alt.X("item_share:Q", title="share of items (least exposed first)", axis=alt.Axis(format="%")),
         y=alt.Y("exposure_share:Q", title="share of exposure", axis=alt.Axis(format="%")),
-        color=alt.Color("label:N", title="run"),
-        tooltip=["run:N", alt.Tooltip("item_share:Q", format=".1%"), alt.Tooltip("exposure_share:Q", format=".1%")])
-    return alt.layer(diagonal, curve).properties(width=320, height=260, title="Exposure Lorenz curve")
+        color=alt.Color("label:N", title=None if one else "run"),
+        tooltip=[*([] if one else ["run:N"]), alt.Tooltip("item_share:Q", format=".1%"),
+                 alt.Tooltip("exposure_share:Q", format=".1%")])
+    title = "Exposure Lorenz curve" + ("" if k is None else f" at k={k}")
+    return alt.layer(diagonal, curve).properties(width=320, height=260, title=title)
 
 
 def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[str] | None = None,
@@ -321,7 +335,7 @@ def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[st
     if not isinstance(per_item, pl.DataFrame):
         raise ParameterError("kind='lorenz' needs result.per_item (item exposure), which this Result lacks.",
                              hint="Evaluate with the beyond-accuracy metrics (a catalog) to get per_item.")
-    return lorenz_chart(*lorenz(per_item, k, max_points=max_points))
+    return lorenz_chart(*lorenz(per_item, k, max_points=max_points), k if "k" in per_item.columns else None)
 
 
 def _vl_version(vlc) -> str | None:
@@ -528,7 +542,8 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
             body += "<h3>Catalog metrics</h3><p class='note'>one value per run and k</p>" + summary_grid(catalog)
         if isinstance(per_item, pl.DataFrame) and per_item.height:
             points, gini = lorenz(per_item, k, max_points=max_points)
-            charts["lorenz"] = lorenz_chart(points, gini)
+            charts["lorenz"] = lorenz_chart(points, gini, k if "k" in per_item.columns else None)
+            gini = gini.drop("run") if gini["run"].to_list() == [ONE_RUN] else gini
             body += (f"<h3>Exposure at k={k}</h3><p>The curve's Gini is 1 − 2 × the area under it, over the "
                      "items listed per item; the summary's <code>gini</code> follows the convention's "
                      f"<code>gini</code> variant and catalog, so the two differ under some presets.</p>"
