@@ -432,3 +432,11 @@ def test_a_closed_stdout_exits_quietly_with_141():
         os.close(write)
     assert (proc.returncode, proc.stderr.decode()) == (141, "")
     assert "141" in cli.EPILOG
+
+
+def test_score_col_on_a_table_without_it_names_only_the_score_column(capsys, inputs):
+    code, _, err = run(capsys, "evaluate", *inputs, "--score-col", "score")
+    assert code == 2
+    assert_one_error(err, "MissingColumnError")
+    assert err[0] == ("rankwise: MissingColumnError: recommendations: need a 'score' column (or list-form items); "
+                      "found ['user', 'item', 'rank'].")
