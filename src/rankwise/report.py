@@ -93,25 +93,28 @@ def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symme
         edges = edges.with_columns(hi=pl.max_horizontal(pl.col("lo").abs(), pl.col("hi").abs()))
         edges = edges.with_columns(lo=-pl.col("hi"))
     # the edges numpy.histogram(values, bins, range=(lo, hi)) uses (lo, lo + 1 when every value is lo),
-    # and its bins: a value in the bin whose start is the last edge <= it, the last bin closed
+    # and its bins: the float guess floor((v - lo) / width), then one step down (v under the bin's
+    # start) or up (v on or over its end; not past the last bin, which is closed), on the exact edges
     spans = {(m, k): np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
              for m, k, lo, hi in edges.select("metric", "k", "lo", "hi").collect().iter_rows()}
-    counts = []
-    for m in metrics:  # one scan per metric; the edges by k as literals (a few k: no join)
-        index = None
-        for k in [k for metric, k in spans if metric == m]:
-            found = pl.lit(pl.Series(spans[m, k])).search_sorted(pl.col("v"), side="right").cast(pl.Int64) - 1
-            index = (pl.when(pl.col("k") == k) if index is None else index.when(pl.col("k") == k)).then(found)
-        if index is None:
-            continue
-        counts.append(long.lazy().select("run", "k", defined(m).alias("v")).drop_nulls("v")
-                      .group_by("run", "k", bin=index.clip(0, bins - 1))
-                      .agg(users=pl.len()).with_columns(metric=pl.lit(m)))
-    if not counts:  # no defined value at all
+    if not spans:  # no defined value at all
         return empty
-    grid = pl.LazyFrame([(m, k, i, float(e[i]), float(e[i + 1])) for (m, k), e in spans.items() for i in range(bins)],
+    grid = pl.DataFrame([(m, k, i, float(e[i]), float(e[i + 1]), float(e[0]), float(e[-1] - e[0]) / bins)
+                         for (m, k), e in spans.items() for i in range(bins)], orient="row",
                         schema={"metric": pl.String, "k": pl.Int64, "bin": pl.Int64, "bin_start": pl.Float64,
-                                "bin_end": pl.Float64}, orient="row")
+                                "bin_end": pl.Float64, "lo": pl.Float64, "width": pl.Float64})
+    v, guess = pl.col("v"), pl.col("bin")
+    counts = []
+    for m in metrics:  # one scan per metric, joined to its (small) table of edges
+        edges_m = grid.lazy().filter(pl.col("metric") == m)
+        counts.append(long.lazy().select("run", "k", defined(m).alias("v")).drop_nulls("v")
+                      .join(edges_m.filter(pl.col("bin") == 0).select("k", "lo", "width"), on="k")
+                      .with_columns(bin=((v - pl.col("lo")) / pl.col("width")).floor().cast(pl.Int64).clip(0, bins - 1))
+                      .join(edges_m.select("k", "bin", "bin_start", "bin_end"), on=["k", "bin"])
+                      .group_by("run", "k", bin=pl.when(v < pl.col("bin_start")).then(guess - 1)
+                                .when((v >= pl.col("bin_end")) & (guess < bins - 1)).then(guess + 1).otherwise(guess))
+                      .agg(users=pl.len()).with_columns(metric=pl.lit(m)))
+    grid = grid.lazy().drop("lo", "width")
     runs = long.lazy().select(pl.col("run").unique(maintain_order=True))
     grid = (runs.join(grid, how="cross")
             .join(pl.concat(counts), on=["run", "metric", "k", "bin"], how="left")
