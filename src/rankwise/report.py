@@ -204,9 +204,12 @@ def comparison(result, options: dict | None = None) -> pl.DataFrame | None:
 # ---------------------------------------------------------------- charts (Altair)
 
 def _data(alt, frame: pl.DataFrame):
-    """Inline values (NaN as null: JSON has no NaN)."""
+    """Inline values as CSV text, numbers parsed (NaN an empty field: null). Altair keeps a string
+    as is, where it walks and schema-validates a list of row dicts row by row (k = 1..100 on the
+    example: 16 of 30 s of a report), and the page is smaller."""
     frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
-    return alt.Data(values=frame.to_dicts())
+    numbers = {name: "number" for name, dtype in frame.schema.items() if dtype.is_numeric()}
+    return alt.Data(values=frame.write_csv(), format=alt.DataFormat(type="csv", parse=numbers))
 
 
 def _chosen_k(result, k) -> int:
