@@ -440,3 +440,20 @@ def test_score_col_on_a_table_without_it_names_only_the_score_column(capsys, inp
     assert_one_error(err, "MissingColumnError")
     assert err[0] == ("rankwise: MissingColumnError: recommendations: need a 'score' column (or list-form items); "
                       "found ['user', 'item', 'rank'].")
+
+
+def test_the_segment_table_groups_once(monkeypatch):
+    """2000 segments ran 2000 filters over the frame (quadratic); the rows come from one group_by."""
+    n = 2000
+    frame = pl.DataFrame({"segment": [f"s{i:04d}" for i in range(n) for _ in (1, 2)], "metric": ["ndcg"] * 2 * n,
+                          "k": [2, 1] * n, "value": [i / n for i in range(n) for _ in (1, 2)],
+                          "n_users": [1, 2] * n})
+
+    def no_filter(*_, **__):
+        raise AssertionError("a filter per group")
+
+    monkeypatch.setattr(pl.DataFrame, "filter", no_filter)
+    lines = cli._metric_table(frame, ["segment"])
+    assert len(lines) == 2 + n
+    assert lines[2].split() == ["s0000", "ndcg", "0.0000", "0.0000", "1-2"]
+    assert lines[-1].split() == ["s1999", "ndcg", f"{1999 / n:.4f}", f"{1999 / n:.4f}", "1-2"]

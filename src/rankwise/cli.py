@@ -395,9 +395,8 @@ def _metric_table(frame: pl.DataFrame, keys: list[str]) -> list[str]:
     ks = sorted(set(frame["k"].to_list()))
     header = [*keys, "metric", *[f"@{k}" for k in ks], "users"]
     rows = []
-    for group in frame.select(*keys, "metric").unique(maintain_order=True).iter_rows():
-        part = frame.filter(*[pl.col(c) == v for c, v in zip([*keys, "metric"], group)]).sort("k")
-        values = [f"{v:.4f}" for v in part["value"].to_list()]
+    for group, part in frame.group_by(*keys, "metric", maintain_order=True):  # one pass, not a filter per group
+        values = [f"{v:.4f}" for v in part.sort("k")["value"].to_list()]
         counts = sorted(set(part["n_users"].to_list()))
         rows.append([*map(str, group), *values, f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
