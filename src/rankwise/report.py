@@ -492,9 +492,10 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
     """Write one self-contained HTML report of ``result`` to ``path`` (every script inline; no network).
 
     Sections: run card, summary with CIs (with ``result.segments`` the means per segment too), metric
-    vs k curves, per-user distributions at k (a selector switches k), with several runs the comparison (``result.compare()`` when present) and
-    the per-user difference for ``pair`` (default the first two runs), with ``result.per_item`` the
-    exposure Lorenz curve, and catalog-level summary rows. k defaults to the largest evaluated;
+    vs k curves, per-user distributions at k (a selector switches k), with several runs the
+    comparison (``result.compare()`` when present) and the per-user difference for ``pair`` (default
+    the first two runs), with ``result.per_item`` the exposure Lorenz curve, and catalog-level
+    summary rows (with no per-user metric only those, and a note). k defaults to the largest evaluated;
     ``compare`` holds the options of ``result.compare`` (test, correction, alpha, ...)."""
     _altair()  # a missing extra fails before any work
     vlc = _vl_convert()
