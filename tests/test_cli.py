@@ -382,3 +382,85 @@ def test_a_delta_output_path_deltalake_misreads_is_refused_before_evaluating(tmp
     code = cli.main(["evaluate", "recs.csv", "truth.csv", "--k", "1", "--output", "delta:out[1]"])
     assert code == 2 and "'['" in capsys.readouterr().err
     assert not (tmp_path / "out[1]").exists()
+
+
+def test_several_runs_of_catalog_metrics_only_print_their_values(capsys, tmp_path):
+    train = tmp_path / "train.parquet"
+    pl.DataFrame({"user": [1, 2, 3], "item": [10, 11, 12]}).write_parquet(train)
+    recs_b = tmp_path / "b.parquet"
+    pl.DataFrame({"user": [1, 1, 2], "item": [10, 12, 10], "rank": [1, 2, 1]}).write_parquet(recs_b)
+    recs_a, truth = tmp_path / "a.parquet", tmp_path / "truth.parquet"
+    RECS.write_parquet(recs_a)
+    TRUTH.write_parquet(truth)
+    code, out, err = run(capsys, "evaluate", "--run", f"a={recs_a}", "--run", f"b={recs_b}", truth,
+                         "--metrics", "item_coverage", "--train", train, "--k", "2")
+    assert code == 0, err
+    # by hand: catalog = the train items {10, 11, 12}; a shows {10, 11}, b {10, 12}: 2/3 each
+    assert [line.split() for line in out.splitlines() if line.startswith(("a ", "b "))] == \
+        [["a", "0.6667"], ["b", "0.6667"]]
+    assert "No tests: item_coverage (catalog-level): one value per run" in out
+    code, out, err = run(capsys, "report", "--run", f"a={recs_a}", "--run", f"b={recs_b}", truth,
+                         "--metrics", "item_coverage", "--train", train, "--k", "2", "-o", tmp_path / "r.html")
+    assert code == 0, err
+
+
+def test_report_takes_segments_as_evaluate_does(tmp_path, capsys, inputs):
+    segments = tmp_path / "segments.csv"
+    segments.write_text("user,segment\n1,new\n2,old\n")
+    out = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", *inputs, "--k", "1,2", "--metrics", "precision", "--segments", segments,
+                       "-o", out)
+    assert code == 0, err
+    # by hand: user 1 (10, 11; label 11) precision@1 0, @2 1/2
+    assert "<td>new</td><td>precision</td><td>0.0000 </td><td>0.5000 </td><td>1</td>" in out.read_text()
+
+
+def test_sql_takes_the_beyond_accuracy_tables(capsys):
+    code, _, err = run(capsys, "sql", "--metrics", "novelty", "--k", "10")
+    assert code == 2 and "needs train" in err[0] and "--train TABLE" in err[-1]
+    code, out, err = run(capsys, "sql", "--metrics", "novelty,item_coverage,ild", "--k", "10", "--train", "my_train",
+                         "--items", "my_items", "--item-features", "SELECT * FROM my_features")
+    assert code == 0, err
+    assert "FROM my_train" in out and "FROM my_items" in out and "FROM my_features" in out
+
+
+def test_a_closed_stdout_exits_quietly_with_141():
+    """``rankwise ... | head -1``: the reader left; no 'internal error', the code a SIGPIPE'd tool has."""
+    import os
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe now fails (EPIPE)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "rankwise.cli", "sql", "--metrics", "precision"], stdout=write,
+                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])},
+                              timeout=120)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr.decode()) == (141, "")
+    assert "141" in cli.EPILOG
+
+
+def test_score_col_on_a_table_without_it_names_only_the_score_column(capsys, inputs):
+    code, _, err = run(capsys, "evaluate", *inputs, "--score-col", "score")
+    assert code == 2
+    assert_one_error(err, "MissingColumnError")
+    assert err[0] == ("rankwise: MissingColumnError: recommendations: need a 'score' column (or list-form items); "
+                      "found ['user', 'item', 'rank'].")
+
+
+def test_the_segment_table_groups_once(monkeypatch):
+    """2000 segments ran 2000 filters over the frame (quadratic); the rows come from one group_by."""
+    n = 2000
+    frame = pl.DataFrame({"segment": [f"s{i:04d}" for i in range(n) for _ in (1, 2)], "metric": ["ndcg"] * 2 * n,
+                          "k": [2, 1] * n, "value": [i / n for i in range(n) for _ in (1, 2)],
+                          "n_users": [1, 2] * n})
+
+    def no_filter(*_, **__):
+        raise AssertionError("a filter per group")
+
+    monkeypatch.setattr(pl.DataFrame, "filter", no_filter)
+    lines = cli._metric_table(frame, ["segment"])
+    assert len(lines) == 2 + n
+    assert lines[2].split() == ["s0000", "ndcg", "0.0000", "0.0000", "1-2"]
+    assert lines[-1].split() == ["s1999", "ndcg", f"{1999 / n:.4f}", f"{1999 / n:.4f}", "1-2"]

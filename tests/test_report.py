@@ -83,6 +83,12 @@ def _specs(page: str) -> dict:
     return out
 
 
+def _values(spec: dict) -> pl.DataFrame:
+    """A chart spec's inline data (CSV text)."""
+    assert spec["data"]["format"]["type"] == "csv"
+    return pl.read_csv(io.StringIO(spec["data"]["values"]))
+
+
 # ---------------------------------------------------------------- aggregates
 
 def test_histogram_matches_numpy_with_shared_edges_and_nan_left_out():
@@ -101,6 +107,32 @@ def test_histogram_matches_numpy_with_shared_edges_and_nan_left_out():
         assert np.allclose(part["bin_end"].to_numpy(), edges[1:])
         assert np.allclose(part["share"].to_numpy(), counts / len(values))
     assert hist.filter(pl.col("run") == "a")["users"].sum() == 483
+
+
+def test_histogram_values_on_edges_as_numpy():
+    # 0.1, 0.2, 0.3 ... sit on edges whose float computation lands a hair above or below them
+    values = np.array([0.0, 0.1, 0.2, 0.3, 0.3, 0.7, 0.6, 0.9, 1.0, 0.15, 0.45, 0.55, 0.95, 0.35, 0.65, 0.85])
+    for bins in (20, 10, 7, 3):
+        for lo_hi in (values, values * 0.3, values * 0.7 - 0.2):
+            long = pl.DataFrame({"run": ["r"] * len(lo_hi), "k": [10] * len(lo_hi), "m": lo_hi})
+            counts, edges = np.histogram(lo_hi, bins=bins, range=(lo_hi.min(), lo_hi.max()))
+            hist = report.histogram(long, ["m"], bins=bins)
+            assert hist["users"].to_list() == counts.tolist(), (bins, lo_hi)
+            assert hist["bin_start"].to_list() == edges[:-1].tolist()
+            assert hist["bin_end"].to_list() == edges[1:].tolist()
+    # the reviewer's case: precision@10 of five users 0 (no hit), 0.1, 0.2, 0.3, 0.4 -> edges i * 0.02
+    recs = pl.DataFrame({"user": [u for u in range(5) for _ in range(10)], "item": [i for _ in range(5) for i in range(10)],
+                         "rank": [r + 1 for _ in range(5) for r in range(10)]})
+    truth = pl.DataFrame({"user": [u for u in range(5) for i in range(max(u, 1))],
+                          "item": [i if u else 99 for u in range(5) for i in range(max(u, 1))]})
+    r = rankwise.evaluate(recs, truth, k=[1, 10], metrics=["precision"])
+    hist = report.histogram(report._long(r), ["precision"]).filter(pl.col("k") == 10)
+    at10 = np.array([0.0, 0.1, 0.2, 0.3, 0.4])
+    counts, edges = np.histogram(at10, bins=report.BINS, range=(0.0, 0.4))
+    assert hist["users"].to_list() == counts.tolist()
+    assert counts[15] == 1 and np.isclose(edges[15], 0.3)  # 0.3 in [0.30, 0.32), not [0.28, 0.30)
+    # the last edge is the maximum itself and closes the last bin
+    assert hist["bin_end"].to_list()[-1] == 0.4 and hist["users"].to_list()[-1] == 1
 
 
 def test_histogram_constant_values_fall_in_the_first_bin_and_all_undefined_is_empty():
@@ -181,9 +213,9 @@ def test_report_distribution_spec_has_k_selector_and_chosen_k(one, tmp_path):
     spec = _specs(page)["distribution"]
     (param,) = spec["params"]
     assert param["value"] == 1 and param["bind"]["options"] == [1, 2]
-    values = spec["datasets"][next(iter(spec["datasets"]))] if "datasets" in spec else spec["data"]["values"]
+    values = _values(spec)
     # 3 users, 20 bins per (metric, k): shares add to 1
-    by = pl.DataFrame(values).group_by("metric", "k").agg(pl.col("share").sum(), pl.col("users").sum())
+    by = values.group_by("metric", "k").agg(pl.col("share").sum(), pl.col("users").sum())
     assert by["users"].to_list() == [3] * 4 and by["share"].to_list() == pytest.approx([1.0] * 4)
 
 
@@ -218,13 +250,12 @@ def test_report_beyond_accuracy_panels_when_present(one, tmp_path):
     page = report.build(result, tmp_path / "r.html").read_text()
     assert "Beyond accuracy" in page and "<td>item_coverage</td>" in page
     assert "lorenz" in _specs(page)
-    assert "<td>result</td><td>4</td><td>0.7500</td>" in page  # Gini of (0, 0, 0, 4) = 3/4
+    assert "<tr><td>4</td><td>0.7500</td></tr>" in page  # Gini of (0, 0, 0, 4) = 3/4; no placeholder run
     # catalog rows stay out of the per-user summary grid and curves
     curves = _specs(page)["curves"]
-    values = curves["datasets"][next(iter(curves["datasets"]))] if "datasets" in curves else curves["data"]["values"]
-    assert {v["metric"] for v in values} == {"precision", "ndcg"}
+    assert set(_values(curves)["metric"]) == {"precision", "ndcg"}
     svg = report.save(report.plot(result, "lorenz"), tmp_path / "lorenz.svg").read_text()  # drawn by vl-convert
-    assert "result (curve Gini 0.75)" in svg
+    assert "curve Gini 0.75" in svg and "result" not in svg and "Exposure Lorenz curve at k=2" in svg
 
 
 def test_report_errors(one, two, tmp_path):
@@ -362,3 +393,87 @@ def test_summary_grid_users_per_k_when_they_differ():
     ndcg = grid[grid.index("<td>ndcg</td>"):grid.index("</tr>", grid.index("<td>ndcg</td>"))]
     precision = grid[grid.index("<td>precision</td>"):grid.index("</tr>", grid.index("<td>precision</td>"))]
     assert ndcg.endswith("<td>2 / 7</td>") and precision.endswith("<td>7</td>")
+
+
+@pytest.fixture(scope="module")
+def catalog_only(tmp_path_factory):
+    """Two runs with only item_coverage over a catalog of 5 items (10..14)."""
+    worse = RECS.with_columns(rank=3 - pl.col("rank")).filter(pl.col("user") != 3).vstack(
+        RECS.filter(pl.col("user") == 3))
+    items = pl.DataFrame({"item": [10, 11, 12, 13, 14]})
+    return rankwise.evaluate({"a": RECS, "b": worse}, TRUTH, k=[1, 2], metrics=["item_coverage"], items=items)
+
+
+def test_report_of_catalog_metrics_only_shows_them_and_skips_the_per_user_sections(catalog_only, tmp_path):
+    page = report.build(catalog_only, tmp_path / "r.html").read_text()
+    # by hand: at k=1 a shows {10, 13} (2/5), b {11, 12, 13} (3/5); at k=2 both {10, 11, 12, 13} (4/5)
+    assert "<td>a</td><td>item_coverage</td><td>0.4000 </td><td>0.8000 </td>" in page
+    assert "<td>b</td><td>item_coverage</td><td>0.6000 </td><td>0.8000 </td>" in page
+    assert "No per-user metric was evaluated" in page and "Runs compared" not in page
+    assert "curves" not in _specs(page) and "distribution" not in _specs(page)
+    single = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["item_coverage"],
+                               items=pl.DataFrame({"item": [10, 11, 12, 13, 14]}))
+    page = report.build(single, tmp_path / "one.html").read_text()
+    assert "<td>item_coverage</td><td>0.4000 </td><td>0.8000 </td>" in page
+    assert "<table class='summary'><thead><tr><th>metric</th><th>@1</th><th>@2</th><th>users</th></tr></thead>" \
+        "<tbody></tbody>" not in page  # no empty summary
+
+
+def test_table_of_catalog_metrics_only_shows_values_without_tests_and_compare_says_why(catalog_only):
+    text = catalog_only.table().text()
+    assert "0.4000" in text and "0.6000" in text and "No tests: item_coverage (catalog-level)" in text
+    for call in (catalog_only.compare, catalog_only.bootstrap):
+        with pytest.raises(ParameterError, match="item_coverage .catalog-level.: one value per run, no per-user") \
+                as info:
+            call()
+        assert "Hint:" in str(info.value)
+    f1 = rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=[2], metrics=["f1"], convention="evidently")
+    assert "No tests: f1 (the F of mean precision and mean recall" in f1.table().text()
+    with pytest.raises(ParameterError, match="f_aggregation='of_means'.: one value per run"):
+        f1.compare()
+
+
+def test_report_has_the_means_per_segment(tmp_path):
+    segments = pl.DataFrame({"user": [1, 2, 3], "segment": ["new", "old", "old"]})
+    result = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision"], segments=segments)
+    page = report.build(result, tmp_path / "r.html").read_text()
+    grid = page[page.index("<h2>By segment</h2>"):]
+    grid = grid[:grid.index("</table>")]
+    # by hand, precision@1 / @2: user 1 (10, 11; label 11) 0, 1/2; user 2 (10, 12; label 10) 1, 1/2;
+    # user 3 (13; label 99) 0, 0 -> new: 0, 0.5; old: mean(1, 0) = 0.5, mean(0.5, 0) = 0.25
+    assert "<td>new</td><td>precision</td><td>0.0000 </td><td>0.5000 </td><td>1</td>" in grid
+    assert "<td>old</td><td>precision</td><td>0.5000 <span class='ci'>" in grid
+    assert "<td>0.2500 <span class='ci'>" in grid
+
+
+def _svg_texts(svg: str) -> list[str]:
+    """The text drawn in a vl-convert SVG (labels, titles, legends)."""
+    import re
+
+    return [html_text for html_text in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def test_exported_charts_name_their_k_and_integer_k_ticks_and_no_placeholder_run(tmp_path):
+    one = rankwise.evaluate(RECS, TRUTH, k=[1, 3], metrics=["precision"])
+    texts = _svg_texts(report.save(report.plot(one, "distribution", k=1), tmp_path / "d.svg").read_text())
+    assert "Per-user values at k=1 (users with a defined value)" in texts
+    assert "result" not in texts  # a single run: no legend of the placeholder run name
+    texts = _svg_texts(report.save(report.plot(one, "curves"), tmp_path / "c.svg").read_text())
+    assert texts[:texts.index("k")] == ["1", "3"], texts  # the x ticks (then its title): k is 1 or 3, no 1.5
+    assert "result" not in texts
+    two = rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=[1, 3], metrics=["precision"])
+    texts = _svg_texts(report.save(report.plot(two, "distribution", k=3), tmp_path / "d2.svg").read_text())
+    assert "Per-user values at k=3 (users with a defined value)" in texts and {"a", "b"} <= set(texts)
+
+
+def test_chart_data_is_inline_csv_text_that_reads_back_as_the_frame():
+    """A list of row dicts was walked and schema-validated row by row by Altair (most of a large
+    report's time); CSV text is kept as is. Undefined (NaN) values are empty fields: null to Vega."""
+    alt = pytest.importorskip("altair")
+    frame = pl.DataFrame({"run": ["<b>a</b>", "b,c", 'q"'], "k": [1, 2, 3], "value": [0.5, float("nan"), 1e-17]})
+    data = report._data(alt, frame).to_dict()
+    assert isinstance(data["values"], str)
+    assert data["format"] == {"type": "csv", "parse": {"k": "number", "value": "number"}}
+    back = pl.read_csv(io.StringIO(data["values"]))
+    assert back["run"].to_list() == ["<b>a</b>", "b,c", 'q"'] and back["k"].to_list() == [1, 2, 3]
+    assert back["value"].to_list() == [0.5, None, 1e-17]

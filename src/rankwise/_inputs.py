@@ -443,9 +443,9 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
         df = _rank_by_score(_finite_scores(df, c), conv.ties, conv.min_score)
     else:
+        wanted = " or a ".join(repr(name) for name in (c.rank, c.score) if name is not None)  # rank_col=None: scores
         raise MissingColumnError(
-            f"recommendations: need a {c.rank!r} or a {c.score!r} column (or list-form items); "
-            f"found {list(schema)}.",
+            f"recommendations: need a {wanted} column (or list-form items); found {list(schema)}.",
             hint="Name the columns with rank_col= / score_col=, or pass items as a list column.",
         )
     if conv.min_score is not None and c.score not in schema:

@@ -121,7 +121,8 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
             needs.append("items" if conv.catalog == "items" else "train")
         if needs:
             raise ParameterError(f"Metric {name!r} needs {' and '.join(needs)}, which the tables do not give.",
-                                 hint=f"Pass tables={{{', '.join(repr(n) + ': ...' for n in needs)}, ...}}.")
+                                 hint=f"Pass tables={{{', '.join(repr(n) + ': ...' for n in needs)}, ...}} (rankwise "
+                                      f"sql: {' '.join('--' + n.replace('_', '-') + ' TABLE' for n in needs)}).")
     rel = relation_names(prefix, schema, dialect)
     views = _input_views(tables, dialect, rel, conv, user_col, item_col, rank_col, score_col, relevance_col,
                          feature_col, value_col, ks, keep_score)

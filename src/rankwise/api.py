@@ -137,6 +137,9 @@ class Result:
             raise ParameterError(f"digits={digits!r} must be an integer from 0 to 17.", hint="e.g. digits=4.")
         if len(self.runs) < 2:
             return _table.build(self.summary, None, "", self.confidence, digits)
+        if not self._per_user_names():  # the values, without letters
+            return _table.build(self.summary, None, f"No tests: {self._one_value_per_run()}.", self.confidence,
+                                digits)
         pairs = self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
                              n_resamples=n_resamples)
         return _table.from_pairs(self.summary, pairs, self.runs, test=test, correction=correction, alpha=alpha,
@@ -162,14 +165,34 @@ class Result:
 
         return report.html_table(self)
 
-    def _metric_names(self, metrics) -> list[str]:
+    def _per_user_names(self) -> list[str]:
         """The metrics whose summary value is a mean over users (what compare and bootstrap pair and
         resample): per-user metrics, except F-beta when the convention takes the F of the means."""
         columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
         f_of_means = self.convention.f_aggregation == "of_means"
-        names = [n for n in dict.fromkeys(self.request.names) if n in columns
-                 and not (f_of_means and internal_name(n) == "fbeta")]
+        return [n for n in dict.fromkeys(self.request.names) if n in columns
+                and not (f_of_means and internal_name(n) == "fbeta")]
+
+    def _one_value_per_run(self) -> str:
+        """Which metrics have no per-user values to pair or resample, and why."""
+        columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
+        others = [n for n in dict.fromkeys(self.request.names) if n not in self._per_user_names()]
+        catalog, f_of_means = [n for n in others if n not in columns], [n for n in others if n in columns]
+        why = ([f"{', '.join(catalog)} (catalog-level)"] if catalog else []) + (
+            [f"{', '.join(f_of_means)} (the F of mean precision and mean recall, f_aggregation='of_means')"]
+            if f_of_means else [])
+        return f"{' and '.join(why)}: one value per run, no per-user values to pair or resample"
+
+    def _metric_names(self, metrics) -> list[str]:
+        """The metrics compare and bootstrap pair and resample: ``metrics``, or every per-user one."""
+        columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
+        f_of_means = self.convention.f_aggregation == "of_means"
+        names = self._per_user_names()
         if metrics is None:
+            if not names and isinstance(self.long, pl.DataFrame):
+                raise ParameterError(f"{self._one_value_per_run()}.",
+                                     hint="Result.summary (or Result.table()) has their values; evaluate a "
+                                          "per-user metric too (e.g. metrics=['ndcg', 'item_coverage']) to test.")
             return names
         wanted = [metrics] if isinstance(metrics, str) else list(metrics)
         if f_of_means and any(m in columns and internal_name(m) == "fbeta" for m in wanted):

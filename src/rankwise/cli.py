@@ -7,6 +7,7 @@ and ``Hint: ...``, never a traceback (``--debug`` shows it), and exits with one 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -27,6 +28,8 @@ EXIT_CODES = {
     3: "write error (--output, --per-user or --summary could not be written)",
     4: "a missing optional dependency (e.g. pyspark for --backend spark)",
     130: "interrupted (Ctrl-C)",
+    141: "stdout closed by its reader (e.g. | head): the output was cut short; 128 + SIGPIPE, as any tool "
+         "stopped by a closed pipe",
 }
 EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
 
@@ -107,8 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
                     "file or .parquet/.csv/.jsonl files (see rankwise._write)")
-    ev.add_argument("--segments", help="every mean per group of users too: a (user, segment) table, Parquet or "
-                    "CSV, or the name of a ground-truth column")
     rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
     _evaluation_arguments(rp)
     rp.add_argument("--output", "-o", type=Path, default=Path("report.html"),
@@ -122,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--convention", choices=sorted(PRESETS), default="default")
     sq.add_argument("--recommendations", default="recommendations", help="table name or SELECT")
     sq.add_argument("--ground-truth", default="ground_truth", help="table name or SELECT")
+    for name in ("train", "items", "item-features"):
+        sq.add_argument(f"--{name}", default=None, help=f"beyond-accuracy metrics: the {name.replace('-', ' ')} "
+                        "table name or SELECT (as evaluate's --" + name + " reads it)")
     sq.add_argument("--schema", default=None, help="schema/dataset for the per-user table")
     for name in ("user", "item", "rank", "relevance"):
         sq.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
@@ -164,6 +168,8 @@ def _evaluation_arguments(sub) -> None:
     sub.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
     sub.add_argument("--metrics", type=_names, default=None,
                      help="e.g. precision,ndcg,novelty,item_coverage (default: every accuracy metric)")
+    sub.add_argument("--segments", help="every mean per group of users too: a (user, segment) table, Parquet or "
+                     "CSV, or the name of a ground-truth column")
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
     sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
     _side_arguments(sub)
@@ -217,7 +223,8 @@ def _sql_command(args) -> int:
     from .render import sql
 
     print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
-              tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth},
+              tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth,
+                      **{key: table for key, table in _side(args).items() if table is not None}},
               user_col=args.user_col, item_col=args.item_col,
               rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
               relevance_col=None if args.no_relevance else args.relevance_col, schema=args.schema), end="")
@@ -245,7 +252,7 @@ def _evaluate(args):
     start = time.perf_counter()
     result = evaluate(
         recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
-        backend=args.backend, convention=args.convention, segments=getattr(args, "segments", None),
+        backend=args.backend, convention=args.convention, segments=args.segments,
         **_columns(args), **_side(args),
     )
     return result, time.perf_counter() - start
@@ -291,9 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     args = None  # stays None on a usage error: nothing worth a traceback
     try:
         args = build_parser().parse_args(argv)
-        return _COMMANDS[args.command](args)
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed stdout fails here, not in the interpreter's flush at exit
+        return code
     except SystemExit as exit_:  # --help, --version
         return exit_.code if isinstance(exit_.code, int) else 0
+    except BrokenPipeError:  # the reader left: stop quietly, and make the flush at exit a no-op
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # a stdout without a descriptor (captured in-process)
+            pass
+        return 141
     except KeyboardInterrupt:
         if getattr(args, "debug", False):
             raise
@@ -380,9 +395,8 @@ def _metric_table(frame: pl.DataFrame, keys: list[str]) -> list[str]:
     ks = sorted(set(frame["k"].to_list()))
     header = [*keys, "metric", *[f"@{k}" for k in ks], "users"]
     rows = []
-    for group in frame.select(*keys, "metric").unique(maintain_order=True).iter_rows():
-        part = frame.filter(*[pl.col(c) == v for c, v in zip([*keys, "metric"], group)]).sort("k")
-        values = [f"{v:.4f}" for v in part["value"].to_list()]
+    for group, part in frame.group_by(*keys, "metric", maintain_order=True):  # one pass, not a filter per group
+        values = [f"{v:.4f}" for v in part.sort("k")["value"].to_list()]
         counts = sorted(set(part["n_users"].to_list()))
         rows.append([*map(str, group), *values, f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

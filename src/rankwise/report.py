@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from .errors import MissingDependencyError, ParameterError, WriteError
@@ -70,7 +71,8 @@ def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symme
     """Binned per-user values: run, metric, k, bin_start, bin_end, users, share.
 
     Per (metric, k), ``bins`` equal bins over [min, max] of the defined values of every run (the
-    same edges for every run; the last bin closed, as numpy.histogram; symmetric: over [-m, m],
+    same edges for every run): the edges and counts of ``numpy.histogram(values, bins, range=(min,
+    max))``, a value on an edge in the bin it starts, the last bin closed (symmetric: over [-m, m],
     m = max |value|, so that 0 is an edge when bins is even). NaN (undefined) values are
     left out; share = users / defined users of that (run, metric, k). All bins, empty ones too."""
     if bins < 1:
@@ -90,31 +92,35 @@ def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symme
     if symmetric:
         edges = edges.with_columns(hi=pl.max_horizontal(pl.col("lo").abs(), pl.col("hi").abs()))
         edges = edges.with_columns(lo=-pl.col("hi"))
-    edges = edges.with_columns(width=pl.when(pl.col("hi") > pl.col("lo")).then((pl.col("hi") - pl.col("lo")) / bins)
-                               .otherwise(1.0 / bins)).collect()
-    counts = []
-    for m in metrics:  # one scan per metric; lo and width by k as literals (a few k: no join)
-        rows = edges.filter(pl.col("metric") == m)
-        lo = width = None
-        for k, low, w in rows.select("k", "lo", "width").iter_rows():
-            lo = (pl.when(pl.col("k") == k) if lo is None else lo.when(pl.col("k") == k)).then(low)
-            width = (pl.when(pl.col("k") == k) if width is None else width.when(pl.col("k") == k)).then(w)
-        if lo is None:
-            continue
-        counts.append(long.lazy().select("run", "k", defined(m).alias("v")).drop_nulls("v")
-                      .group_by("run", "k", bin=((pl.col("v") - lo) / width).floor().cast(pl.Int64).clip(0, bins - 1))
-                      .agg(users=pl.len()).with_columns(metric=pl.lit(m)))
-    if not counts:  # no defined value at all
+    # the edges numpy.histogram(values, bins, range=(lo, hi)) uses (lo, lo + 1 when every value is lo),
+    # and its bins: the float guess floor((v - lo) / width), then one step down (v under the bin's
+    # start) or up (v on or over its end; not past the last bin, which is closed), on the exact edges
+    spans = {(m, k): np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+             for m, k, lo, hi in edges.select("metric", "k", "lo", "hi").collect().iter_rows()}
+    if not spans:  # no defined value at all
         return empty
+    grid = pl.DataFrame([(m, k, i, float(e[i]), float(e[i + 1]), float(e[0]), float(e[-1] - e[0]) / bins)
+                         for (m, k), e in spans.items() for i in range(bins)], orient="row",
+                        schema={"metric": pl.String, "k": pl.Int64, "bin": pl.Int64, "bin_start": pl.Float64,
+                                "bin_end": pl.Float64, "lo": pl.Float64, "width": pl.Float64})
+    v, guess = pl.col("v"), pl.col("bin")
+    counts = []
+    for m in metrics:  # one scan per metric, joined to its (small) table of edges
+        edges_m = grid.lazy().filter(pl.col("metric") == m)
+        counts.append(long.lazy().select("run", "k", defined(m).alias("v")).drop_nulls("v")
+                      .join(edges_m.filter(pl.col("bin") == 0).select("k", "lo", "width"), on="k")
+                      .with_columns(bin=((v - pl.col("lo")) / pl.col("width")).floor().cast(pl.Int64).clip(0, bins - 1))
+                      .join(edges_m.select("k", "bin", "bin_start", "bin_end"), on=["k", "bin"])
+                      .group_by("run", "k", bin=pl.when(v < pl.col("bin_start")).then(guess - 1)
+                                .when((v >= pl.col("bin_end")) & (guess < bins - 1)).then(guess + 1).otherwise(guess))
+                      .agg(users=pl.len()).with_columns(metric=pl.lit(m)))
+    grid = grid.lazy().drop("lo", "width")
     runs = long.lazy().select(pl.col("run").unique(maintain_order=True))
-    grid = (runs.join(edges.lazy(), how="cross")
-            .join(pl.LazyFrame({"bin": range(bins)}, schema={"bin": pl.Int64}), how="cross")
+    grid = (runs.join(grid, how="cross")
             .join(pl.concat(counts), on=["run", "metric", "k", "bin"], how="left")
             .with_columns(pl.col("users").fill_null(0))
             .filter(pl.col("users").sum().over("run", "metric", "k") > 0)
-            .with_columns(bin_start=pl.col("lo") + pl.col("bin") * pl.col("width"),
-                          bin_end=pl.col("lo") + (pl.col("bin") + 1) * pl.col("width"),
-                          share=pl.col("users") / pl.col("users").sum().over("run", "metric", "k")))
+            .with_columns(share=pl.col("users") / pl.col("users").sum().over("run", "metric", "k")))
     order = {m: i for i, m in enumerate(metrics)}
     out = grid.select("run", "metric", "k", "bin_start", "bin_end", "users", "share").collect()
     return out.sort(pl.col("metric").replace_strict(order), "run", "k", "bin_start", maintain_order=True)
@@ -182,14 +188,15 @@ def lorenz(per_item: pl.DataFrame, k: int | None = None, *,
 
 def catalog_rows(result) -> pl.DataFrame | None:
     """Summary rows of catalog-level metrics (a metric with no per-user column: coverage, gini, ...)."""
-    rows = _with_run(result.summary).filter(~pl.col("metric").is_in(metric_columns(result)))
+    rows = result.summary.filter(~pl.col("metric").is_in(metric_columns(result)))
     return rows if rows.height else None
 
 
 def comparison(result, options: dict | None = None) -> pl.DataFrame | None:
-    """``result.compare(**options)`` when the Result has it and several runs, else None."""
+    """``result.compare(**options)`` when the Result has it, several runs and a per-user mean to test,
+    else None."""
     compare = getattr(result, "compare", None)
-    if not callable(compare) or len(result.runs) < 2:
+    if not callable(compare) or len(result.runs) < 2 or not result._per_user_names():
         return None
     return compare(**(options or {}))
 
@@ -197,9 +204,12 @@ def comparison(result, options: dict | None = None) -> pl.DataFrame | None:
 # ---------------------------------------------------------------- charts (Altair)
 
 def _data(alt, frame: pl.DataFrame):
-    """Inline values (NaN as null: JSON has no NaN)."""
+    """Inline values as CSV text, numbers parsed (NaN an empty field: null). Altair keeps a string
+    as is, where it walks and schema-validates a list of row dicts row by row (k = 1..100 on the
+    example: 16 of 30 s of a report), and the page is smaller."""
     frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
-    return alt.Data(values=frame.to_dicts())
+    numbers = {name: "number" for name, dtype in frame.schema.items() if dtype.is_numeric()}
+    return alt.Data(values=frame.write_csv(), format=alt.DataFormat(type="csv", parse=numbers))
 
 
 def _chosen_k(result, k) -> int:
@@ -222,16 +232,25 @@ def _pair(result, pair) -> tuple[str, str]:
     return tuple(pair)
 
 
+def _runs(alt, frame: pl.DataFrame, field: str = "run") -> tuple[dict, list]:
+    """The run colour encoding and tooltip; a single run's (its placeholder name, ONE_RUN, says
+    nothing) has no legend and no run in the tooltip."""
+    if frame["run"].unique().to_list() == [ONE_RUN]:
+        return {"color": alt.Color(f"{field}:N", legend=None)}, []
+    return {"color": alt.Color(f"{field}:N", title="run")}, ["run:N"]
+
+
 def curves_chart(summary: pl.DataFrame, metrics: list[str]):
     """Mean vs k per metric (one panel each), a line and its t interval band per run."""
     alt = _altair()
     data = _with_run(summary).filter(pl.col("metric").is_in(metrics))
-    base = alt.Chart().encode(
-        x=alt.X("k:Q", title="k"), color=alt.Color("run:N", title="run"))
+    color, run = _runs(alt, data)
+    ks = sorted(data["k"].unique().to_list())  # ticks at the evaluated k (overlapping labels are dropped)
+    base = alt.Chart().encode(x=alt.X("k:Q", title="k", axis=alt.Axis(values=ks, format="d")), **color)
     band = base.mark_area(opacity=0.2).encode(y="ci_low:Q", y2="ci_high:Q")
     line = base.mark_line(point=True).encode(
         y=alt.Y("value:Q", title="mean"),
-        tooltip=["run:N", "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"),
+        tooltip=[*run, "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"),
                  alt.Tooltip("ci_low:Q", format=".4f"), alt.Tooltip("ci_high:Q", format=".4f"), "n_users:Q"])
     return (alt.layer(band, line, data=_data(alt, data)).properties(width=210, height=150)
             .facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
@@ -242,17 +261,18 @@ def distribution_chart(hist: pl.DataFrame, metrics: list[str], ks: list[int], k:
     """Share of users per value bin, per metric, one colour per run; a k selector (default k)."""
     alt = _altair()
     pick = alt.param(name="k_shown", value=k, bind=alt.binding_select(options=ks, name="k "))
+    color, run = _runs(alt, hist)
     chart = alt.Chart(_data(alt, hist)).mark_rect(opacity=0.55).encode(
         x=alt.X("bin_start:Q", title="per-user value"), x2="bin_end:Q",
-        y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), y2=alt.datum(0),
-        color=alt.Color("run:N", title="run"),
-        tooltip=["run:N", "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
+        y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), y2=alt.datum(0), **color,
+        tooltip=[*run, "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
                  alt.Tooltip("bin_end:Q", format=".4g"), "users:Q", alt.Tooltip("share:Q", format=".1%")],
     ).properties(width=210, height=150)
     return (chart.facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
             .add_params(pick).transform_filter("datum.k == k_shown")
             .resolve_scale(x="independent", y="independent")
-            .properties(title="Per-user values (users with a defined value)"))
+            .properties(title=alt.TitleParams(  # the k shown, also in an exported image (no selector there)
+                alt.expr("'Per-user values at k=' + k_shown + ' (users with a defined value)'"))))
 
 
 def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: int):
@@ -272,19 +292,23 @@ def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: 
             .properties(title=f"Who changed at k={k}: {b} - {a} (users whose value differs)"))
 
 
-def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame):
-    """Lorenz curve of exposure per run, with the equality diagonal; Gini in the legend."""
+def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame, k: int | None = None):
+    """Lorenz curve of exposure per run (at k, in the title), with the equality diagonal; Gini in the legend."""
     alt = _altair()
-    labels = gini.select("run", label=pl.format("{} (curve Gini {})", "run", pl.col("gini").round(3)))
+    one = gini["run"].to_list() == [ONE_RUN]
+    labels = gini.select("run", label=pl.format("curve Gini {}", pl.col("gini").round(3)) if one
+                         else pl.format("{} (curve Gini {})", "run", pl.col("gini").round(3)))
     data = points.join(labels, on="run", maintain_order="left")
     diagonal = alt.Chart(_data(alt, pl.DataFrame({"x": [0.0, 1.0]}))).mark_line(
         strokeDash=[4, 4], color="gray").encode(x="x:Q", y="x:Q")
     curve = alt.Chart(_data(alt, data)).mark_line().encode(
         x=alt.X("item_share:Q", title="share of items (least exposed first)", axis=alt.Axis(format="%")),
         y=alt.Y("exposure_share:Q", title="share of exposure", axis=alt.Axis(format="%")),
-        color=alt.Color("label:N", title="run"),
-        tooltip=["run:N", alt.Tooltip("item_share:Q", format=".1%"), alt.Tooltip("exposure_share:Q", format=".1%")])
-    return alt.layer(diagonal, curve).properties(width=320, height=260, title="Exposure Lorenz curve")
+        color=alt.Color("label:N", title=None if one else "run"),
+        tooltip=[*([] if one else ["run:N"]), alt.Tooltip("item_share:Q", format=".1%"),
+                 alt.Tooltip("exposure_share:Q", format=".1%")])
+    title = "Exposure Lorenz curve" + ("" if k is None else f" at k={k}")
+    return alt.layer(diagonal, curve).properties(width=320, height=260, title=title)
 
 
 def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[str] | None = None,
@@ -317,7 +341,7 @@ def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[st
     if not isinstance(per_item, pl.DataFrame):
         raise ParameterError("kind='lorenz' needs result.per_item (item exposure), which this Result lacks.",
                              hint="Evaluate with the beyond-accuracy metrics (a catalog) to get per_item.")
-    return lorenz_chart(*lorenz(per_item, k, max_points=max_points))
+    return lorenz_chart(*lorenz(per_item, k, max_points=max_points), k if "k" in per_item.columns else None)
 
 
 def _vl_version(vlc) -> str | None:
@@ -373,15 +397,15 @@ def _table(frame: pl.DataFrame, *, cls: str = "", max_rows: int = 200) -> str:
     return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-def summary_grid(summary: pl.DataFrame) -> str:
-    """The summary as a table: a row per [run,] metric, a column per k; cell = mean and its CI."""
+def summary_grid(summary: pl.DataFrame, keys: tuple[str, ...] = ()) -> str:
+    """The summary as a table: a row per [run,] keys..., metric, a column per k; cell = mean and its CI."""
     frame = _with_run(summary)
     ks = sorted(frame["k"].unique().to_list(), key=lambda k: (k is None, k))
     multi = "run" in summary.columns
-    head = ("<th>run</th>" if multi else "") + "<th>metric</th>" + "".join(
-        f"<th>@{html.escape(str(k))}</th>" for k in ks) + "<th>users</th>"
+    head = ("<th>run</th>" if multi else "") + "".join(f"<th>{html.escape(key)}</th>" for key in keys) + \
+        "<th>metric</th>" + "".join(f"<th>@{html.escape(str(k))}</th>" for k in ks) + "<th>users</th>"
     rows = []
-    for (run, metric), part in frame.group_by("run", "metric", maintain_order=True):
+    for (run, *key, metric), part in frame.group_by("run", *keys, "metric", maintain_order=True):
         cells = {row["k"]: row for row in part.iter_rows(named=True)}
         tds = []
         for k in ks:
@@ -396,7 +420,7 @@ def summary_grid(summary: pl.DataFrame) -> str:
         # the users in each mean: one number when every k has the same, else one per k in column order
         counts = [cells[k]["n_users"] for k in ks if k in cells] if "n_users" in part.columns else [None]
         users = _fmt(counts[0]) if len(set(counts)) == 1 else " / ".join(_fmt(n) for n in counts)
-        rows.append("<tr>" + (f"<td>{html.escape(str(run))}</td>" if multi else "")
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in ([run] if multi else []) + key)
                     + f"<td>{html.escape(str(metric))}</td>" + "".join(tds) + f"<td>{users}</td></tr>")
     return f"<table class='summary'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -467,10 +491,11 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
           bins: int = BINS, max_points: int = MAX_POINTS, compare: dict | None = None) -> Path:
     """Write one self-contained HTML report of ``result`` to ``path`` (every script inline; no network).
 
-    Sections: run card, summary with CIs, metric vs k curves, per-user distributions at k (a
-    selector switches k), with several runs the comparison (``result.compare()`` when present) and
-    the per-user difference for ``pair`` (default the first two runs), with ``result.per_item`` the
-    exposure Lorenz curve, and catalog-level summary rows. k defaults to the largest evaluated;
+    Sections: run card, summary with CIs (with ``result.segments`` the means per segment too), metric
+    vs k curves, per-user distributions at k (a selector switches k), with several runs the
+    comparison (``result.compare()`` when present) and the per-user difference for ``pair`` (default
+    the first two runs), with ``result.per_item`` the exposure Lorenz curve, and catalog-level
+    summary rows (with no per-user metric only those, and a note). k defaults to the largest evaluated;
     ``compare`` holds the options of ``result.compare`` (test, correction, alpha, ...)."""
     _altair()  # a missing extra fails before any work
     vlc = _vl_convert()
@@ -478,15 +503,24 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
     long, names = _long(result), metric_columns(result)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = title or "rankwise report"
-    sections = [("Run", _run_card(result, generated)),
-                ("Summary", "<p class='note'>mean over users with a defined value; "
-                 "[confidence interval]</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names))))]
-    charts = {"curves": curves_chart(result.summary, names),
-              "distribution": distribution_chart(histogram(long, names, bins=bins), names, list(result.request.ks), k)}
-    sections += [("Metric vs k", "<div class='chart' id='chart-curves'></div>"),
-                 ("Per-user distributions", "<p class='note'>binned in the engine: bars are shares of users; "
-                  "the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
-    if len(result.runs) >= 2:
+    sections, charts = [("Run", _run_card(result, generated))], {}
+    if names:
+        sections.append(("Summary", "<p class='note'>mean over users with a defined value; [confidence interval]"
+                         "</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names)))))
+        if getattr(result, "segments", None) is not None:
+            sections.append(("By segment", "<p class='note'>the same means per group of users (segments=); "
+                             "[confidence interval]</p>" + summary_grid(result.segments, ("segment",))))
+        charts = {"curves": curves_chart(result.summary, names),
+                  "distribution": distribution_chart(histogram(long, names, bins=bins), names,
+                                                     list(result.request.ks), k)}
+        sections += [("Metric vs k", "<div class='chart' id='chart-curves'></div>"),
+                     ("Per-user distributions", "<p class='note'>binned in the engine: bars are shares of users; "
+                      "the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
+    else:
+        sections.append(("Summary", "<p class='note'>No per-user metric was evaluated: the catalog metrics under "
+                         "Beyond accuracy have one value per run, so there are no per-user means, distributions "
+                         "or tests.</p>"))
+    if len(result.runs) >= 2 and names:
         a, b = _pair(result, pair)
         counts, hist = differences(long, a, b, k, names, result.user_col, bins=bins)
         body = ""
@@ -500,6 +534,8 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
                                       confidence=getattr(result, "confidence", 0.95))
             body += (f"<h3>Comparison at k={k}</h3>{table._repr_html_()}<details><summary>every pair, metric "
                      f"and k (* = significant)</summary>{_comparison_table(compared)}</details>")
+        elif not result._per_user_names():
+            body += f"<p class='note'>No tests: {html.escape(result._one_value_per_run())}.</p>"
         body += f"<h3>{html.escape(b)} vs {html.escape(a)} per user at k={k}</h3>{_table(counts)}"
         if hist.height:
             charts["difference"] = difference_chart(hist, names, a, b, k)
@@ -510,10 +546,11 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
     if isinstance(per_item, pl.DataFrame) or catalog is not None:
         body = ""
         if catalog is not None:
-            body += "<h3>Catalog metrics</h3>" + _table(catalog)
+            body += "<h3>Catalog metrics</h3><p class='note'>one value per run and k</p>" + summary_grid(catalog)
         if isinstance(per_item, pl.DataFrame) and per_item.height:
             points, gini = lorenz(per_item, k, max_points=max_points)
-            charts["lorenz"] = lorenz_chart(points, gini)
+            charts["lorenz"] = lorenz_chart(points, gini, k if "k" in per_item.columns else None)
+            gini = gini.drop("run") if gini["run"].to_list() == [ONE_RUN] else gini
             body += (f"<h3>Exposure at k={k}</h3><p>The curve's Gini is 1 − 2 × the area under it, over the "
                      "items listed per item; the summary's <code>gini</code> follows the convention's "
                      f"<code>gini</code> variant and catalog, so the two differ under some presets.</p>"
