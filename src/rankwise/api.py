@@ -165,17 +165,22 @@ class Result:
 
         return report.html_table(self)
 
+    @property
+    def _long_columns(self) -> list[str]:
+        """The long frame's columns (none when it was left in the engine, collect=False)."""
+        return self.long.columns if isinstance(self.long, pl.DataFrame) else []
+
     def _per_user_names(self) -> list[str]:
         """The metrics whose summary value is a mean over users (what compare and bootstrap pair and
         resample): per-user metrics, except F-beta when the convention takes the F of the means."""
-        columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
+        columns = self._long_columns
         f_of_means = self.convention.f_aggregation == "of_means"
         return [n for n in dict.fromkeys(self.request.names) if n in columns
                 and not (f_of_means and internal_name(n) == "fbeta")]
 
     def _one_value_per_run(self) -> str:
         """Which metrics have no per-user values to pair or resample, and why."""
-        columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
+        columns = self._long_columns
         others = [n for n in dict.fromkeys(self.request.names) if n not in self._per_user_names()]
         catalog, f_of_means = [n for n in others if n not in columns], [n for n in others if n in columns]
         why = ([f"{', '.join(catalog)} (catalog-level)"] if catalog else []) + (
@@ -185,7 +190,7 @@ class Result:
 
     def _metric_names(self, metrics) -> list[str]:
         """The metrics compare and bootstrap pair and resample: ``metrics``, or every per-user one."""
-        columns = self.long.columns if isinstance(self.long, pl.DataFrame) else ()
+        columns = self._long_columns
         f_of_means = self.convention.f_aggregation == "of_means"
         names = self._per_user_names()
         if metrics is None:
@@ -369,7 +374,7 @@ def _with_segments(result: Result, segment_of: pl.DataFrame) -> Result:
 
 def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engine: Engine, *, user_col: str,
                  collect: bool = True, memory_limit: int | None = None, confidence: float = 0.95,
-                 beyond: tuple | None = None) -> Result:
+                 beyond: BeyondPlan | None = None) -> Result:
     """Every run's prepared inputs through the engine, then the result shaped ({None: prep} = one run).
     ``beyond``: a :class:`BeyondPlan` when beyond-accuracy metrics are asked for."""
     shaped = {}
