@@ -307,6 +307,18 @@ def test_letters_by_hand():
     assert [stats.run_letter(i) for i in (0, 25, 26, 27)] == ["a", "z", "aa", "ab"]
 
 
+def test_letters_past_z_are_separated():
+    """With 28 runs run 'a' better than runs 26 (aa) and 27 (ab) read 'aaab': a, a, a, b or aa, ab?
+    Past 26 runs the letters are comma-separated."""
+    runs = [f"r{i}" for i in range(28)]
+    cmp = pl.DataFrame({"run_a": ["r0"] * 27, "run_b": runs[1:], "metric": ["ndcg"] * 27, "k": [10] * 27,
+                        "mean_a": [0.5] * 27, "mean_b": [0.1] * 27, "significant": [i in (26, 27) for i in range(1, 28)]})
+    table, _ = stats.letters(cmp, runs=runs)
+    assert table.filter(pl.col("run") == "r0")["better_than"].item() == "aa,ab"
+    few, _ = stats.letters(cmp.head(3).with_columns(significant=pl.lit(True)), runs=runs[:4])
+    assert few.filter(pl.col("run") == "r0")["better_than"].item() == "bcd"
+
+
 # ------------------------------------------------------------------------------- errors
 
 

@@ -456,6 +456,7 @@ def letters(compare_frame: pl.DataFrame, runs=None, test: str | None = None,
     if runs is None:
         runs = list(dict.fromkeys(v for a, b in zip(compare_frame["run_a"], compare_frame["run_b"]) for v in (a, b)))
     letter = {r: run_letter(i) for i, r in enumerate(runs)}
+    sep = "," if len(runs) > 26 else ""  # past z the letters have two characters: "aa,b" is not "a,a,b"
     beats: dict = {}
     for row in compare_frame.iter_rows(named=True):
         if not row["significant"] or row["mean_a"] == row["mean_b"]:
@@ -464,7 +465,7 @@ def letters(compare_frame: pl.DataFrame, runs=None, test: str | None = None,
         beats.setdefault((win, row["metric"], row["k"]), set()).add(lose)
     mk = compare_frame.select("metric", "k").unique(maintain_order=True).rows()
     out = pl.DataFrame(
-        [(r, letter[r], m, k, "".join(letter[x] for x in runs if x in beats.get((r, m, k), ())))
+        [(r, letter[r], m, k, sep.join(letter[x] for x in runs if x in beats.get((r, m, k), ())))
          for r in runs for m, k in mk],
         schema={"run": pl.String, "letter": pl.String, "metric": pl.String, "k": pl.Int64,
                 "better_than": pl.String}, orient="row")
