@@ -150,7 +150,7 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     runs = pl.DataFrame([{
         "run_id": ids[name], "run_name": name, "run_at": run_at, "rankwise_version": __version__,
         "convention": result.convention.name, "convention_knobs": knobs,
-        "inputs_fingerprint": fingerprint(result.prepared.get(name)), "n_users": n_users.get(name, 0),
+        "inputs_fingerprint": result._fingerprints.get(name), "n_users": n_users.get(name, 0),
         "metrics": metrics, "ks": ks} for name in names], schema=RUNS_SCHEMA)
     excluded = result.excluded
     run, run_id = _run_columns(excluded, ids)

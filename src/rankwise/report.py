@@ -456,12 +456,7 @@ def _run_card(result, generated: str) -> str:
 
     long = _long(result)  # one row per (run, user, k): the users of a run are its rows at one k
     users = long.filter(pl.col("k") == result.request.ks[0]).group_by("run", maintain_order=True).agg(users=pl.len())
-    try:
-        from ._write import fingerprint
-    except ImportError:  # it may move: the card then shows no fingerprint
-        fingerprint = None
-    prints = {run or ONE_RUN: fingerprint(prep) if fingerprint else None
-              for run, prep in (getattr(result, "prepared", None) or {}).items()}
+    prints = {run or ONE_RUN: digest for run, digest in (getattr(result, "_fingerprints", None) or {}).items()}
     items = [("rankwise", __version__), ("generated", generated), ("convention", result.convention.name),
              ("metrics", ", ".join(result.request.names)), ("k", ", ".join(map(str, result.request.ks)))]
     for run, n in users.iter_rows():
