@@ -690,13 +690,15 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
 # -- shared checks ---------------------------------------------------------------------------------
 
 
+_DEFAULT_NAMES = {f.name: f.default for f in fields(Columns)}
+
+
 def _require(schema, names: list[str], what: str, c: Columns | None = None, optional: tuple[str, ...] = ()) -> None:
     """``names`` must be columns; so must each ``optional`` role (rank, score, relevance) that the
     caller named other than its default (a misspelt relevance_col scored every label 1)."""
     missing = [n for n in names if n not in schema]
-    defaults = {f.name: f.default for f in fields(Columns)}
     renamed = [f"{role}_col={getattr(c, role)!r}" for role in optional
-               if getattr(c, role) not in (None, defaults[role]) and getattr(c, role) not in schema]
+               if getattr(c, role) not in (None, _DEFAULT_NAMES[role]) and getattr(c, role) not in schema]
     if missing or renamed:
         raise MissingColumnError(
             f"{what}: missing column(s) {missing + renamed}; found {list(schema)}.",

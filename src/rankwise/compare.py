@@ -49,8 +49,7 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
         column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
         # the beyond-accuracy metrics on their own: over the recommendations' users, as explain() and the
         # libraries compute them (in one call with accuracy metrics they would take the accuracy users)
-        parts = [part for part in ([m for m in wanted if m not in BEYOND_NAMES], [m for m in wanted if m in BEYOND_NAMES])
-                 if part]
+        parts = [part for part in _split_beyond(wanted) if part]
         if parts:
             try:
                 summary = pl.concat([evaluate(conv, list(request.ks), part).summary for part in parts])

@@ -760,9 +760,7 @@ class _Rows:
 
     def metric(self, name: str, k: int, beta: float = 1.0) -> pl.Expr:
         k = _check_k(k)
-        conv = self.conv
-        if conv.metrics is not None and name not in conv.metrics:  # as evaluate refuses it
-            raise _metrics.not_defined(conv.name, name, conv.metrics)
+        conv = _defining(self.conv, name)
         if name not in _metrics.BY_NAME:
             raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
         _metrics.check_cutoffs(conv, (k,))
