@@ -626,15 +626,22 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = N
     compute the :data:`STAGES` once. ``source``: a DuckDB SELECT of the canonical recommendations
     (``Prepared.sources``), scanned by DuckDB instead of ``recs``, with the empty-list rows ``empty``
     (user_id, rank, item_id) added."""
-    if source is not None:  # a validated Parquet file: DuckDB reads it once, only the top max(k) counts
-        con.execute(f"CREATE OR REPLACE TEMP TABLE recommendation_rows AS SELECT s.user_id, s.rank, s.item_id "
-                    f"FROM ({source}) AS s WHERE s.rank <= {int(max(ks))}")
+    if source is not None:  # a validated Parquet file, scanned by DuckDB itself
+        top = int(max(ks))
+        rows = f"SELECT s.user_id, s.rank, s.item_id FROM ({source}) AS s"
+        longest = con.execute(f"SELECT MAX(s.rank) FROM ({source}) AS s").fetchall()[0][0]  # the file's statistics
+        if longest is not None and longest > top:
+            # rows past max(k): read the file once and keep only the top max(k) of each list. Without
+            # them every query scans the file (1M lists x 100 at k = 100: 2.5 GB less memory, ~0.6 s
+            # faster than copying all 100M rows into a table; at k = 10 the table is faster)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE recommendation_rows AS {rows} WHERE s.rank <= {top}")
+            rows = "SELECT t.user_id, t.rank, t.item_id FROM recommendation_rows AS t"
         if empty is not None and empty.height:
             con.register("empty_lists", empty)
-            con.execute("INSERT INTO recommendation_rows SELECT e.user_id, e.rank, e.item_id FROM empty_lists AS e")
+            rows += " UNION ALL SELECT e.user_id, e.rank, e.item_id FROM empty_lists AS e"
         # no score in a file's scan: a constant in a view, not a stored column of NULLs
         con.execute("CREATE OR REPLACE TEMP VIEW recommendations AS SELECT r.user_id, r.rank, r.item_id, "
-                    "CAST(NULL AS DOUBLE) AS score FROM recommendation_rows AS r")
+                    f"CAST(NULL AS DOUBLE) AS score FROM ({rows}) AS r")
         schema = recs.collect_schema()  # the types the source casts to
         uid, iid = schema[USER], schema[ITEM]
     else:
