@@ -8,7 +8,7 @@
 --   $gini 'catalog' | 'catalog_n1' | 'recommended_n1' | 'catalog_n1_complement';
 --   $info_log_base > 1; $entropy_normalize 'none' | 'distinct'; $personalization_lists 'actual' | 'full'
 -- Output: metric, k, value, n_users (users with at least one item at rank <= k); NULL = undefined.
--- The sums over items are exact (integers, or c ln c as DECIMAL(38, 18)): the same in any order, so
+-- The sums over items are exact (integers, or c ln c in units of 1e-18): the same in any order, so
 -- the values do not depend on which thread added which item.
 --   item_coverage     covered / (|C| + padding), covered = |union L_u ∩ C| (or |union L_u|)
 --   gini              sum_j (2j - N - 1) c_(j) / (D sum c), c ascending, over C ∪ recommended
@@ -46,8 +46,8 @@ item_stats AS (
            CAST(COUNT(*) AS DOUBLE) AS n_all,
            CAST(SUM(a.exposure) AS DOUBLE) AS c_sum,
            CAST(SUM(CAST(a.exposure AS BIGINT) * CAST(a.exposure AS BIGINT)) AS DOUBLE) AS c2_sum,
-           CAST(SUM(CAST(CAST(a.exposure AS DOUBLE) * LN(GREATEST(CAST(a.exposure AS DOUBLE), 1.0))
-                         AS DECIMAL(38, 18))) AS DOUBLE) AS clogc
+           CAST(SUM(CAST(CAST(a.exposure AS DOUBLE) * LN(GREATEST(CAST(a.exposure AS DOUBLE), 1.0)) * 1e18
+                         AS DECIMAL(38, 0))) AS DOUBLE) / 1e18 AS clogc
     FROM all_items AS a
     GROUP BY a.k
 ),

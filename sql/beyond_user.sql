@@ -26,9 +26,11 @@
 --   ild = sum over pairs of (1 - cos) / pairs, with sum_{i<j} cos = (|sum_i unit(f_i)|^2 - m) / 2
 --   serendipity = mean over L_u of max((N+1-rank)/N - (N+1-poprank(i))/N, 0) * rel(u, i), N = |C|
 -- Each list row is read once: summed in its rank bucket (rank_buckets), a cutoff adds up the buckets
--- up to it. The float terms (novelty, serendipity, ild) are summed as DECIMAL(38, 18): exact sums,
--- the same in any order, so a user's value does not depend on which thread added which row (the
--- terms are rounded to 1e-18 first: far below a double's last bit at these magnitudes). Item values come from one row per recommended item (`warm` = has train rows), so
+-- up to it. The float terms (novelty, serendipity, ild) are summed exactly, in units of 1e-18
+-- (DECIMAL(38, 0) of term * 1e18: the same sum in any order, so a user's value does not depend on
+-- which thread added which row; the rounding to 1e-18 is far below a double's last bit at these
+-- magnitudes). Scale 0, not DECIMAL(38, 18): DuckDB converts a scale-18 decimal to DOUBLE exactly
+-- but slowly (0.5 s per 2M sums), a scale-0 one at integer speed. Item values come from one row per recommended item (`warm` = has train rows), so
 -- every join of list rows is an inner join and no joined column is tested for NULL.
 WITH
 totals AS (
@@ -90,7 +92,7 @@ terms AS (
                      ELSE -LN(GREATEST(v.pop, 1.0) / GREATEST(t.total, 1.0))
                           / (CASE WHEN $novelty_normalize = 'log_users' AND t.total > 1 THEN LN(t.total)
                                   WHEN $novelty_normalize = 'log_users' THEN 1.0
-                                  ELSE LN($info_log_base) END) END AS DECIMAL(38, 18)) AS info,
+                                  ELSE LN($info_log_base) END) END * 1e18 AS DECIMAL(38, 0)) AS info,
            CASE WHEN $cold_items = 'drop' AND v.warm = 0 THEN CAST(NULL AS DOUBLE) ELSE v.apop END AS apop,
            CAST(v.is_tail AS DOUBLE) AS tail
     FROM item_values AS v
@@ -106,7 +108,7 @@ buckets AS (
 ),
 sums AS (
     SELECT b.user_id, ct.k, CAST(SUM(b.n_items) AS BIGINT) AS n_items, CAST(SUM(b.n_counted) AS BIGINT) AS n_counted,
-           COALESCE(SUM(b.info_sum), CAST(0 AS DECIMAL(38, 18))) AS info_sum, COALESCE(SUM(b.apop_sum), 0.0) AS apop_sum,
+           COALESCE(SUM(b.info_sum), CAST(0 AS DECIMAL(38, 0))) AS info_sum, COALESCE(SUM(b.apop_sum), 0.0) AS apop_sum,
            SUM(b.tail_sum) AS tail_sum
     FROM buckets AS b
     JOIN cutoff_buckets AS ct ON b.ix <= ct.ix
@@ -142,7 +144,7 @@ seren AS (
            SUM(CAST(GREATEST((cs.n + 1.0 - CAST(r.rank AS DOUBLE)) / cs.n
                              - (CASE WHEN m.warm = 1 THEN (cs.n + 1.0 - m.poprank) / cs.n ELSE 0.0 END),
                              0.0)
-                    * g.rel AS DECIMAL(38, 18))) AS seren_sum
+                    * g.rel * 1e18 AS DECIMAL(38, 0))) AS seren_sum
     FROM recommendations AS r
     JOIN relevant AS g ON g.user_id = r.user_id AND g.item_id = r.item_id
     JOIN cutoffs AS c ON r.rank <= c.k
@@ -154,7 +156,7 @@ seren AS (
 -- zero norm: an engine may compute the projection before the WHERE, and BigQuery and Spark in ANSI
 -- mode raise on a division by zero; where sq > 0 the value is the same)
 unit AS (
-    SELECT v.item_id, v.feature, CAST(v.value / NULLIF(SQRT(v.sq), 0.0) AS DECIMAL(38, 18)) AS u
+    SELECT v.item_id, v.feature, CAST(v.value / NULLIF(SQRT(v.sq), 0.0) * 1e18 AS DECIMAL(38, 0)) AS u
     FROM (SELECT f.item_id, f.feature, f.value,
                  SUM(f.value * f.value) OVER (PARTITION BY f.item_id) AS sq
           FROM item_features AS f) AS v
@@ -178,7 +180,8 @@ ild_s AS (
     GROUP BY r.user_id, c.k, un.feature
 ),
 ild_q AS (
-    SELECT x.user_id, x.k, SUM(CAST(CAST(x.s AS DOUBLE) * CAST(x.s AS DOUBLE) AS DECIMAL(38, 18))) AS q
+    SELECT x.user_id, x.k, SUM(CAST((CAST(x.s AS DOUBLE) / 1e18) * (CAST(x.s AS DOUBLE) / 1e18) * 1e18
+                                    AS DECIMAL(38, 0))) AS q
     FROM ild_s AS x
     GROUP BY x.user_id, x.k
 ),
@@ -191,15 +194,15 @@ lists AS (
     FROM sums AS s
     UNION ALL
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k, CAST(0 AS BIGINT) AS n_items, CAST(0 AS BIGINT) AS n_counted,
-           CAST(0 AS DECIMAL(38, 18)) AS info_sum, 0.0 AS apop_sum, 0.0 AS tail_sum
+           CAST(0 AS DECIMAL(38, 0)) AS info_sum, 0.0 AS apop_sum, 0.0 AS tail_sum
     FROM recommendations AS r
     CROSS JOIN cutoffs AS c
     WHERE r.item_id IS NULL
 ),
 per_user AS (
-    SELECT l.user_id, l.k, l.n_items, l.n_counted, CAST(l.info_sum AS DOUBLE) AS info_sum, l.apop_sum, l.tail_sum,
-           CAST(COALESCE(sr.seren_sum, 0) AS DOUBLE) AS seren_sum,
-           COALESCE(im.m, 0.0) AS m, CAST(COALESCE(iq.q, 0) AS DOUBLE) AS q, nf.n AS n_features
+    SELECT l.user_id, l.k, l.n_items, l.n_counted, CAST(l.info_sum AS DOUBLE) / 1e18 AS info_sum, l.apop_sum,
+           l.tail_sum, CAST(COALESCE(sr.seren_sum, 0) AS DOUBLE) / 1e18 AS seren_sum,
+           COALESCE(im.m, 0.0) AS m, CAST(COALESCE(iq.q, 0) AS DOUBLE) / 1e18 AS q, nf.n AS n_features
     FROM lists AS l
     CROSS JOIN n_features AS nf
     LEFT JOIN seren AS sr ON sr.user_id = l.user_id AND sr.k = l.k

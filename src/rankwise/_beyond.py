@@ -361,8 +361,8 @@ def _relevant(truth, conv: Convention, ids: tuple) -> pl.LazyFrame:
 
 
 _LIST_SUMS = ("novelty", "arp", "long_tail_share", "serendipity")  # from one pass of sums per (user, bucket)
-# float terms are summed as exact decimals (as in sql/beyond_user.sql): the same sum in any order, so the
-# values do not depend on how the threads split the rows
+# float terms are summed as exact decimals (sql/beyond_user.sql: the same terms in integer units of 1e-18):
+# the same sum in any order, so the values do not depend on how the threads split the rows
 EXACT = pl.Decimal(38, 18)
 
 
