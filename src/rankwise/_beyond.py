@@ -367,14 +367,15 @@ EXACT = pl.Decimal(38, 18)
 
 
 def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth=None,
-                names=USER_COLUMNS) -> pl.LazyFrame:
+                names=USER_COLUMNS, expo: pl.DataFrame | None = None) -> pl.LazyFrame:
     """(user_id, k, n_items, novelty, arp, long_tail_share, ild, serendipity): one row per user of
     ``recs`` and k; NaN = undefined. ild is NaN without features, serendipity 0 without truth. Only
-    the metrics in ``names`` are computed: the others are null (n_items too without one of _LIST_SUMS)."""
+    the metrics in ``names`` are computed: the others are null (n_items too without one of _LIST_SUMS).
+    ``expo``: the :func:`exposure` frame when already computed."""
     recs = recs.lazy()
     out = _users(recs, ks)
     if set(names) & set(_LIST_SUMS):
-        out = _list_values(out, recs, side, ks, conv, truth)
+        out = _list_values(out, recs, side, ks, conv, truth, expo)
     else:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("n_items"),
                                *(pl.lit(None, pl.Float64).alias(c) for c in _LIST_SUMS))
@@ -387,7 +388,7 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
 
 
 def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
-                 truth) -> pl.LazyFrame:
+                 truth, expo: pl.DataFrame | None = None) -> pl.LazyFrame:
     """``users`` (user_id, k) with n_items and _LIST_SUMS: sums per (user, rank bucket), added up per k."""
     ids = _ids(recs)
     pop, totals = _popularity(side, ids[1])
@@ -405,7 +406,6 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
     tail = _tail_items(pop, conv)
     cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
-    catalog_n = _catalog(exposure(recs, ks), side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
     spop = pl.col("pop_users" if conv.serendipity_popularity == "users" else "pop_rows")
     poprank = pop.select(ITEM, spop.rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
     item_values = pop.join(tail, on=ITEM, how="left").join(poprank, on=ITEM, how="left")  # train items
@@ -420,14 +420,19 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
         pl.col("tail").sum().alias("tail_sum"))
     per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in ("n_items", "n_counted", "info_sum",
                                                                         "apop_sum", "tail_sum")])
-    # serendipity: only the list rows with a relevant label count (the term is 0 elsewhere)
-    relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks) if truth is not None \
-        else pl.LazyFrame(schema={USER: ids[0], ITEM: ids[1], "rank": pl.Int64, "rel": pl.Float64, "k": pl.Int64})
-    seren = (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
-             .group_by(USER, "k").agg((pl.max_horizontal(
-                 (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
-                 - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
-                 * pl.col("rel")).cast(EXACT).sum().alias("seren_sum")))
+    # serendipity: only the list rows with a relevant label count (the term is 0 elsewhere; without
+    # ground truth no row has one, and the catalog size N, an exposure pass, is not needed)
+    if truth is None:
+        seren = pl.LazyFrame(schema={USER: ids[0], "k": pl.Int64, "seren_sum": EXACT})
+    else:
+        expo = exposure(recs, ks) if expo is None else expo.lazy()
+        catalog_n = _catalog(expo, side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
+        relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks)
+        seren = (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
+                 .group_by(USER, "k").agg((pl.max_horizontal(
+                     (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
+                     - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
+                     * pl.col("rel")).cast(EXACT).sum().alias("seren_sum")))
     out = (users.join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
            .with_columns(pl.col("n_items", "n_counted").fill_null(0),
                          pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").cast(pl.Float64).fill_null(0.0)))
@@ -810,8 +815,8 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     else:
         # every pass below reads only the top max(k) of each list: read the input once, keep those rows
         recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()
-        users = polars_user(recs, side, ks, conv, truth=truth, names=names).collect()
         expo = exposure(recs, ks).collect()
+        users = polars_user(recs, side, ks, conv, truth=truth, names=names, expo=expo).collect()
         catalog = polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
         items = per_item(recs, side, ks, conv, expo)
     wanted = [n for n in names if n in USER_COLUMNS]
