@@ -667,3 +667,17 @@ def test_someone_elses_parquet_directory_is_not_written_into(result, tmp_path):
         assert "Hint:" in str(info.value)
     assert [p.name for p in where.iterdir()] == ["part-0.parquet"]
     assert pl.read_parquet(where).equals(RECS)
+
+
+def test_a_hidden_file_does_not_make_a_rankwise_directory_foreign(result, tmp_path):
+    """A file manager's .DS_Store beside rankwise's folders: the next append still lands (a reader's glob skips
+    hidden files too); a visible stray file is still refused."""
+    where = tmp_path / "results.parquet"
+    result.write(where)
+    (where / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    (where / ".ipynb_checkpoints").mkdir()
+    result.write(where)
+    assert len(pl.read_parquet(where / "runs" / "*.parquet")) == 2
+    (where / "notes.txt").write_text("mine")
+    with pytest.raises(rankwise.WriteError, match="notes.txt"):
+        result.write(where)

@@ -303,7 +303,9 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
         raise WriteError(
             f"{str(root)!r} is a file; rankwise 0.2 writes a dataset directory of that name (one file per run).",
             hint=f"Move the old file away (e.g. to {root.name}.v01{root.suffix}), or write to another path.")
-    foreign = sorted(p.name for p in root.iterdir() if p.name not in TABLES or not p.is_dir()) \
+    # hidden entries (.DS_Store, .ipynb_checkpoints) are no one's data: readers' globs skip them too
+    foreign = sorted(p.name for p in root.iterdir()
+                     if not p.name.startswith(".") and (p.name not in TABLES or not p.is_dir())) \
         if root.is_dir() else []
     if foreign:
         raise WriteError(f"{str(root)!r} holds other files than rankwise's table folders: {', '.join(foreign[:5])}.",
