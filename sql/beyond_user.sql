@@ -30,8 +30,9 @@
 -- (DECIMAL(38, 0) of term * 1e18: the same sum in any order, so a user's value does not depend on
 -- which thread added which row; the rounding to 1e-18 is far below a double's last bit at these
 -- magnitudes). Scale 0, not DECIMAL(38, 18): DuckDB converts a scale-18 decimal to DOUBLE exactly
--- but slowly (0.5 s per 2M sums), a scale-0 one at integer speed. Item values come from one row per recommended item (`warm` = has train rows), so
--- every join of list rows is an inner join and no joined column is tested for NULL.
+-- but slowly (0.5 s per 2M sums), a scale-0 one at integer speed. Item values come from one row per
+-- recommended item (`warm` = has train rows), so every join of list rows is an inner join and no
+-- joined column is tested for NULL.
 WITH
 totals AS (
     SELECT CASE WHEN $popularity = 'users' THEN CAST(COUNT(DISTINCT t.user_id) AS DOUBLE)
