@@ -247,6 +247,67 @@ def test_compare_bootstrap_follows_documented_stream():
     assert row["ci_low"] < row["diff"] < row["ci_high"]
 
 
+def test_a_pair_resamples_its_own_users_whatever_other_runs_scored():
+    """The pair (a, b) has 8 users in common; run c scored 300. Its bootstrap row is the documented stream
+    over those 8 paired users (and so the same with or without c); a run's interval resamples its own users."""
+    xa = np.array([.2, .5, .1, .4, .3, .6, .2, .5])
+    xb = np.array([.4, .6, .3, .5, .2, .9, .4, .6])
+    c = np.random.default_rng(0).random(300)
+    long = pl.DataFrame({"run": ["a"] * 8 + ["b"] * 8 + ["c"] * 300, "user": [*range(8), *range(8), *range(300)],
+                         "k": 10, "m": [*xa, *xb, *c]})
+    b, d = 400, xb - xa
+    boot = _naive_boot_means(d, b, 0)
+    for frame in (stats.compare(long, "user", "m", test="bootstrap", n_resamples=b),
+                  stats.compare(long, "user", "m", test="bootstrap", n_resamples=b, runs=["a", "b"])):
+        row = frame.filter((pl.col("run_a") == "a") & (pl.col("run_b") == "b")).row(0, named=True)
+        assert row["n_users"] == 8
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.quantile(boot, [0.025, 0.975])), rel=1e-12)
+        assert row["p_value"] == pytest.approx(
+            (1 + np.count_nonzero(np.abs(boot - d.mean()) >= abs(d.mean()) - 1e-9 * np.abs(d).mean())) / (1 + b))
+    one = stats.bootstrap(long, "user", "m", b).filter(pl.col("run") == "b").row(0, named=True)
+    assert (one["ci_low"], one["ci_high"]) == pytest.approx(
+        tuple(np.quantile(_naive_boot_means(xb, b, 0), [0.025, 0.975])), rel=1e-12)
+
+
+def test_ks_selects_the_cutoffs_of_a_frame_with_more():
+    long = pl.DataFrame({"run": ["a", "b"] * 4, "user": [1, 1, 2, 2] * 2, "k": [5] * 4 + [10] * 4,
+                         "ndcg": [.1, .4, .3, .5, .2, .6, .3, .7]})
+    five = long.filter(pl.col("k") == 5)
+    assert stats.bootstrap(long, "user", "ndcg", 50, ks=[5]).equals(stats.bootstrap(five, "user", "ndcg", 50))
+    assert stats.compare(long, "user", "ndcg", ks=[5]).equals(stats.compare(five, "user", "ndcg"))
+
+
+def test_levels_may_be_numpy_numbers():
+    long = _pair_frame(np.array([.1, .4, .2, .8]), np.array([.3, .5, .2, .9]))
+    assert stats.compare(long, "user", "m", alpha=np.float32(0.05), confidence=np.float64(0.9)).equals(
+        stats.compare(long, "user", "m", alpha=0.05, confidence=0.9))
+    with pytest.raises(ParameterError, match="strictly between"):
+        stats.compare(long, "user", "m", alpha=np.float64(1.5))
+
+
+def test_bca_counts_resampled_means_equal_to_the_mean_as_ties():
+    """Values in tenths (precision@10): many resampled means equal the observed one exactly, which float
+    sums put on either side of it. z0 from exact integer sums over the same draws (the documented rule)."""
+    from scipy.special import ndtr, ndtri
+
+    ints = np.array([3, 0, 7, 10, 3, 3, 7, 0, 10, 3, 7, 7, 0, 3, 10])
+    x, n, b = ints / 10, ints.size, 500
+    lib = stats.bootstrap(pl.DataFrame({"run": "a", "user": range(n), "k": 10, "m": x}), "user", "m", b, seed=3,
+                          method="bca").row(0, named=True)
+    kids = np.random.SeedSequence(3).spawn(b)
+    draws = [np.random.Generator(np.random.PCG64(c)).integers(0, n, n) for c in kids]
+    sums = np.array([ints[i].sum() for i in draws])
+    below, ties = (sums < ints.sum()).sum(), (sums == ints.sum()).sum()
+    assert ties > 5  # the case this test is about
+    jack = np.array([np.delete(x, i).mean() for i in range(n)])
+    u = jack.mean() - jack
+    a = (u ** 3).sum() / (6 * (u @ u) ** 1.5)
+    z0 = ndtri((2 * below + ties) / (2 * b))
+    levels = [ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))) for z in (ndtri(0.025), ndtri(0.975))]
+    boot = np.array([x[i].mean() for i in draws])
+    assert (lib["ci_low"], lib["ci_high"]) == pytest.approx(tuple(np.quantile(boot, levels)), rel=1e-12)
+
+
 def test_bootstrap_reproducible_brackets_mean_and_matches_scipy():
     data = _data(n=200)
     long = _long(data)
@@ -431,6 +492,21 @@ def test_result_compare_and_table_arguments():
     two = rankwise.evaluate({"a": recs, "b": recs}, truth, k=2, metrics=["precision"])
     with pytest.raises(ParameterError, match="digits"):
         two.table(digits=-1)
+
+
+def test_result_compare_reads_metric_names_as_evaluate_does():
+    import rankwise
+
+    truth = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 2, 3, 4]})
+    a = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 2, 9, 9], "rank": 1})
+    b = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 9, 9, 9], "rank": 1})
+    res = rankwise.evaluate({"a": a, "b": b}, truth, k=1, metrics=["NDCG", "Recall"])
+    assert res.compare(metrics=[" NDCG", "Recall"]).equals(res.compare(metrics=["ndcg", "recall"]))
+    assert res.bootstrap(50, metrics="NDCG").equals(res.bootstrap(50, metrics="ndcg"))
+    for wrong in ("recal", "ndcg@1", "map"):  # a typo, a cutoff in the name, a metric not evaluated
+        with pytest.raises(ParameterError, match="not in this result") as info:
+            res.compare(metrics=[wrong])
+        assert "catalog" not in str(info.value).lower()
 
 
 def test_table_says_when_the_letters_pair_fewer_users_than_the_means():

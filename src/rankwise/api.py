@@ -125,9 +125,9 @@ class Result:
                              confidence=self.confidence, runs=self.runs, ks=self.request.ks)
 
     def bootstrap(self, n_resamples: int = 1000, *, seed=0, method: str = "percentile", metrics=None) -> pl.DataFrame:
-        """Bootstrap intervals of each mean, resampling users (the same draws for every run, metric and k):
-        (run,) metric, k, value, ci_low, ci_high, n_users; method "percentile", "basic" or "bca";
-        reproducible with ``seed``. The level is the result's ``confidence``."""
+        """Bootstrap intervals of each mean, resampling its users (runs, metrics and ks valued for the same
+        users share the draws): (run,) metric, k, value, ci_low, ci_high, n_users; method "percentile",
+        "basic" or "bca"; reproducible with ``seed``. The level is the result's ``confidence``."""
         from . import stats
 
         out = stats.bootstrap(self._long_with_runs(), self.user_col, self._metric_names(metrics), n_resamples,
@@ -207,12 +207,20 @@ class Result:
                                      hint="Result.summary (or Result.table()) has their values; evaluate a "
                                           "per-user metric too (e.g. metrics=['ndcg', 'item_coverage']) to test.")
             return names
-        wanted = [metrics] if isinstance(metrics, str) else list(metrics)
+        # the names as evaluate() reads them (" NDCG" is ndcg)
+        wanted = [m.strip().lower() if isinstance(m, str) else m
+                  for m in ([metrics] if isinstance(metrics, str) else list(metrics))]
         if f_of_means and any(m in columns and internal_name(m) == "fbeta" for m in wanted):
             raise ParameterError(
                 f"{[m for m in wanted if internal_name(m) == 'fbeta']}: under f_aggregation='of_means' an F is the F "
                 "of mean precision and mean recall, not a mean over users: nothing to pair or resample.",
                 hint="Compare precision and recall, or evaluate with convention.replace(f_aggregation='per_user').")
+        not_evaluated = [m for m in wanted if m not in self.request.names]
+        if not_evaluated:
+            raise ParameterError(f"metrics {not_evaluated} are not in this result (it has "
+                                 f"{', '.join(self.request.names)}).",
+                                 hint="Name metrics the result was evaluated with, without @k (the cutoffs are "
+                                      "its k); to test another metric, evaluate it.")
         unknown = [m for m in wanted if m not in names]
         if unknown:
             raise ParameterError(f"metrics {unknown} have no per-user values here (per-user metrics: "

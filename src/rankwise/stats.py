@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -118,20 +119,28 @@ def adjust_pvalues(p, correction: str | None = "holm") -> np.ndarray:
 
 
 def _resampled_means(x: np.ndarray, n_resamples: int, seed, chunk_size: int | None) -> np.ndarray:
-    """(n_resamples, C) bootstrap means of the columns of x (n users × C, NaN = undefined).
+    """(n_resamples, C) bootstrap means of the columns of x (users × C, NaN = undefined).
 
-    Resample r draws n users with replacement, idx = Generator(PCG64(SeedSequence(seed).spawn(B)[r]))
-    .integers(0, n, n), the same users for every column; its count vector c gives each column's
-    mean over its defined users: Σ c·x / Σ c·[x defined] (NaN if the resample has none).
+    A column resamples its own m defined users: resample r draws idx = Generator(PCG64(SeedSequence(
+    seed).spawn(B)[r])).integers(0, m, m) among them. Columns defined for the same users share these
+    draws (paired); a column's resamples do not depend on which other columns x holds.
     """
-    n, ncol = x.shape
-    if n == 0:  # no user: no resample has a mean
-        return np.full((n_resamples, ncol), np.nan)
+    out = np.full((n_resamples, x.shape[1]), np.nan)  # a column without users has no resampled mean
     defined = ~np.isnan(x)
-    partial = not defined.all()
-    a = np.where(defined, x, 0.0)
-    if partial:
-        a = np.hstack([a, defined.astype(np.float64)])
+    same_users: dict[bytes, list[int]] = {}
+    for j in range(x.shape[1]):
+        same_users.setdefault(np.packbits(defined[:, j]).tobytes(), []).append(j)
+    for js in same_users.values():
+        users = defined[:, js[0]]
+        if users.any():
+            out[:, js] = _means_of_resamples(x[users][:, js], n_resamples, seed, chunk_size)
+    return out
+
+
+def _means_of_resamples(a: np.ndarray, n_resamples: int, seed, chunk_size: int | None) -> np.ndarray:
+    """(n_resamples, C) means of the columns of ``a`` (n users × C, all defined) over the resamples of
+    :func:`_resampled_means`."""
+    n, ncol = a.shape
     rc = chunk_size or max(1, min(n_resamples, _CHUNK_BYTES // (8 * max(n, 1))))
     children = np.random.SeedSequence(seed).spawn(n_resamples)
     out = np.empty((n_resamples, ncol))
@@ -141,9 +150,7 @@ def _resampled_means(x: np.ndarray, n_resamples: int, seed, chunk_size: int | No
         for j, r in enumerate(range(start, stop)):
             idx = np.random.Generator(np.random.PCG64(children[r])).integers(0, n, size=n)
             counts[j] = np.bincount(idx, minlength=n)
-        s = counts @ a
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:stop] = s[:, :ncol] / s[:, ncol:] if partial else s / n
+        out[start:stop] = counts @ a / n
     return out
 
 
@@ -244,6 +251,8 @@ def _matrix(long: pl.DataFrame, user_col: str, metrics, runs=None, ks=None) -> t
                                  f"(runs in the frame: {', '.join(map(repr, present))}).",
                                  hint="pass each run name once, in the order wanted (it sets the pairs and letters).")
         long = long.filter(pl.col("run").is_in(runs))
+    if ks is not None:  # the cutoffs asked for (one without rows gets NaN columns)
+        long = long.filter(pl.col("k").is_in(list(ks)))
     ks = sorted(long.get_column("k").unique().to_list() if ks is None else set(ks))
     users = long.select(pl.col(user_col).unique().sort()).with_row_index(index)
     frame = long.join(users, on=user_col, how="left")
@@ -265,8 +274,8 @@ def bootstrap(long: pl.DataFrame, user_col: str, metrics, n_resamples: int = 100
               chunk_size: int | None = None, runs=None, ks=None) -> pl.DataFrame:
     """Bootstrap interval of each run's mean per metric and k, resampling users.
 
-    One resample draws users with replacement and is applied to every run, metric and k (paired);
-    a mean is over the resampled users that have a value. With θ̂ the observed mean, θ* the
+    Each run, metric and k resamples, with replacement, the users that have a value (runs, metrics
+    and ks valued for the same users share the draws: paired). With θ̂ the observed mean, θ* the
     resampled means and q_p their p-quantile (numpy's linear rule), α = 1 − confidence:
     percentile = (q_{α/2}, q_{1−α/2}); basic = (2θ̂ − q_{1−α/2}, 2θ̂ − q_{α/2}); bca = percentile at
     levels Φ(z0 + (z0 + z)/(1 − a(z0 + z))) for z = z_{α/2}, z_{1−α/2}, z0 = Φ⁻¹(share of θ* below θ̂,
@@ -317,7 +326,8 @@ def _bca(x, theta, boot, alpha):
         u = jack.mean() - jack
         den = 6 * (u @ u) ** 1.5
         a = (u ** 3).sum() / den if den > 0 else 0.0
-        z0 = ndtri(((b < theta[i]).sum() + (b <= theta[i]).sum()) / (2 * b.size))
+        tie = _TIE_RTOL * np.nanmean(np.abs(col))  # a resampled mean equal to θ̂ up to float rounding is a tie
+        z0 = ndtri(((b < theta[i] - tie).sum() + (b <= theta[i] + tie).sum()) / (2 * b.size))
         levels = [ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))) for z in (ndtri(alpha / 2), ndtri(1 - alpha / 2))]
         if np.all(np.isfinite(levels)):
             lo[i], hi[i] = np.quantile(b, levels)
@@ -382,7 +392,7 @@ def compare(long: pl.DataFrame, user_col: str, metrics, baseline: str | None = N
                          mean_b=xb.mean() if n else np.nan, diff=mean, ci_low=float(lo), ci_high=float(hi),
                          p_value=_p_value(test, xa, xb, d, seed, n_resamples, chunk_size),
                          n_users=n, effect_size=mean / sd if sd > tolerance[-1] else np.nan))
-    if test == "bootstrap" and groups:  # one resample of the users for every comparison (paired)
+    if test == "bootstrap" and groups:  # each pair resamples its paired users (pairs of the same users: the same draws)
         dmat = np.column_stack([x[:, cols[(b, k, m)]] - x[:, cols[(a, k, m)]] for m, k, a, b in groups])
         boot = _resampled_means(dmat, n_resamples, seed, chunk_size)
         with _all_nan_is_nan():
@@ -504,7 +514,7 @@ def _check_choice(value, allowed, name):
 
 
 def _check_level(value, name):
-    if not (isinstance(value, (int, float)) and 0 < value < 1):
+    if not (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and 0 < value < 1):
         raise ParameterError(f"{name}={value!r} must be a number strictly between 0 and 1.",
                              hint=f"e.g. {name}={0.95 if name == 'confidence' else 0.05}.")
 
