@@ -710,3 +710,47 @@ def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn):
     with pytest.raises(rankwise.NumericOverflowError, match="ild") as info:
         rankwise.evaluate(recs, truth, k=3, metrics=["ild"], item_features=features, backend="postgres")
     assert "feature values" in info.value.hint
+
+
+@pytest.mark.parametrize("as_file", [False, True])
+def test_a_user_without_recommendations_counts_as_an_empty_list_from_a_file_too(backend, as_file, tmp_path):
+    """recbole divides by k: user 3 (labels, no list) has arp 0 and is in the mean. By hand, pop from
+    train rows: pop(10) = 2, pop(11) = pop(12) = 1; users 1 and 2: (2 + 1) / 2 = 1.5; mean (1.5 + 1.5 + 0) / 3."""
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 2]})
+    if as_file:
+        recs.write_parquet(tmp_path / "recs.parquet")
+        recs = str(tmp_path / "recs.parquet")
+    truth = pl.DataFrame({"user": [1, 2, 3], "item": [10, 12, 11]})
+    train = pl.DataFrame({"user": [1, 2, 3, 3], "item": [10, 10, 11, 12]})
+    r = rankwise.evaluate(recs, truth, k=2, metrics=["ndcg", "arp"], train=train, convention="recbole",
+                          backend=backend)
+    assert r.per_user.sort("user")["arp@2"].to_list() == [1.5, 1.5, 0.0]
+    assert r.summary.filter(pl.col("metric") == "arp").select("value", "n_users").row(0) == (1.0, 3)
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])  # PostgreSQL and Spark have no unsigned 64-bit type
+def test_uint64_item_ids_past_two_to_the_63_in_train_and_items(engine):
+    """U_T = 3, pop(big) = 2, pop(7) = 1: user 1 (-log2(2/3) - log2(1/3)) / 2, user 2 -log2(2/3)."""
+    big = 2**63 + 5
+    t = {"item": pl.UInt64}
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [big, 7, big], "rank": [1, 2, 1]}, schema_overrides=t)
+    train = pl.DataFrame({"user": [1, 2, 3], "item": [big, big, 7]}, schema_overrides=t)
+    r = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "item_coverage"], train=train,
+                          items=train.select("item").unique(), backend=engine)
+    values = dict(r.summary.select("metric", "value").rows())
+    u1 = (-math.log2(2 / 3) - math.log2(1 / 3)) / 2
+    assert values["novelty"] == pytest.approx((u1 - math.log2(2 / 3)) / 2, rel=1e-12)
+    assert values["item_coverage"] == 1.0
+
+
+@pytest.mark.parametrize("as_file", [False, True])
+def test_narrow_list_ids_and_a_train_item_past_their_type(backend, as_file, tmp_path):
+    """Int16 recommended ids; train item 40000 is never recommended but counts: U_T = 4, pop(1) = 2,
+    pop(2) = 1; novelty (1 + 2) / 2 and 1, mean 1.25; coverage 2 of the 3 train items."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "rank": [1, 2, 1]}, schema_overrides={"item": pl.Int16})
+    if as_file:
+        recs.write_parquet(tmp_path / "recs.parquet")
+        recs = str(tmp_path / "recs.parquet")
+    train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 40000]})
+    r = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "item_coverage"], train=train, backend=backend)
+    assert dict(r.summary.select("metric", "value").rows()) == pytest.approx({"novelty": 1.25, "item_coverage": 2 / 3})

@@ -172,10 +172,11 @@ def _no_nulls(df: pl.DataFrame, names: list[str], what: str) -> None:
 
 
 def _id_column(df: pl.DataFrame, name: str, what: str) -> pl.Expr:
-    """Ids are integers (widened to Int64) or text (String), as in the recommendations."""
+    """Ids are integers (widened to Int64; UInt64 kept: its ids past 2^63 fit no Int64) or text (String),
+    as in the recommendations."""
     dtype = df.schema[name]
     if dtype.is_integer():
-        return pl.col(name).cast(pl.Int64)
+        return pl.col(name).cast(pl.UInt64 if dtype == pl.UInt64 else pl.Int64)
     if dtype in (pl.String, pl.Categorical, pl.Null):
         return pl.col(name).cast(pl.String)
     raise DtypeMismatchError(f"{what}: column {name!r} is {dtype}; ids are integers or text.",
@@ -779,8 +780,12 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
     being a user with an empty list; None: the recommendations' users. The catalog rows read every list."""
     truth = truth if "serendipity" in names else None
     recs, truth = _text_items(recs), None if truth is None else _text_items(truth)
-    if "score" in recs.collect_schema():  # scores joined in Python (with_scores): not in the file's scan
+    # only the DuckDB engine scans the file itself, and not for scores (joined in Python by with_scores)
+    if "score" in recs.collect_schema() or engine != "duckdb":
         source = None
+    if _side_ids_overflow(side, recs.collect_schema()[ITEM]):  # e.g. Int16 lists, a train item past 32767
+        recs, source = recs.lazy().with_columns(pl.col(ITEM).cast(pl.Int64)), None
+        truth = None if truth is None else truth.lazy().with_columns(pl.col(ITEM).cast(pl.Int64))
     empty = None if evaluated is None else _empty_lists(recs, evaluated)
     if empty is not None and empty.height and source is None:  # (a file's scan gets them in register())
         recs = pl.concat([recs.lazy(), empty.lazy()], how="diagonal")
@@ -826,6 +831,17 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
         rows = rows.filter(pl.col(USER).is_in(evaluated.cast(rows.schema[USER]).implode()))
     catalog = catalog.filter(pl.col("metric").is_in([n for n in names if n not in USER_COLUMNS]))
     return rows, catalog, items
+
+
+def _side_ids_overflow(side: SideInputs, item_dtype) -> bool:
+    """Whether a side input holds integer item ids outside the recommendations' narrower integer type
+    (items never recommended, but they count in popularity and the catalog): then the recommendations'
+    ids are widened to Int64, as the accuracy path widens them to the ground truth's."""
+    if not item_dtype.is_integer() or item_dtype in (pl.Int64, pl.UInt64):
+        return False
+    frames = [side.train, side.items, side.features] + ([side.embeddings[0].to_frame(ITEM)] if side.embeddings else [])
+    return any(f is not None and f.schema[ITEM].is_integer() and
+               f[ITEM].cast(item_dtype, strict=False).null_count() > f[ITEM].null_count() for f in frames)
 
 
 def _empty_lists(recs: pl.LazyFrame, users: pl.Series) -> pl.DataFrame:
