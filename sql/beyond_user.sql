@@ -23,7 +23,8 @@
 -- Formulas (L_u = items with rank <= k, pop(i) from train, U_T = distinct train users or rows):
 --   novelty = mean over L_u of -log_b(max(pop(i), 1) / U_T)     arp = mean over L_u of pop(i)
 --   long_tail_share = share of L_u in the tail
---   ild = sum over pairs of (1 - cos) / pairs, with sum_{i<j} cos = (|sum_i unit(f_i)|^2 - m) / 2
+--   ild = sum over pairs of (1 - cos) / pairs, with sum_{i<j} cos = (|sum_i unit(f_i)|^2 - m) / 2 (the sum
+--         of 1 - cos kept in [0, 2 pairs]: float rounding put parallel items at -4e-16)
 --   serendipity = mean over L_u of max((N+1-rank)/N - (N+1-poprank(i))/N, 0) * rel(u, i), N = |C|
 -- Each list row is read once: summed in its rank bucket (rank_buckets), a cutoff adds up the buckets
 -- up to it. The float terms (novelty, serendipity, ild) are summed exactly, in units of 1e-18
@@ -226,7 +227,7 @@ SELECT d.user_id, d.k, d.n_items,
        d.tail_sum / d.den_all AS long_tail_share,
        CASE WHEN d.n_features = 0 THEN CAST(NULL AS DOUBLE)
             WHEN d.m < 2 THEN (CASE WHEN $ild_short = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END)
-            ELSE (d.pairs - (d.q - d.m) / 2.0)
+            ELSE LEAST(GREATEST(d.pairs - (d.q - d.m) / 2.0, 0.0), 2.0 * d.pairs)
                  / (CASE WHEN $ild_denominator = 'pairs' THEN d.pairs ELSE d.m END) END AS ild,
        d.seren_sum / d.den_all AS serendipity
 FROM denominators AS d

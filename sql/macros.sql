@@ -322,9 +322,9 @@ CREATE OR REPLACE TEMP MACRO rankwise__ild_valid(vectors) AS
 
 CREATE OR REPLACE TEMP MACRO rankwise__ild_of(units, ild_denominator, ild_short) AS
     CASE WHEN len(units) < 2 THEN (CASE WHEN ild_short = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END)
-         ELSE (len(units) * (len(units) - 1) / 2.0
+         ELSE least(greatest(len(units) * (len(units) - 1) / 2.0
                - (list_sum(list_transform(list_reduce(units, lambda a, b: list_transform(a, lambda x, j: x + b[j])),
-                                          lambda s: s * s)) - len(units)) / 2.0)
+                                          lambda s: s * s)) - len(units)) / 2.0, 0.0), len(units) * (len(units) - 1.0))
               / (CASE WHEN ild_denominator = 'n_u' THEN len(units) ELSE len(units) * (len(units) - 1) / 2.0 END)
     END;
 

@@ -754,3 +754,29 @@ def test_narrow_list_ids_and_a_train_item_past_their_type(backend, as_file, tmp_
     train = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 40000]})
     r = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "item_coverage"], train=train, backend=backend)
     assert dict(r.summary.select("metric", "value").rows()) == pytest.approx({"novelty": 1.25, "item_coverage": 2 / 3})
+
+
+def test_ild_stays_within_0_and_2_per_pair():
+    """1 - cos lies in [0, 2]; from the sum of unit vectors, float rounding put three items pointing the same
+    way at -4.4e-16 (k = 2) and -3.0e-16 (k = 3). Every engine, the expression and the DuckDB macro: at
+    least 0 and within 1e-15 of it; opposite items at most 2."""
+    import duckdb
+
+    from rankwise import expr
+
+    vec = {1: [1.0, 1.0, 1.0], 2: [2.0, 2.0, 2.0], 3: [0.3, 0.3, 0.3], 4: [-1.0, -1.0, -1.0]}
+    features = pl.DataFrame({"item": list(vec), "embedding": list(vec.values())})
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 4], "rank": [1, 2, 3, 1, 2]})
+    rows = pl.DataFrame({"user": [1, 2], "vec": [[vec[1], vec[2], vec[3]], [vec[1], vec[4]]]})
+    values = []
+    for k in (2, 3):
+        for backend in ("polars", "duckdb"):
+            got = rankwise.evaluate(recs, None, k=k, metrics=["ild"], item_features=features, backend=backend)
+            values.append(dict(got.per_user.select("user", f"ild@{k}").rows()))
+        values.append(dict(rows.select("user", expr.ild("vec", k=k)).rows()))
+        with duckdb.connect() as con:
+            expr.install_duckdb(con)
+            con.register("t", rows)
+            values.append(dict(con.sql(f"SELECT user, rankwise_ild(vec, {k}) FROM t").fetchall()))
+    for v in values:
+        assert 0.0 <= v[1] < 1e-15 and 2.0 - 1e-15 < v[2] <= 2.0, values

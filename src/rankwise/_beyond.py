@@ -456,7 +456,7 @@ def _with_ild(out: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv:
     out = out.join(_ild_polars(_top(recs, ks), side, conv), on=[USER, "k"], how="left")
     m, q = pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0)
     pairs = m * (m - 1) / 2
-    dist = pairs - (q - m) / 2  # sum over pairs of 1 - cos
+    dist = (pairs - (q - m) / 2).clip(0.0, 2 * pairs)  # sum over pairs of 1 - cos (in [0, 2] each: rounding)
     ild = dist / (pairs if conv.ild_denominator == "pairs" else m)
     short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(None, pl.Float64)
     no_features = not side.has_features

@@ -4,10 +4,11 @@ One row = one user: ``recs`` is a list column of recommended items in rank order
 column of the user's labelled items, ``relevance`` an optional list column parallel to ``truth``
 (default: every label has relevance 1). Each function returns a ``pl.Expr`` (named ``"<metric>@<k>"``)
 that equals ``rankwise.evaluate(...).per_user`` for that user under the same convention, so it
-composes with anything: ``df.group_by("country").agg(expr.ndcg("recs", "truth", k=10).mean())``,
+composes with anything: ``df.group_by("country").agg(expr.ndcg("recs", "truth", k=10).fill_nan(None).mean())``,
 lazy or streaming.
 
-Row rules (the convention's knobs, applied per row; NaN = undefined, left out of means):
+Row rules (the convention's knobs, applied per row; NaN = undefined: ``.fill_nan(None)`` before a
+``.mean()`` leaves it out, as evaluate() does; Polars' mean skips nulls, not NaN):
 
 * A null list means the user is absent from that input (a left join leaves one); an empty list means
   present with no items. ``users`` picks the rows that are scored (``union``: present in either
@@ -41,7 +42,7 @@ shape: (3, 2)
 │ 0.0         ┆ 0.0   │
 │ 0.5         ┆ 1.0   │
 └─────────────┴───────┘
->>> (df.lazy().group_by("country").agg(expr.hit_rate("recs", "truth", k=1).mean())
+>>> (df.lazy().group_by("country").agg(expr.hit_rate("recs", "truth", k=1).fill_nan(None).mean())
 ...    .sort("country").collect())
 shape: (2, 2)
 ┌─────────┬────────────┐
@@ -306,7 +307,7 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     q = units.list.eval((prefix - prefix.shift(1, fill_value=0.0)).pow(2).sum()).list.first()
     m = units.list.len().cast(pl.Float64)
     pairs = m * (m - 1) / 2
-    dist = pairs - (q - m) / 2
+    dist = (pairs - (q - m) / 2).clip(0.0, 2 * pairs)  # sum over pairs of 1 - cos (in [0, 2] each: rounding)
     value = dist / (pairs if conv.ild_denominator == "pairs" else m)
     short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(NAN)
     lengths = vectors.list.eval(_E.list.len()).list.drop_nulls()
