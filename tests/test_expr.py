@@ -426,3 +426,24 @@ def test_a_metric_the_preset_lacks_is_refused_as_in_evaluate():
         expr.metrics("r", "t", k=3, metrics=["mar"], convention="ranx")
     every = df.select(expr.metrics("r", "t", k=3, convention="ranx")).columns
     assert "mar@3" not in every and "map@3" in every
+
+
+def test_uint64_items_past_two_to_the_63_against_signed_labels():
+    """evaluate() checks the values and refuses; an expression sees only types, so it compares in Int128.
+    By hand: 2 of the top 3 are labelled."""
+    big = 2**63 + 5
+    df = pl.DataFrame({"recs": pl.Series([[big, 1, 2], [big]], dtype=pl.List(pl.UInt64)),
+                       "truth": pl.Series([[1, 2], [5]], dtype=pl.List(pl.Int64))})
+    assert df.select(expr.precision("recs", "truth", k=3)).to_series().to_list() == [2 / 3, 0.0]
+
+
+@pytest.mark.parametrize("items", [[[True, False]], [[[1], [2]]], [[{"a": 1}]]])
+def test_items_that_are_not_ids_are_a_typed_error(items):
+    df = pl.DataFrame({"recs": items, "truth": items})
+    with pytest.raises(DtypeMismatchError, match="ids: integers or text"):
+        df.select(expr.precision("recs", "truth", k=2))
+
+
+def test_metrics_names_the_beyond_expressions():
+    with pytest.raises(ParameterError, match="expr.novelty"):
+        expr.metrics("r", "t", k=3, metrics=["Novelty"])

@@ -346,6 +346,12 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
     (0.0, 0.3333333333333333, 0.0, 0.5)
     """
     conv = resolve(convention)
+    beyond = [m for m in ([metrics] if isinstance(metrics, str) else metrics or [])
+              if isinstance(m, str) and m.strip().lower() in ("novelty", "arp", "ild")]
+    if beyond:
+        raise ParameterError(f"metrics() takes accuracy metrics; {beyond} read popularity or embeddings, not labels.",
+                             hint="Use expr.novelty / expr.arp / expr.ild on a list of each item's popularity or "
+                                  "vector, or evaluate(..., train=...) for every beyond-accuracy metric.")
     request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
     if beta is not None:  # names the F of metrics=None; an F named in metrics fixes its own beta
         beta = _check_beta(beta)
@@ -382,6 +388,9 @@ def _item_type(recs: tuple[str, pl.DataType], truth: tuple[str, pl.DataType], ro
         if not isinstance(dtype, (pl.List, pl.Array)):
             raise DtypeMismatchError(f"{role} {name!r} must be a list column of items, got {dtype}.", rows=rows,
                                      hint="Give one list of items per row, e.g. with group_by(...).agg(...).")
+        if dtype.inner == pl.Boolean or isinstance(dtype.inner, (pl.List, pl.Array, pl.Struct)):
+            raise DtypeMismatchError(f"{role} {name!r} holds {dtype.inner} items; items are ids: integers or text.",
+                                     rows=rows, hint=f"Cast the items, e.g. pl.col({name!r}).cast(pl.List(pl.String)).")
         inner.append(dtype.inner)
     a, b = inner
     if a == b or pl.Null in (a, b):
@@ -394,6 +403,8 @@ def _item_type(recs: tuple[str, pl.DataType], truth: tuple[str, pl.DataType], ro
             hint=f"Cast both to the same type, e.g. pl.col({recs[0]!r}).cast(pl.List(pl.String)).")
     if kind == "text":
         return pl.String
+    if pl.UInt64 in (a, b) and (a.is_signed_integer() or b.is_signed_integer()):
+        return pl.Int128  # UInt64 ids past 2^63 fit no Int64 (evaluate() checks the values; an expression cannot)
     return common_integer(a, b)
 
 
