@@ -728,15 +728,19 @@ def test_a_user_without_recommendations_counts_as_an_empty_list_from_a_file_too(
     assert r.summary.filter(pl.col("metric") == "arp").select("value", "n_users").row(0) == (1.0, 3)
 
 
-@pytest.mark.parametrize("engine", ["polars", "duckdb"])  # PostgreSQL and Spark have no unsigned 64-bit type
-def test_uint64_item_ids_past_two_to_the_63_in_train_and_items(engine):
-    """U_T = 3, pop(big) = 2, pop(7) = 1: user 1 (-log2(2/3) - log2(1/3)) / 2, user 2 -log2(2/3)."""
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "postgres"])  # Spark has no unsigned 64-bit type
+def test_uint64_ids_past_two_to_the_63(engine):
+    """U_T = 3, pop(big) = 2, pop(7) = 1: user 1 (-log2(2/3) - log2(1/3)) / 2, user 2 -log2(2/3). PostgreSQL
+    holds the ids as NUMERIC(20), which were read back as doubles (every id past 2^53 rounded)."""
     big = 2**63 + 5
-    t = {"item": pl.UInt64}
-    recs = pl.DataFrame({"user": [1, 1, 2], "item": [big, 7, big], "rank": [1, 2, 1]}, schema_overrides=t)
-    train = pl.DataFrame({"user": [1, 2, 3], "item": [big, big, 7]}, schema_overrides=t)
+    t = {"user": pl.UInt64, "item": pl.UInt64}
+    recs = pl.DataFrame({"user": [big + 1, big + 1, big + 2], "item": [big, 7, big], "rank": [1, 2, 1]},
+                        schema_overrides=t)
+    train = pl.DataFrame({"user": [big + 1, big + 2, 3], "item": [big, big, 7]}, schema_overrides=t)
     r = rankwise.evaluate(recs, None, k=2, metrics=["novelty", "item_coverage"], train=train,
                           items=train.select("item").unique(), backend=engine)
+    assert sorted(r.per_user["user"].to_list()) == [big + 1, big + 2]
+    assert sorted(r.per_item["item"].to_list()) == [7, big]
     values = dict(r.summary.select("metric", "value").rows())
     u1 = (-math.log2(2 / 3) - math.log2(1 / 3)) / 2
     assert values["novelty"] == pytest.approx((u1 - math.log2(2 / 3)) / 2, rel=1e-12)

@@ -349,7 +349,7 @@ def test_array_enum_and_categorical_item_lists_are_normalised():
 @pytest.mark.parametrize("recs, truth", [(["1", "2", "3"], [1, 3]), ([1, 2, 3], [1.0, 3.0]), ([True, False], [1])])
 def test_items_of_different_kinds_raise_as_in_evaluate(recs, truth):
     df = pl.DataFrame({"r": [recs], "t": [truth]})
-    with pytest.raises(DtypeMismatchError, match="recs 'r' holds .* truth 't' holds"):
+    with pytest.raises(DtypeMismatchError, match="recs 'r' holds .* (truth 't' holds|items are ids)"):
         df.select(expr.precision("r", "t", k=3))
     with pytest.raises(DtypeMismatchError, match="recs 'r' holds"):
         expr.check_lists(df, "r", "t")

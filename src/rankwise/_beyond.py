@@ -910,7 +910,7 @@ def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks,
                     _upload(cur, table, frame)
                 for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
                     cur.execute(statement)
-                users, catalog, items = (_fetch(cur, query)
+                users, catalog, items = (_fetch(cur, query, *ids)  # ids as their types: NUMERIC(20) is no double
                                          for query in (script.per_user, script.catalog, script.per_item))
         except psycopg.Error as error:  # PostgreSQL raises where the other engines give inf
             raise typed_error(error, f"PostgreSQL overflowed computing {', '.join(names)} (a number too large "

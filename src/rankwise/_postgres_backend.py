@@ -378,8 +378,9 @@ def _upload(cur, table: str, frame: pl.DataFrame) -> None:
         copy.write(frame.write_csv(include_header=False, float_scientific=True, float_precision=17))
 
 
-def _fetch(cur, query: str, user_dtype=None) -> pl.DataFrame:
-    """A query's rows as a Polars frame through COPY ... TO STDOUT (CSV)."""
+def _fetch(cur, query: str, user_dtype=None, item_dtype=None) -> pl.DataFrame:
+    """A query's rows as a Polars frame through COPY ... TO STDOUT (CSV), the id columns (user_id,
+    item_id) read as the given types (a NUMERIC(20) UInt64 id read as a double loses its last digits)."""
     cur.execute(f"SELECT * FROM ({query}) AS q LIMIT 0")
     types = {d.name: d.type_code for d in cur.description}
     buffer = io.BytesIO()
@@ -388,14 +389,16 @@ def _fetch(cur, query: str, user_dtype=None) -> pl.DataFrame:
             buffer.write(block)
     schema = {name: pl.Int64 if oid in _INTEGER else pl.Float64 if oid in _NUMBER else pl.String
               for name, oid in types.items()}
-    as_text = user_dtype == pl.Boolean or (isinstance(user_dtype, pl.Datetime) and user_dtype.time_zone)
-    if USER in schema and user_dtype is not None and not as_text:  # 't' / 'f', '... +00': parsed below
-        schema[USER] = user_dtype
+    ids = {col: dtype for col, dtype in ((USER, user_dtype), (ITEM, item_dtype)) if col in schema and dtype is not None}
+    # 't' / 'f' and '... +00' are parsed after reading
+    as_text = {col: dtype for col, dtype in ids.items()
+               if dtype == pl.Boolean or (isinstance(dtype, pl.Datetime) and dtype.time_zone)}
+    schema.update({col: dtype for col, dtype in ids.items() if col not in as_text})
     buffer.seek(0)
     frame = pl.read_csv(buffer, schema=schema) if buffer.getbuffer().nbytes \
         else pl.DataFrame(schema=schema)
-    if USER in schema and as_text:
-        frame = frame.with_columns(pl.col(USER) == "t" if user_dtype == pl.Boolean else pl.col(USER).str.to_datetime(
-            "%Y-%m-%d %H:%M:%S%.f%#z", time_unit=user_dtype.time_unit).dt.convert_time_zone(user_dtype.time_zone))
+    for col, dtype in as_text.items():
+        frame = frame.with_columns(pl.col(col) == "t" if dtype == pl.Boolean else pl.col(col).str.to_datetime(
+            "%Y-%m-%d %H:%M:%S%.f%#z", time_unit=dtype.time_unit).dt.convert_time_zone(dtype.time_zone))
     metrics = [c for c in frame.columns if c in USER_LEVEL]
     return frame.with_columns(pl.col(metrics).cast(pl.Float64)) if metrics else frame
