@@ -447,3 +447,17 @@ def test_items_that_are_not_ids_are_a_typed_error(items):
 def test_metrics_names_the_beyond_expressions():
     with pytest.raises(ParameterError, match="expr.novelty"):
         expr.metrics("r", "t", k=3, metrics=["Novelty"])
+
+
+@pytest.mark.parametrize("n_users", ["4", None, True, -1, math.nan, math.inf])
+def test_novelty_n_users_must_be_a_number(n_users):
+    with pytest.raises(ParameterError, match="n_users"):
+        expr.novelty("p", k=3, n_users=n_users)
+
+
+def test_novelty_n_users_may_be_a_numpy_number_or_an_expression():
+    import numpy as np
+
+    df = pl.DataFrame({"p": [[4, 1, None]], "u": [8]})  # -log2(4/8) = 1, -log2(1/8) = 3, cold: 3
+    for n_users in (np.int64(8), np.float32(8.0), pl.col("u")):
+        assert df.select(expr.novelty("p", k=3, n_users=n_users)).item() == pytest.approx(7 / 3, rel=1e-12)

@@ -58,6 +58,7 @@ shape: (2, 2)
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 
 import polars as pl
@@ -248,6 +249,10 @@ def novelty(popularity: Column, *, k: int, n_users: int | float | pl.Expr,
     """
     conv = _defining(convention, "novelty")
     pop, k = _popularity_head(popularity, k), _check_k(k)
+    if not isinstance(n_users, pl.Expr) and not (isinstance(n_users, numbers.Real) and not isinstance(n_users, bool)
+                                                 and math.isfinite(n_users) and n_users >= 0):
+        raise ParameterError(f"n_users={n_users!r} must be a finite number >= 0 (U_T, the train users) or an "
+                             "expression.", hint="e.g. n_users=train['user'].n_unique().")
     total = (n_users if isinstance(n_users, pl.Expr) else pl.lit(float(n_users))).cast(pl.Float64)
     log_den = total.log() if conv.novelty_normalize == "log_users" else pl.lit(math.log(conv.info_log_base))
     # sum of -ln(max(pop, 1) / U_T) = n ln U_T - sum ln max(pop, 1) over the items with a term
