@@ -260,3 +260,28 @@ def test_explain_note_names_the_base_mix():
     ex = rankwise.explain(recs, truth, a="default", b="ranx", metric="map", k=5)
     assert "default's own values (no knob switched)" in ex.note
     assert "with ;" not in ex.note and "with  " not in ex.note
+
+
+def test_compare_conventions_raises_for_an_input_every_preset_needs():
+    """novelty needs train under every convention: a ParameterError naming it (as evaluate raises), not
+    every preset that has novelty left out of the table with its accuracy metrics."""
+    import rankwise
+    from rankwise.errors import ParameterError
+
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 1, 3], "rank": [1, 2, 1, 2]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [2, 3]})
+    for metrics in (["ndcg", "novelty"], ["novelty"]):
+        with pytest.raises(ParameterError, match="needs train"):
+            rankwise.compare_conventions(recs, truth, k=3, metrics=metrics)
+
+
+def test_compare_conventions_keeps_a_row_no_chosen_preset_defines():
+    """Neither kaggle nor spark has mrr: its rows are there, null in both columns."""
+    import rankwise
+
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 1, 3], "rank": [1, 2, 1, 2]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [2, 3]})
+    table = rankwise.compare_conventions(recs, truth, k=[3, 5], presets=["kaggle", "spark"], metrics=["mrr", "precision"])
+    assert table.select("metric", "k").rows() == [("mrr", 3), ("mrr", 5), ("precision", 3), ("precision", 5)]
+    assert table.filter(pl.col("metric") == "mrr").select("kaggle", "spark").null_count().row(0) == (2, 2)
+    assert table.filter(pl.col("metric") == "precision")["spark"].to_list() == [1 / 3, 1 / 5]

@@ -749,13 +749,14 @@ def with_scores(prep, recommendations, columns):
     return dataclasses.replace(prep, recs=recs)  # the accuracy engines ignore the extra column
 
 
-def check_inputs(names, side: SideInputs, conv: Convention, has_truth: bool) -> None:
-    """A metric whose input was not given is a ParameterError naming the argument."""
+def check_inputs(names, side: SideInputs, conv: Convention | None, has_truth: bool) -> None:
+    """A metric whose input was not given is a ParameterError naming the argument (``conv`` None: only
+    the inputs a metric needs under every convention; the catalog's source depends on it)."""
     given = {"train": side.train is not None and side.train.height > 0, "items": side.items is not None,
              "item_features": side.has_features, "ground_truth": has_truth}
     for name in names:
         needs = list(_NEEDS.get(name, ()))
-        if name in ("item_coverage", "gini") and conv.catalog != "recommended" and not (
+        if name in ("item_coverage", "gini") and conv is not None and conv.catalog != "recommended" and not (
                 given["train"] or (conv.catalog == "items" and given["items"])):
             needs.append("items or train" if conv.catalog == "items" else "train")  # the catalog
         missing = [n.split(" or ") for n in needs if " or " in n or not given[n]]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from . import _beyond
 from ._beyond import METRICS as BEYOND_NAMES
 from .api import Evaluator, _split_beyond
 from .conventions import Convention, resolve
@@ -25,7 +26,8 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
     e.g. ``surprise`` needs scores for its min_score and the input has ranks) is left out of the table
     and reported: ``return_skipped=True`` returns ``(table, skipped)``, skipped = {preset: reason};
     otherwise a warning names them. A preset named in ``presets`` that cannot apply raises, and so
-    does an input that no preset can read. Beyond-accuracy metrics are evaluated apart from the
+    does an input that no preset can read or that a metric needs under every convention (novelty
+    without train). A metric no chosen preset has keeps its rows, null. Beyond-accuracy metrics are evaluated apart from the
     accuracy ones, over the recommendations' users (as :func:`explain` and the libraries do).
     """
     from .conventions import PRESETS
@@ -43,7 +45,10 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
     rows, skipped, first_error = None, {}, None
     evaluate = Evaluator(recommendations, ground_truth, **options)
     if set(request.names) & set(BEYOND_NAMES):
-        evaluate.side()  # train / items / item_features do not depend on the preset: their errors raise here
+        # train / items / item_features, and the inputs a metric needs under every convention (novelty:
+        # train), do not depend on the preset: their errors raise here, not as presets left out
+        _beyond.check_inputs([m for m in request.names if m in BEYOND_NAMES], evaluate.side(), None,
+                             evaluate.has_truth)
     for conv in conventions:
         wanted = [m for m in request.names if defines(conv, m)]
         column = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, conv.name: pl.Float64})
@@ -64,6 +69,10 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
         rows = column if rows is None else rows.join(column, on=["metric", "k"], how="full", coalesce=True)
     if rows is None:  # no preset applies: the inputs or options are wrong, not a preset
         raise first_error
+    # every (metric, k) asked for has its row, null where no chosen preset's library has the metric
+    asked = pl.DataFrame({"metric": [m for m in request.names for _ in request.ks],
+                          "k": [k for _ in request.names for k in request.ks]}, schema={"metric": pl.String, "k": pl.Int64})
+    rows = asked.join(rows, on=["metric", "k"], how="left")
     order = {m: i for i, m in enumerate(request.names)}
     table = rows.sort(pl.col("metric").replace_strict(order, return_dtype=pl.Int64), "k")
     if return_skipped:
