@@ -285,3 +285,23 @@ def test_compare_conventions_keeps_a_row_no_chosen_preset_defines():
     assert table.select("metric", "k").rows() == [("mrr", 3), ("mrr", 5), ("precision", 3), ("precision", 5)]
     assert table.filter(pl.col("metric") == "mrr").select("kaggle", "spark").null_count().row(0) == (2, 2)
     assert table.filter(pl.col("metric") == "precision")["spark"].to_list() == [1 / 3, 1 / 5]
+
+
+def test_explain_a_mix_where_an_error_rule_raises_is_an_undefined_split():
+    """strict (users='intersection', empty_predictions='error') and ranx each evaluate; the mix users='labels'
+    + empty_predictions='error' raises (user 3 has labels, no list). explain names it instead of raising;
+    a convention that raises on its own still raises."""
+    import rankwise
+    from rankwise import Convention
+    from rankwise.errors import UndefinedValueError
+
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 3], "item": [2, 5]})
+    strict = Convention(name="strict", users="intersection", empty_predictions="error")
+    ex = rankwise.explain(recs, truth, a=strict, b="ranx", metric="ndcg", k=3)
+    assert ex.value_a == pytest.approx(1 / math.log2(3)) and ex.value_a == rankwise.evaluate(
+        recs, truth, k=3, metrics=["ndcg"], convention=strict).summary["value"].item()
+    assert ex.value_b == rankwise.evaluate(recs, truth, k=3, metrics=["ndcg"], convention="ranx").summary["value"].item()
+    assert "an 'error' rule raises there" in ex.note and ex.table["effect"].is_nan().all()
+    with pytest.raises(UndefinedValueError):
+        rankwise.explain(recs, truth, a=strict.replace(users="labels"), b="ranx", metric="ndcg", k=3)

@@ -13,7 +13,8 @@ from . import _beyond
 from ._beyond import METRICS as BEYOND_NAMES
 from .api import Evaluator, _split_beyond
 from .conventions import Convention, resolve
-from .errors import DtypeMismatchError, InputFileError, MissingDependencyError, ParameterError, RankwiseError
+from .errors import (DtypeMismatchError, InputFileError, MissingDependencyError, ParameterError, RankwiseError,
+                     UndefinedValueError)
 from .metrics import KNOBS_BY_METRIC, METRICS, MetricRequest, internal_name, not_defined, parse_request
 
 
@@ -148,13 +149,19 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
         raise ParameterError(f"{len(movers)} differing knobs is too many to attribute exactly.")
 
     cache: dict[frozenset, float] = {}
+    raised: list[frozenset] = []  # mixes where an 'error' rule of one convention meets the other's users
     evaluate = Evaluator(recommendations, ground_truth, **options)
 
     def value(switched: frozenset) -> float:
         if switched not in cache:
             conv = Convention(**{**conv_a.knobs(), **{kn: conv_b.knobs()[kn] for kn in switched}})
-            res = evaluate(conv, k, [name])
-            cache[switched] = res.summary["value"].item()
+            try:
+                cache[switched] = evaluate(conv, k, [name]).summary["value"].item()
+            except UndefinedValueError:
+                if not switched or switched == frozenset(movers):  # a or b itself: the caller's error
+                    raise
+                cache[switched] = math.nan
+                raised.append(switched)
         return cache[switched]
 
     def shapley(knob: str) -> float:
@@ -179,6 +186,7 @@ def explain(recommendations, ground_truth, a="default", b="ranx", metric="map", 
                                        "share": pl.Float64, "alone": pl.Float64}, orient="row")
     table = table.sort(pl.col("effect").abs(), descending=True)
     undefined = [f"{', '.join(sorted(mix))} switched to {conv_b.name}'s value{'s' if len(mix) > 1 else ''}"
+                 + (" (an 'error' rule raises there)" if mix in raised else "")
                  if mix else f"{conv_a.name}'s own values (no knob switched)"
                  for mix, v in cache.items() if math.isnan(v)]
     still = [knob for knob in differing if knob not in movers]
