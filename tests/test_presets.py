@@ -305,3 +305,16 @@ def test_explain_a_mix_where_an_error_rule_raises_is_an_undefined_split():
     assert "an 'error' rule raises there" in ex.note and ex.table["effect"].is_nan().all()
     with pytest.raises(UndefinedValueError):
         rankwise.explain(recs, truth, a=strict.replace(users="labels"), b="ranx", metric="ndcg", k=3)
+
+
+def test_compare_conventions_and_explain_say_they_take_one_run():
+    import rankwise
+    from rankwise.errors import ParameterError
+
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [2, 1]})
+    for call in (lambda: rankwise.compare_conventions({"a": recs, "b": recs}, truth, k=2),
+                 lambda: rankwise.explain({"a": recs, "b": recs}, truth, metric="ndcg", k=2)):
+        with pytest.raises(ParameterError, match="one run") as info:
+            call()
+        assert "recommendations['a']" in str(info.value)

@@ -533,6 +533,12 @@ class Evaluator:
                  item_col: str = "item", rank_col: str | None = "rank", score_col: str = "score",
                  relevance_col: str = "relevance", memory_limit=None, confidence: float = 0.95,
                  train=None, items=None, item_features=None):
+        if isinstance(recommendations, Mapping):  # evaluate() reads a dict as several runs
+            raise ParameterError(
+                f"compare_conventions and explain take one run's recommendations, got a dict of {len(recommendations)} "
+                f"runs ({', '.join(map(repr, list(recommendations)[:3]))}{', ...' if len(recommendations) > 3 else ''}).",
+                hint="Pass one of them, e.g. recommendations['a'], or compare the runs under one convention with "
+                     "evaluate({...}, ...).compare().")
         self.engine = _engine(backend)
         self.memory_limit = memory_bytes(memory_limit, self.engine)
         self.columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
