@@ -535,8 +535,9 @@ class Evaluator:
                  train=None, items=None, item_features=None):
         if isinstance(recommendations, Mapping):  # evaluate() reads a dict as several runs
             raise ParameterError(
-                f"compare_conventions and explain take one run's recommendations, got a dict of {len(recommendations)} "
-                f"runs ({', '.join(map(repr, list(recommendations)[:3]))}{', ...' if len(recommendations) > 3 else ''}).",
+                f"compare_conventions and explain take one run's recommendations, got a dict of "
+                f"{len(recommendations)} runs ({', '.join(map(repr, list(recommendations)[:3]))}"
+                f"{', ...' if len(recommendations) > 3 else ''}).",
                 hint="Pass one of them, e.g. recommendations['a'], or compare the runs under one convention with "
                      "evaluate({...}, ...).compare().")
         self.engine = _engine(backend)

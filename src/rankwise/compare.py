@@ -28,8 +28,9 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
     and reported: ``return_skipped=True`` returns ``(table, skipped)``, skipped = {preset: reason};
     otherwise a warning names them. A preset named in ``presets`` that cannot apply raises, and so
     does an input that no preset can read or that a metric needs under every convention (novelty
-    without train). A metric no chosen preset has keeps its rows, null. Beyond-accuracy metrics are evaluated apart from the
-    accuracy ones, over the recommendations' users (as :func:`explain` and the libraries do).
+    without train). A metric no chosen preset has keeps its rows, null. Beyond-accuracy metrics are
+    evaluated apart from the accuracy ones, over the recommendations' users (as :func:`explain` and
+    the libraries do).
     """
     from .conventions import PRESETS
 
@@ -72,7 +73,8 @@ def compare_conventions(recommendations, ground_truth, k=10, presets=None, metri
         raise first_error
     # every (metric, k) asked for has its row, null where no chosen preset's library has the metric
     asked = pl.DataFrame({"metric": [m for m in request.names for _ in request.ks],
-                          "k": [k for _ in request.names for k in request.ks]}, schema={"metric": pl.String, "k": pl.Int64})
+                          "k": [k for _ in request.names for k in request.ks]},
+                         schema={"metric": pl.String, "k": pl.Int64})
     rows = asked.join(rows, on=["metric", "k"], how="left")
     order = {m: i for i, m in enumerate(request.names)}
     table = rows.sort(pl.col("metric").replace_strict(order, return_dtype=pl.Int64), "k")
