@@ -72,6 +72,36 @@ def test_per_user_arrays_give_the_long_sqls_values(spark, conv):
         assert_frame_equal(getattr(got, frame), getattr(want, frame), rel_tol=1e-12)
 
 
+# ranks, not scores: Spark sorts only the rows ranked within max(k) and checks the whole lists apart
+# (sql/spark_user_arrays.sql's $top_only). User 1 repeats an item past k = 5 (first_shift: the top
+# five stand, n_recs = 7); users 2 (a repeat within the top five: first_shift pulls rank 6 up) and 3
+# (rank values with gaps) need the whole list sorted; 4 has hits past the top five; 5 a short list.
+RANKED = pl.DataFrame({
+    "user": [1] * 8 + [2] * 6 + [3] * 6 + [4] * 7 + [5] * 3,
+    "item": [10, 11, 12, 13, 14, 15, 11, 17, 20, 21, 20, 23, 24, 25, 30, 31, 32, 33, 34, 35,
+             40, 41, 42, 43, 44, 45, 46, 50, 51, 52],
+    "rank": [*range(1, 9), *range(1, 7), 2, 4, 6, 8, 10, 12, *range(1, 8), 1, 2, 3]})
+RANKED_TRUTH = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 6],
+                             "item": [11, 17, 14, 25, 21, 34, 35, 45, 46, 40, 52, 60],
+                             "relevance": [1.0, 2.0, 1.0, 1.0, 3.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0]})
+LENGTHS = SHIFT.replace(precision_denominator="min_k_candidates", ap_denominator="min_k_len", ideal="labels")
+
+
+@pytest.mark.parametrize("conv, users", [
+    (SHIFT, [1, 4, 5, 6]), (SHIFT, [1, 2, 3, 4, 5, 6]), (LENGTHS, [1, 4, 5, 6]), (LENGTHS, [1, 2, 4, 5, 6]),
+    (LENGTHS, [3, 4, 5]), (rankwise.PRESETS["default"], [3, 4, 5, 6]),
+], ids=["shift-top", "shift-whole", "lengths-top", "lengths-repeat", "lengths-gaps", "error-gaps"])
+def test_ranked_lists_sorted_only_within_the_cutoff_give_the_long_sqls_values(spark, conv, users):
+    """Only the rows ranked within max(k) are sorted when that gives the same places; a gap in the
+    rank values or a repeat that first_shift closes up sorts the whole list: DuckDB's values either way."""
+    recs, truth = (frame.filter(pl.col("user").is_in(users)) for frame in (RANKED, RANKED_TRUTH))
+    r, t = _spark_frames(spark, recs, truth)
+    got = rankwise.evaluate(r, t, k=[1, 2, 5], backend="spark", convention=conv)
+    want = rankwise.evaluate(recs, truth, k=[1, 2, 5], backend="duckdb", convention=conv)
+    for frame in ("summary", "excluded", "long"):  # long: n_recs too, the whole list's length
+        assert_frame_equal(getattr(got, frame), getattr(want, frame), rel_tol=1e-12)
+
+
 @pytest.mark.parametrize("change, error", [
     (lambda r, t: (pl.concat([r, r.head(1).with_columns(rank=pl.lit(9, pl.Int64))]), t), rankwise.DuplicateItemError),
     (lambda r, t: (r.with_columns(rank=pl.when(pl.col("rank") == 3).then(2).otherwise("rank")), t),

@@ -267,6 +267,23 @@ def _metrics_after_stats(per_user_sql: str, stats_view: str) -> str:
     return tree.transform(rename).sql("spark")
 
 
+# the largest cutoff at which sorting only the rows ranked within it (and checking the whole lists
+# apart, sql/spark_user_arrays.sql's $top_only) beats sorting every list; measured: bench/RESULTS.md
+_TOP_ONLY_MAX_RANK = 20
+
+
+def _user_arrays(spark, values: dict, names: dict):
+    """sql/spark_user_arrays.sql materialised as the ``user_arrays`` view; its one-row summary
+    (suspect, complete, users in each input)."""
+    # materialised with its lineage cut, not cache(): Spark does not substitute a cached plan read
+    # inside a CTE, and the queries over the arrays are CTEs
+    arrays = spark.sql(_spark_file("spark_user_arrays", values, names)).localCheckpoint()
+    arrays.createOrReplaceTempView(names["user_arrays"])
+    return spark.sql(f"SELECT MAX(suspect) AS suspect, MIN(complete) AS complete, SUM(in_recs) AS recs, "
+                     f"SUM(in_truth) AS truth, SUM(in_recs * in_truth) AS both FROM {names['user_arrays']}"
+                     ).collect()[0]
+
+
 def _array_views(spark, prep, request: MetricRequest, conv: Convention, names: dict, prefix: str):
     """The per-user arrays (materialised; checked when they come from the caller's frames) and the
     `stats` view over them. Returns the views."""
@@ -280,22 +297,20 @@ def _array_views(spark, prep, request: MetricRequest, conv: Convention, names: d
                   f"CAST(rank AS BIGINT) AS position, CAST(NULL AS DOUBLE) AS score FROM {names['recommendations']}")
         views = [names["ground_truth"], names["recommendations"], names["recommendations_input"]]
         by_score = False
+    max_rank = min(max(request.ks), 2147483647) if conv.rr_cutoff else 2147483647
     values = {**conv.sql_parameters(), "by_score": int(by_score), "ties": conv.ties, "duplicates": conv.duplicates,
-              "max_rank": min(max(request.ks), 2147483647) if conv.rr_cutoff else 2147483647}
-    # materialised with its lineage cut, not cache(): Spark does not substitute a cached plan read
-    # inside a CTE, and the queries over the arrays are CTEs
-    arrays = spark.sql(_spark_file("spark_user_arrays", values, names)).localCheckpoint()
-    arrays.createOrReplaceTempView(names["user_arrays"])
+              "max_rank": max_rank, "top_only": int(not by_score and max_rank <= _TOP_ONLY_MAX_RANK)}
+    row = _user_arrays(spark, values, names)
     views.append(names["user_arrays"])
+    if isinstance(prep, SparkInputs) and row["suspect"]:
+        try:
+            _check_exactly(spark, prep, conv, names, prefix)  # raises, with the offending rows
+        except Exception:
+            _drop(spark, views)
+            raise
+    if not row["complete"]:  # a gap in the rank values, or first_shift closing up: sort whole lists
+        row = _user_arrays(spark, {**values, "top_only": 0}, names)
     if isinstance(prep, SparkInputs):
-        row = spark.sql(f"SELECT MAX(suspect) AS suspect, SUM(in_recs) AS recs, SUM(in_truth) AS truth, "
-                        f"SUM(in_recs * in_truth) AS both FROM {names['user_arrays']}").collect()[0]
-        if row["suspect"]:
-            try:
-                _check_exactly(spark, prep, conv, names, prefix)  # raises, with the offending rows
-            except Exception:
-                _drop(spark, views)
-                raise
         prep.counts.update({k: int(row[k] or 0) for k in ("recs", "truth", "both")})
     spark.sql(_spark_file("spark_user_stats", values, names)).createOrReplaceTempView(names["stats"])
     views.append(names["stats"])
