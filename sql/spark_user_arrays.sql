@@ -97,8 +97,9 @@ found AS (
 )
 SELECT f.user_id, f.in_recs, f.in_truth,
        CAST(size(f.judged) AS BIGINT) AS n_judged,
-       CAST(CASE WHEN $duplicates = 'first_shift' THEN size(array_distinct(f.list_items)) ELSE f.n_items END
-            AS BIGINT) AS n_recs,
+       CAST(CASE WHEN $duplicates <> 'first_shift' THEN f.n_items
+                 WHEN $top_only = 1 THEN size(array_distinct(f.list_items))
+                 ELSE size(f.items) END AS BIGINT) AS n_recs,
        CAST(size(filter(f.earning, l -> l.relevance >= $relevance_threshold)) AS BIGINT) AS n_rel,
        transform(filter(f.places, p -> p.at > 0),
                  p -> named_struct('pos', p.pos,
