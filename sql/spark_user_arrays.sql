@@ -47,75 +47,94 @@ rec_rows AS (
     FROM recommendations_input AS r
     GROUP BY r.user_id
 ),
-recs AS (
-    SELECT x.user_id, x.bad_row, x.n_rows, x.all_items, x.all_positions,
+sorted_recs AS (
+    SELECT x.user_id, x.bad_row, x.n_rows,
            CASE WHEN $by_score = 1 AND $ties = 'item_desc' THEN sort_array(x.rows_, false)
-                ELSE sort_array(x.rows_, true) END AS sorted
+                ELSE sort_array(x.rows_, true) END AS sorted,
+           x.all_items, x.all_positions
     FROM rec_rows AS x
+),
+rec_lists AS (
+    SELECT s.user_id, s.bad_row, s.n_rows, s.sorted,
+           CASE WHEN $duplicates = 'first_shift' THEN array_distinct(s.sorted.item_id) ELSE s.sorted.item_id END
+               AS items,
+           CASE WHEN $top_only = 1 THEN s.all_items ELSE s.sorted.item_id END AS list_items,
+           CASE WHEN $top_only = 1 THEN s.all_positions ELSE s.sorted.position END AS positions
+    FROM sorted_recs AS s
+),
+recs AS (
+    -- everything the join needs from a list, computed before it: the whole-list arrays stay here
+    SELECT l.user_id, l.n_rows AS n_items,
+           CASE WHEN $duplicates <> 'first_shift' THEN l.n_rows
+                WHEN $top_only = 1 THEN size(array_distinct(l.list_items))
+                ELSE size(l.items) END AS n_recs,
+           slice(l.items, 1, $max_rank) AS top_items,
+           CASE WHEN l.user_id IS NULL OR l.bad_row = 1
+                     OR ($duplicates = 'error' AND size(array_distinct(l.list_items)) <> l.n_rows)
+                     OR ($by_score = 0 AND size(array_distinct(l.positions)) <> l.n_rows)
+                THEN 1 ELSE 0 END AS suspect,
+           -- 0 when the rows within $max_rank are not the list's first places (a gap in the ranks, or
+           -- first_shift closing up a repeated item): the caller then groups again with $top_only = 0
+           CASE WHEN $top_only = 0
+                     OR (size(l.sorted) = LEAST(l.n_rows, $max_rank) AND size(l.items) = size(l.sorted))
+                THEN 1 ELSE 0 END AS complete
+    FROM rec_lists AS l
 ),
 label_rows AS (
     SELECT g.user_id, collect_list(named_struct('item_id', g.item_id, 'relevance', g.relevance)) AS rows_
     FROM ground_truth AS g
     GROUP BY g.user_id
 ),
-labels AS (
+label_lists AS (
     SELECT g.user_id, g.rows_,
            filter(g.rows_, l -> l.item_id IS NOT NULL) AS judged,
            filter(g.rows_, l -> l.item_id IS NOT NULL AND l.relevance > 0) AS earning
     FROM label_rows AS g
 ),
-gains AS (
-    SELECT g.*, g.earning.item_id AS earning_items,
+labels AS (
+    -- everything the join needs from the labels, computed before it
+    SELECT g.user_id,
+           CAST(size(g.judged) AS BIGINT) AS n_judged,
+           CAST(size(filter(g.earning, l -> l.relevance >= $relevance_threshold)) AS BIGINT) AS n_rel,
+           g.earning.item_id AS earning_items,
+           transform(g.earning, l -> CASE WHEN l.relevance >= $relevance_threshold THEN 1 ELSE 0 END)
+               AS earning_is_rel,
            transform(g.earning, l -> CASE WHEN $gain = 'binary'
                                           THEN (CASE WHEN l.relevance >= $relevance_threshold THEN 1.0D ELSE 0.0D END)
                                           WHEN $gain = 'linear' THEN l.relevance
-                                          ELSE POWER(2.0D, l.relevance) - 1.0D END) AS earning_gains
-    FROM labels AS g
-),
-both_ AS (
-    SELECT COALESCE(r.user_id, g.user_id) AS user_id,
-           CASE WHEN r.sorted IS NULL THEN 0 ELSE 1 END AS in_recs,
-           CASE WHEN g.rows_ IS NULL THEN 0 ELSE 1 END AS in_truth,
-           CASE WHEN exists(g.rows_, l -> l.item_id IS NULL) THEN 1 ELSE 0 END AS null_label,
-           r.bad_row, COALESCE(CASE WHEN $duplicates = 'first_shift' THEN array_distinct(r.sorted.item_id)
-                                    ELSE r.sorted.item_id END, array()) AS items,
-           COALESCE(CASE WHEN $top_only = 1 THEN r.all_items ELSE r.sorted.item_id END, array()) AS list_items,
-           CASE WHEN $top_only = 1 THEN r.all_positions ELSE r.sorted.position END AS positions,
-           COALESCE(r.n_rows, 0) AS n_items, size(r.sorted) AS n_top,
-           COALESCE(g.judged, array()) AS judged, COALESCE(g.earning, array()) AS earning,
-           COALESCE(g.earning_items, array()) AS earning_items, COALESCE(g.earning_gains, array()) AS earning_gains
-    FROM recs AS r
-    FULL OUTER JOIN gains AS g ON r.user_id = g.user_id
+                                          ELSE POWER(2.0D, l.relevance) - 1.0D END) AS earning_gains,
+           CASE WHEN g.user_id IS NULL OR exists(g.rows_, l -> l.item_id IS NULL)
+                     OR exists(g.judged, l -> l.relevance IS NULL
+                                              OR NOT (l.relevance BETWEEN 0.0D AND 1.7976931348623157e308D))
+                     OR size(array_distinct(g.judged.item_id)) <> size(g.judged)
+                THEN 1 ELSE 0 END AS suspect
+    FROM label_lists AS g
 ),
 found AS (
     -- the place of each of the first $max_rank items among the earning labels (0: none)
-    SELECT b.*,
-           transform(slice(b.items, 1, $max_rank),
-                     (x, i) -> named_struct('pos', i + 1, 'at', array_position(b.earning_items, x)))
-               AS places
-    FROM both_ AS b
+    SELECT COALESCE(r.user_id, g.user_id) AS user_id,
+           CASE WHEN r.n_items IS NULL THEN 0 ELSE 1 END AS in_recs,
+           CASE WHEN g.n_judged IS NULL THEN 0 ELSE 1 END AS in_truth,
+           COALESCE(g.n_judged, 0) AS n_judged, COALESCE(r.n_recs, 0) AS n_recs, COALESCE(g.n_rel, 0) AS n_rel,
+           COALESCE(g.earning_is_rel, array()) AS earning_is_rel,
+           COALESCE(g.earning_gains, array()) AS earning_gains,
+           transform(COALESCE(r.top_items, array()),
+                     (x, i) -> named_struct('pos', i + 1, 'at', COALESCE(array_position(g.earning_items, x), 0)))
+               AS places,
+           GREATEST(COALESCE(r.suspect, 0), COALESCE(g.suspect, 0)) AS suspect,
+           COALESCE(r.complete, 1) AS complete
+    FROM recs AS r
+    FULL OUTER JOIN labels AS g ON r.user_id = g.user_id
 )
 SELECT f.user_id, f.in_recs, f.in_truth,
-       CAST(size(f.judged) AS BIGINT) AS n_judged,
-       CAST(CASE WHEN $duplicates <> 'first_shift' THEN f.n_items
-                 WHEN $top_only = 1 THEN size(array_distinct(f.list_items))
-                 ELSE size(f.items) END AS BIGINT) AS n_recs,
-       CAST(size(filter(f.earning, l -> l.relevance >= $relevance_threshold)) AS BIGINT) AS n_rel,
+       CAST(f.n_judged AS BIGINT) AS n_judged,
+       CAST(f.n_recs AS BIGINT) AS n_recs,
+       CAST(f.n_rel AS BIGINT) AS n_rel,
        transform(filter(f.places, p -> p.at > 0),
                  p -> named_struct('pos', p.pos,
-                                   'is_rel', CASE WHEN f.earning[p.at - 1].relevance >= $relevance_threshold THEN 1 ELSE 0 END,
+                                   'is_rel', f.earning_is_rel[p.at - 1],
                                    'gain', f.earning_gains[p.at - 1])) AS earned,
        CASE WHEN $ideal = 'labels' THEN sort_array(f.earning_gains, false)
             ELSE CAST(array() AS ARRAY<DOUBLE>) END AS ideal_gains,
-       CASE WHEN f.user_id IS NULL OR f.bad_row = 1 OR f.null_label = 1
-                 OR ($duplicates = 'error' AND size(array_distinct(f.list_items)) <> f.n_items)
-                 OR ($by_score = 0 AND size(array_distinct(f.positions)) <> f.n_items)
-                 OR exists(f.judged, l -> l.relevance IS NULL OR NOT (l.relevance BETWEEN 0.0D AND 1.7976931348623157e308D))
-                 OR size(array_distinct(f.judged.item_id)) <> size(f.judged)
-            THEN 1 ELSE 0 END AS suspect,
-       -- 0 when the rows within $max_rank are not the list's first places (a gap in the ranks, or
-       -- first_shift closing up a repeated item): the caller then groups again with $top_only = 0
-       CASE WHEN $top_only = 0 OR f.in_recs = 0
-                 OR (f.n_top = LEAST(f.n_items, $max_rank) AND size(f.items) = f.n_top)
-            THEN 1 ELSE 0 END AS complete
+       f.suspect, f.complete
 FROM found AS f

@@ -336,18 +336,19 @@ class SparkEngine:
             raise
 
     def _run(self, spark, prefix: str, prep, request: MetricRequest, conv: Convention, collect: bool) -> Output:
-        names = {**render.relation_names(prefix, None, "spark"),
-                 "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
+        names = _names(prefix)
         native = isinstance(prep, SparkInputs)
         user_dtype = None if native else prep.user_dtype
         spark.sql(render.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
         views = [names["cutoffs"], names["per_user"]]
-        per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", names)
+        # rendered under the template prefix (cached), then named for this run
+        per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", _names(_TEMPLATE))
         if _uses_arrays(prep, conv):
             more = _array_views(spark, prep, request, conv, names, prefix)
-            per_user_sql = _metrics_after_stats(per_user_sql, names["stats"])
+            per_user_sql = _metrics_after_stats(per_user_sql, _names(_TEMPLATE)["stats"])
         else:
             more = _native_views(spark, prep, conv, names, prefix)
+        per_user_sql, summary_sql = (text.replace(_TEMPLATE, prefix) for text in (per_user_sql, summary_sql))
         views += more
         with _adaptive_off(spark):
             # collected: cached for the two reads below, then unpersisted. Left in Spark: materialised
@@ -380,13 +381,31 @@ class SparkEngine:
         plan), freed by Spark's cleaner once unreferenced."""
 
 
+# Each run names its views with a fresh prefix. Rendering with sqlglot costs about 0.5 s a run, so
+# the SQL is rendered (and cached) under one template prefix per process and the run's prefix put in
+# its place in the text: both are random tokens, so neither occurs anywhere else in the SQL.
+_TEMPLATE = f"rankwise_{uuid.uuid4().hex[:12]}_"
+
+
+def _names(prefix: str) -> dict:
+    return {**render.relation_names(prefix, None, "spark"),
+            "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
+
+
+@lru_cache(maxsize=64)
+def _template_shared_ctes(query: str):
+    return render.shared_ctes(query, "spark", _TEMPLATE)
+
+
 def _collect_with_small_shared_ctes(spark, query: str, prefix: str) -> pl.DataFrame:
     """``spark.sql(query)`` collected, each CTE it reads more than once computed once and brought to
     the driver first (for CTEs of a few rows: the summary's one aggregate, a row per k; the checks'
     one-row passes over each input). Spark would inline the CTE at every reference and run the
     aggregate once per metric or rule; a view over a cached plan is no better, as Spark matches the
     whole per-user plan at each reference. 7 s -> 4.4 s for a tiny evaluation on local[2]."""
-    shared, rest = render.shared_ctes(query, "spark", prefix)
+    shared, rest = _template_shared_ctes(query.replace(prefix, _TEMPLATE))
+    shared = [(name.replace(_TEMPLATE, prefix), body.replace(_TEMPLATE, prefix)) for name, body in shared]
+    rest = rest.replace(_TEMPLATE, prefix)
     try:
         for name, body in shared:
             spark.createDataFrame(spark.sql(body).toArrow()).createOrReplaceTempView(name)
