@@ -86,6 +86,8 @@ def error_rules(conv: Convention):
     return [rule for rule in EMPTY_RULES if getattr(conv, rule[0]) == "error"]
 
 
+# one grouping by user, not four COUNT(DISTINCT): Spark plans those as an Expand of every row
+# four times and two more aggregations
 COUNTS_SQL = """
 SELECT CAST(COUNT(*) AS BIGINT) AS users,
        CAST(COALESCE(SUM(u.no_labels), 0) AS BIGINT) AS no_labels,
@@ -99,8 +101,6 @@ FROM (SELECT p.user_id,
       WHERE p.user_id IS NOT NULL
       GROUP BY p.user_id) AS u
 """
-# one grouping by user, not four COUNT(DISTINCT): Spark plans those as an Expand of every row
-# four times and two more aggregations
 
 
 def examples_sql(per_user: str, condition: str) -> str:
