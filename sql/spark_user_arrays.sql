@@ -94,8 +94,8 @@ label_lists AS (
 labels AS (
     -- everything the join needs from the labels, computed before it
     SELECT g.user_id,
-           CAST(size(g.judged) AS BIGINT) AS n_judged,
-           CAST(size(filter(g.earning, l -> l.relevance >= $relevance_threshold)) AS BIGINT) AS n_rel,
+           size(g.judged) AS n_judged,
+           size(filter(g.earning, l -> l.relevance >= $relevance_threshold)) AS n_rel,
            g.earning.item_id AS earning_items,
            transform(g.earning, l -> CASE WHEN l.relevance >= $relevance_threshold THEN 1 ELSE 0 END)
                AS earning_is_rel,

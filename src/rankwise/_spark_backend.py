@@ -317,6 +317,17 @@ def _array_views(spark, prep, request: MetricRequest, conv: Convention, names: d
     return views
 
 
+# Each run names its views with a fresh prefix. Rendering with sqlglot costs about 0.5 s a run, so
+# the SQL is rendered (and cached) under one template prefix per process and the run's prefix put in
+# its place in the text: both are random tokens, so neither occurs anywhere else in the SQL.
+_TEMPLATE = f"rankwise_{uuid.uuid4().hex[:12]}_"
+
+
+def _names(prefix: str) -> dict:
+    return {**render.relation_names(prefix, None, "spark"),
+            "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
+
+
 class SparkEngine:
     """The rendered SQL on the active (or a small local) Spark session; per-user rows, summary and
     counts stay in Spark, and only the small outputs reach the driver unless ``collect``.
@@ -341,11 +352,11 @@ class SparkEngine:
         user_dtype = None if native else prep.user_dtype
         spark.sql(render.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
         views = [names["cutoffs"], names["per_user"]]
-        # rendered under the template prefix (cached), then named for this run
-        per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", _names(_TEMPLATE))
+        template = _names(_TEMPLATE)  # rendered under the template prefix (cached), then named for this run
+        per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", template)
         if _uses_arrays(prep, conv):
             more = _array_views(spark, prep, request, conv, names, prefix)
-            per_user_sql = _metrics_after_stats(per_user_sql, _names(_TEMPLATE)["stats"])
+            per_user_sql = _metrics_after_stats(per_user_sql, template["stats"])
         else:
             more = _native_views(spark, prep, conv, names, prefix)
         per_user_sql, summary_sql = (text.replace(_TEMPLATE, prefix) for text in (per_user_sql, summary_sql))
@@ -379,17 +390,6 @@ class SparkEngine:
     def discard(self, kept) -> None:
         """Nothing to drop: the kept per-user rows are a checkpointed DataFrame (no view, no cached
         plan), freed by Spark's cleaner once unreferenced."""
-
-
-# Each run names its views with a fresh prefix. Rendering with sqlglot costs about 0.5 s a run, so
-# the SQL is rendered (and cached) under one template prefix per process and the run's prefix put in
-# its place in the text: both are random tokens, so neither occurs anywhere else in the SQL.
-_TEMPLATE = f"rankwise_{uuid.uuid4().hex[:12]}_"
-
-
-def _names(prefix: str) -> dict:
-    return {**render.relation_names(prefix, None, "spark"),
-            "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
 
 
 @lru_cache(maxsize=64)
