@@ -441,6 +441,33 @@ def test_a_closed_stdout_exits_quietly_with_141():
     assert "141" in cli.EPILOG
 
 
+def test_a_closed_stdout_still_writes_the_files_asked_for(tmp_path):
+    """``rankwise evaluate ... --per-user F --summary G | head -1``: the reader leaving cuts the table
+    short, not the files: they are written, and the exit code says stdout was cut (141)."""
+    import os
+    import subprocess
+
+    import duckdb
+
+    per_user, summary, output = (tmp_path / "per_user.parquet", tmp_path / "summary.csv",
+                                 tmp_path / "results.duckdb")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "rankwise.cli", "evaluate", RECS_EX, TRUTH_EX, "--k", "3",
+                               "--per-user", str(per_user), "--summary", str(summary), "--output", str(output)],
+                              stdout=write, stderr=subprocess.PIPE, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])})
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr.decode()) == (141, "")
+    expected = rankwise.evaluate(RECS_EX, TRUTH_EX, k=3)
+    assert pl.read_parquet(per_user).equals(expected.per_user)
+    assert pl.read_csv(summary).height == expected.summary.height
+    with duckdb.connect(str(output), read_only=True) as con:
+        assert con.execute("SELECT COUNT(*) FROM rankwise_runs").fetchall() == [(1,)]
+
+
 def test_score_col_on_a_table_without_it_names_only_the_score_column(capsys, inputs):
     code, _, err = run(capsys, "evaluate", *inputs, "--score-col", "score")
     assert code == 2

@@ -28,8 +28,8 @@ EXIT_CODES = {
     3: "write error (--output, --per-user or --summary could not be written)",
     4: "a missing optional dependency (e.g. pyspark for --backend spark)",
     130: "interrupted (Ctrl-C)",
-    141: "stdout closed by its reader (e.g. | head): the output was cut short; 128 + SIGPIPE, as any tool "
-         "stopped by a closed pipe",
+    141: "stdout closed by its reader (e.g. | head): the printed output was cut short (the --per-user, --summary "
+         "and --output files are still written); 128 + SIGPIPE, as any tool stopped by a closed pipe",
 }
 EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
 
@@ -271,13 +271,19 @@ def _evaluate_command(args) -> int:
         text = render(result, args.convention, args.backend, elapsed)
     if result.segments is not None:
         text += "\n\n" + render_segments(result.segments)
-    print(text)  # first: a failed write keeps the numbers
-    sys.stdout.flush()
+    try:
+        print(text)  # first: a failed write keeps the numbers
+        sys.stdout.flush()
+        reader_left = False
+    except BrokenPipeError:  # `| head`: the table is cut short, the files asked for are still written
+        reader_left = True
     for path, frame in ((args.per_user, result.per_user), (args.summary, result.summary)):
         if path:
             write_frame(frame, path)
     if args.output:
         result.write(args.output)
+    if reader_left:
+        raise BrokenPipeError  # exit 141 (main)
     return 0
 
 
