@@ -154,14 +154,17 @@ seren AS (
     JOIN catalog_size AS cs ON cs.k = c.k
     GROUP BY r.user_id, c.k
 ),
--- ild without pairs: unit vectors, their sum per list, its squared norm (the divisor is NULL for a
--- zero norm: an engine may compute the projection before the WHERE, and BigQuery and Spark in ANSI
--- mode raise on a division by zero; where sq > 0 the value is the same)
+-- ild without pairs: unit vectors, their sum per list, its squared norm. Each vector is first divided
+-- by its largest |value| (x in [-1, 1]), so that its squared norm can neither overflow (values near
+-- 1e160) nor underflow to 0 (near 1e-160); a zero vector has no largest value and no direction. (The
+-- divisors are NULL rather than 0: an engine may compute the projection before the WHERE, and BigQuery
+-- and Spark in ANSI mode raise on a division by zero; where sq > 0 the value is the same.)
 unit AS (
-    SELECT v.item_id, v.feature, CAST(v.value / NULLIF(SQRT(v.sq), 0.0) * 1e18 AS DECIMAL(38, 0)) AS u
-    FROM (SELECT f.item_id, f.feature, f.value,
-                 SUM(f.value * f.value) OVER (PARTITION BY f.item_id) AS sq
-          FROM item_features AS f) AS v
+    SELECT v.item_id, v.feature, CAST(v.x / NULLIF(SQRT(v.sq), 0.0) * 1e18 AS DECIMAL(38, 0)) AS u
+    FROM (SELECT s.item_id, s.feature, s.x, SUM(s.x * s.x) OVER (PARTITION BY s.item_id) AS sq
+          FROM (SELECT f.item_id, f.feature,
+                       f.value / NULLIF(MAX(ABS(f.value)) OVER (PARTITION BY f.item_id), 0.0) AS x
+                FROM item_features AS f) AS s) AS v
     WHERE v.sq > 0
 ),
 unit_items AS (

@@ -309,9 +309,11 @@ CREATE OR REPLACE TEMP MACRO rankwise_novelty(popularity, k, n_users, cold_items
 -- pairs or (ild_denominator = 'n_u', Evidently) by m; m < 2: NaN or (ild_short = 'zero') 0. A row
 -- evaluate() would reject (vectors of different lengths, a NULL or non-finite component) is NaN.
 --   SELECT rankwise_ild(vectors, 10) FROM t
+-- (each vector over its largest |component| first, so that its squared norm neither overflows nor underflows)
 CREATE OR REPLACE TEMP MACRO rankwise__units(vectors) AS
     list_transform(
-        list_filter(vectors, lambda v: v IS NOT NULL AND coalesce(list_sum(list_transform(v, lambda x: x * x)), 0) > 0),
+        list_transform(list_filter(vectors, lambda v: v IS NOT NULL AND coalesce(list_max(list_transform(v, lambda x: abs(x))), 0) > 0),
+                       lambda v: list_transform(v, lambda x: x / list_max(list_transform(v, lambda y: abs(y))))),
         lambda v: list_transform(v, lambda x: x / sqrt(list_sum(list_transform(v, lambda y: y * y)))));
 
 CREATE OR REPLACE TEMP MACRO rankwise__ild_valid(vectors) AS

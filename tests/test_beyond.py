@@ -700,16 +700,54 @@ def test_memory_limit_reaches_the_beyond_duckdb_connection(monkeypatch):
     assert "rankwise-duckdb-" in seen["spill"]
 
 
+# items 1-3 at 1e160, 4-5 at 1e-160: directions (1, 0), (0, 1), (1, 1), (1, 0), (1, 1)
+_SCALED = {1: (1e160, 0.0), 2: (0.0, 1e160), 3: (1e160, 1e160), 4: (1e-160, 0.0), 5: (1e-160, 1e-160)}
+
+
+def _scaled_ild_expected() -> dict:
+    """By hand: cos((1,0),(0,1)) = 0, cos((1,0),(1,1)) = cos((0,1),(1,1)) = 1/sqrt 2."""
+    c = 2 ** -0.5
+    return {1: (1 + 2 * (1 - c)) / 3, 2: 1 - c, 3: 1 - c}
+
+
+def test_ild_does_not_depend_on_the_scale_of_the_vectors(backend):
+    """ILD reads directions only. Feature values of 1e160 overflowed the squared norms to infinity (Polars
+    and DuckDB gave 1.75 for 0.41; PostgreSQL raised) and values of 1e-160 underflowed them to 0 (the items
+    counted as featureless): each vector is divided by its largest |value| before its norm is taken.
+    User 1 lists items at 1e160, user 2 at 1e-160, user 3 one of each."""
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3, 3], "item": [1, 2, 3, 4, 5, 1, 5], "rank": [1, 2, 3, 1, 2, 1, 2]})
+    long = pl.DataFrame({"item": [i for i in _SCALED for _ in "ab"], "feature": ["a", "b"] * len(_SCALED),
+                         "value": [v for vec in _SCALED.values() for v in vec]})
+    embeddings = pl.DataFrame({"item": list(_SCALED), "embedding": [list(v) for v in _SCALED.values()]})
+    for features in (long, embeddings) if backend in ("polars", "duckdb") else (long,):
+        got = rankwise.evaluate(recs, None, k=3, metrics=["ild"], item_features=features, backend=backend)
+        values = dict(got.per_user.select("user", "ild@3").rows())
+        assert values == pytest.approx(_scaled_ild_expected(), rel=1e-12), (backend, features.columns)
+
+
+def test_ild_expression_and_macro_do_not_depend_on_the_scale_of_the_vectors():
+    """The same data as one list of vectors per row: rankwise.expr.ild and the DuckDB macro rankwise_ild."""
+    import duckdb
+
+    from rankwise import expr
+
+    lists = {1: [1, 2, 3], 2: [4, 5], 3: [1, 5]}
+    rows = pl.DataFrame({"user": list(lists), "vec": [[list(_SCALED[i]) for i in items] for items in lists.values()]})
+    expected = _scaled_ild_expected()
+    assert dict(rows.select("user", expr.ild("vec", k=3)).rows()) == pytest.approx(expected, rel=1e-12)
+    with duckdb.connect() as con:
+        expr.install_duckdb(con)
+        con.register("t", rows)
+        assert dict(con.sql("SELECT user, rankwise_ild(vec, 3) FROM t").fetchall()) == pytest.approx(expected, rel=1e-12)
+
+
 def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn):
-    """ILD over feature values of 1e160: the squared norms overflow a double, which PostgreSQL raises
-    (psycopg's NumericValueOutOfRange came through raw); a NumericOverflowError with a hint instead."""
-    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 3], "rank": [1, 2, 3, 1, 2]})
-    truth = pl.DataFrame({"user": [1], "item": [1]})
-    features = pl.DataFrame({"item": [1, 1, 2, 2, 3, 3], "feature": ["a", "b"] * 3,
-                             "value": [1e160, 0.0, 0.0, 1e160, 1e160, 1e160]})
-    with pytest.raises(rankwise.NumericOverflowError, match="ild") as info:
-        rankwise.evaluate(recs, truth, k=3, metrics=["ild"], item_features=features, backend="postgres")
-    assert "feature values" in info.value.hint
+    """Scores 2e308 apart: score - max(score) overflows a double, which PostgreSQL raises (psycopg's
+    NumericValueOutOfRange came through raw); a NumericOverflowError with a hint instead."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "score": [1e308, -1e308, 0.0]})
+    with pytest.raises(rankwise.NumericOverflowError, match="score_entropy") as info:
+        rankwise.evaluate(recs, None, k=2, metrics=["score_entropy"], backend="postgres")
+    assert "scores" in info.value.hint
 
 
 @pytest.mark.parametrize("as_file", [False, True])

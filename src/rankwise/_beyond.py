@@ -474,16 +474,20 @@ def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.Laz
         return pl.LazyFrame(schema=schema)
     if side.embeddings is not None:  # dense vectors: lists x unit vectors, a sparse x dense product
         ids, matrix = side.embeddings
-        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
-        keep = norms > 0  # a zero vector has no direction: the item counts as featureless
+        peak = np.abs(matrix).max(axis=1) if matrix.shape[1] else np.zeros(len(matrix))
+        keep = peak > 0  # a zero vector has no direction: the item counts as featureless
         if not keep.all():
-            ids, matrix, norms = ids.filter(pl.Series(keep)), matrix[keep], norms[keep]
-        unit = matrix / norms[:, None]
+            ids, matrix, peak = ids.filter(pl.Series(keep)), matrix[keep], peak[keep]
+        unit = matrix / peak[:, None]  # components in [-1, 1]: the squared norm neither overflows nor underflows
+        unit /= np.sqrt(np.einsum("ij,ij->i", unit, unit))[:, None]
         item_ix = pl.DataFrame({ITEM: ids}).with_row_index("ii")
         return _ild_sums(top, item_ix, unit, schema)
     f = side.features.lazy()
-    f = (f.with_columns((pl.col(VALUE) ** 2).sum().over(ITEM).alias("sq")).filter(pl.col("sq") > 0)
-         .with_columns((pl.col(VALUE) / pl.col("sq").sqrt()).alias("u")))
+    # each vector over its largest |value| first (as sql/beyond_user.sql): no overflow or underflow in sq
+    peak = pl.col(VALUE).abs().max().over(ITEM)
+    f = (f.filter(peak > 0).with_columns((pl.col(VALUE) / peak).alias("x"))
+         .with_columns((pl.col("x") ** 2).sum().over(ITEM).alias("sq"))
+         .with_columns((pl.col("x") / pl.col("sq").sqrt()).alias("u")))
     # collected once: a lazy unique() may number the ids differently each time it runs
     item_ix = f.select(ITEM).unique().with_row_index("ii").collect()
     feat_ix = f.select(FEATURE).unique().with_row_index("fi").collect()

@@ -300,9 +300,11 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     conv = _defining(convention, "ild")
     k = _check_k(k)
     vectors = _as_expr(embeddings, "embeddings").list.head(k).list.eval(_E.cast(pl.List(pl.Float64)))
+    # each vector over its largest |component| first: its squared norm can neither overflow nor underflow
+    peak = _E.list.eval(_E.abs()).list.max()
+    scaled = vectors.list.eval(_E.filter(_E.is_not_null() & (peak > 0)) / peak.filter(_E.is_not_null() & (peak > 0)))
     norm = _E.list.eval(_E * _E).list.sum().sqrt()
-    has_direction = _E.is_not_null() & (norm > 0)
-    units = vectors.list.eval(_E.filter(has_direction) / norm.filter(has_direction))
+    units = scaled.list.eval(_E / norm)
     # q = |S|^2, S_d = sum over the n unit vectors of component d: the flat components gathered
     # dimension-major, prefix-summed, read at each dimension's end (a list.eval has no group-by)
     flat, n = _E.explode(), pl.len()
