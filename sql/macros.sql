@@ -271,9 +271,12 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
 CREATE OR REPLACE TEMP MACRO rankwise__counted(top, cold_items) AS
     len(list_filter(top, lambda p: NOT (cold_items = 'drop' AND coalesce(p, 0) = 0)));
 
--- total / the list denominator: k, or the items counted; NaN for a NULL list or a zero denominator
+-- total / the list denominator: k, or the items counted; NaN for a NULL list, a zero denominator or a
+-- popularity that is no count (negative, NaN or infinite: a row evaluate() would reject)
 CREATE OR REPLACE TEMP MACRO rankwise__pop_mean(top, total, k, cold_items, list_denominator) AS
     CASE WHEN top IS NULL THEN 'NaN'::DOUBLE
+         WHEN NOT coalesce(list_bool_and(list_transform(top, lambda p:
+                  p IS NULL OR (isfinite(CAST(p AS DOUBLE)) AND p >= 0))), true) THEN 'NaN'::DOUBLE
          WHEN (CASE WHEN list_denominator = 'k' THEN k ELSE rankwise__counted(top, cold_items) END) = 0
          THEN 'NaN'::DOUBLE
          ELSE total / (CASE WHEN list_denominator = 'k' THEN k ELSE rankwise__counted(top, cold_items) END) END;
@@ -298,7 +301,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_novelty(popularity, k, n_users, cold_items
          ELSE rankwise__pop_mean(popularity[1:k],
              coalesce(list_sum(list_transform(popularity[1:k], lambda p:
                  CASE WHEN coalesce(p, 0) = 0 AND cold_items IN ('drop', 'zero_novelty') THEN 0.0
-                      ELSE -ln(CAST(greatest(coalesce(p, 0), 1) AS DOUBLE) / n_users)
+                      ELSE -ln(CAST(greatest(coalesce(p, 0), 1) AS DOUBLE) / greatest(n_users, 1))
                            / (CASE WHEN novelty_normalize = 'log_users' THEN ln(n_users) ELSE ln(info_log_base) END)
                  END)), 0.0),
              k, cold_items, list_denominator) END END;

@@ -174,3 +174,37 @@ def test_a_preset_whose_library_lacks_the_metric_refuses_it():
         with pytest.raises(rankwise.ParameterError, match="has no metric"):
             call()
     assert isinstance(expr.arp("pop", k=3, convention="rectools"), pl.Expr)
+
+
+def test_popularity_rows_evaluate_would_reject_are_nan_and_no_train_users_count_as_one():
+    """A negative, NaN or infinite popularity (no train count is) makes its row NaN, as ild's invalid rows;
+    the other rows keep their values. U_T = 0 is read as 1, as the engines' max(U_T, 1) does: by hand,
+    every item is then cold, counted as one user, -log2(1 / 1) = 0."""
+    import duckdb
+
+    rows = pl.DataFrame({"pop": [[-1.0, 2.0], [math.nan, 2.0], [math.inf], [4.0, 1.0, None], [0.0, None]]})
+    novelty = rows.select(expr.novelty("pop", k=3, n_users=8)).to_series().to_list()
+    arp = rows.select(expr.arp("pop", k=3)).to_series().to_list()
+    # row 4 by hand (U_T = 8): (-log2(4/8) - log2(1/8) - log2(1/8)) / 3 = 7/3; arp (4 + 1 + 0) / 3
+    assert [math.isnan(v) for v in novelty[:3]] == [True] * 3 and math.isclose(novelty[3], 7 / 3, rel_tol=1e-15)
+    assert [math.isnan(v) for v in arp[:3]] == [True] * 3 and arp[3] == 5 / 3
+    assert rows.select(expr.novelty("pop", k=3, n_users=0)).to_series()[4] == 0.0
+    with duckdb.connect() as con:
+        expr.install_duckdb(con)
+        con.register("t", rows.with_row_index("i"))
+        got = con.sql("SELECT rankwise_novelty(pop, 3, 8), rankwise_arp(pop, 3), rankwise_novelty(pop, 3, 0) "
+                      "FROM t ORDER BY i").fetchall()
+    assert [math.isnan(n) and math.isnan(a) for n, a, _ in got[:3]] == [True] * 3
+    assert math.isclose(got[3][0], 7 / 3, rel_tol=1e-15) and got[3][1] == 5 / 3 and got[4][2] == 0.0
+
+
+@pytest.mark.parametrize("call", ["novelty", "arp", "ild"])
+def test_a_column_of_the_wrong_type_is_a_typed_error_naming_it(call):
+    """Text where popularity counts go, numbers where vectors go: a DtypeMismatchError naming the column
+    when the query is planned (a raw Polars InvalidOperationError before)."""
+    df = pl.DataFrame({"names": [["a", "b"]], "counts": [[3, 1]]})
+    build = {"novelty": lambda c: expr.novelty(c, k=3, n_users=8), "arp": lambda c: expr.arp(c, k=3),
+             "ild": lambda c: expr.ild(c, k=3)}[call]
+    column = "counts" if call == "ild" else "names"
+    with pytest.raises(rankwise.DtypeMismatchError, match=repr(column)):
+        df.select(build(column))

@@ -240,7 +240,8 @@ def novelty(popularity: Column, *, k: int, n_users: int | float | pl.Expr,
     evaluate does under popularity='rows'). Knobs: ``cold_items`` ('as_one':
     max(pop, 1); 'drop': left out of the mean; 'zero_novelty': the item adds 0), ``list_denominator``
     ('n_u': the items counted; 'k'), ``novelty_normalize`` ('log_users': divide by ln U_T instead of
-    ln b), ``info_log_base`` b. A null list (user absent) or no item to average over is NaN.
+    ln b), ``info_log_base`` b. A null list (user absent), no item to average over, or a popularity
+    that is no count (negative, NaN, infinite) is NaN; U_T < 1 is read as 1, as the engines do.
 
     >>> import polars as pl
     >>> df = pl.DataFrame({"pop": [[4, 1, None]]})  # U_T = 8: -log2(4/8) = 1, -log2(1/8) = 3, cold: 3
@@ -261,7 +262,8 @@ def novelty(popularity: Column, *, k: int, n_users: int | float | pl.Expr,
     n_terms = pop.list.eval(with_term.cast(pl.Float64)).list.sum()
     ln_pop = pop.list.eval(pl.when(with_term).then(pl.max_horizontal(_E.fill_null(0), pl.lit(1.0)).log())
                            .otherwise(0.0)).list.sum()
-    value = _popularity_mean(pop, (n_terms * total.log() - ln_pop) / log_den, conv, k)
+    # ln max(U_T, 1), as the engines' GREATEST(U_T, 1): without train users every item counts as one user
+    value = _popularity_mean(pop, (n_terms * total.clip(lower_bound=1.0).log() - ln_pop) / log_den, conv, k)
     if conv.novelty_normalize == "log_users":
         value = pl.when(total > 1).then(value).otherwise(pl.lit(NAN))
     return value.alias(f"novelty@{k}")
@@ -299,7 +301,7 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     """
     conv = _defining(convention, "ild")
     k = _check_k(k)
-    vectors = _as_expr(embeddings, "embeddings").list.head(k).list.eval(_E.cast(pl.List(pl.Float64)))
+    vectors = _number_lists(_as_expr(embeddings, "embeddings"), "embeddings", depth=2).list.head(k)
     # each vector over its largest |component| first: its squared norm can neither overflow nor underflow
     peak = _E.list.eval(_E.abs()).list.max()
     scaled = vectors.list.eval(_E.filter(_E.is_not_null() & (peak > 0)) / peak.filter(_E.is_not_null() & (peak > 0)))
@@ -325,7 +327,29 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
 
 
 def _popularity_head(popularity: Column, k) -> pl.Expr:
-    return _as_expr(popularity, "popularity").cast(pl.List(pl.Float64)).list.head(_check_k(k))
+    return _number_lists(_as_expr(popularity, "popularity"), "popularity", depth=1).list.head(_check_k(k))
+
+
+def _number_lists(column: pl.Expr, what: str, depth: int) -> pl.Expr:
+    """A list (depth 1: popularity counts) or a list of lists (depth 2: vectors) of numbers, as
+    List(Float64) or List(List(Float64)); any other type a DtypeMismatchError naming the column, when
+    the query is planned."""
+    def build(inputs):
+        ((col, dtype),) = inputs
+        inner = dtype
+        for _ in range(depth):
+            inner = inner.inner if isinstance(inner, (pl.List, pl.Array)) else None
+            if inner is None:
+                break
+        if inner is None or not (inner.is_numeric() or inner == pl.Null):
+            name = col.meta.output_name(raise_if_undetermined=False) or what
+            shape = "a list of numbers per row" if depth == 1 else "a list of vectors (lists of numbers) per row"
+            raise DtypeMismatchError(f"{what} {name!r} must be {shape}, got {dtype}.",
+                                     hint=f"Cast it, e.g. pl.col({name!r}).cast("
+                                          + ("pl.List(pl.Float64))." if depth == 1 else "pl.List(pl.List(pl.Float64))).")
+                                          )
+        return col.cast(pl.List(pl.Float64) if depth == 1 else pl.List(pl.List(pl.Float64)))
+    return pl.pipe_with_dtype([column], build)
 
 
 def _cold(pop: pl.Expr) -> pl.Expr:
@@ -336,7 +360,9 @@ def _popularity_mean(pop: pl.Expr, total: pl.Expr, conv: Convention, k: int) -> 
     """``total`` (a sum over the counted items) / the list denominator (NaN when it is 0 or the list null)."""
     counted = ~_cold(_E) if conv.cold_items == "drop" else pl.lit(True)
     den = pl.lit(float(k)) if conv.list_denominator == "k" else pop.list.eval(counted.cast(pl.Float64)).list.sum()
-    return pl.when(pop.is_not_null() & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
+    # a count is a finite number >= 0: a row with another value is NaN (a row evaluate would reject)
+    counts = pop.list.eval((_E.is_null() | (_E.is_finite() & (_E >= 0))).fill_null(False)).list.all()
+    return pl.when(pop.is_not_null() & counts & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
 
 
 def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Iterable[str] | None = None,
