@@ -46,11 +46,11 @@ CREATE OR REPLACE TEMP MACRO rankwise__recs(recs, duplicates) AS
 
 -- positions 1..min(k, n) whose item is relevant, ascending
 CREATE OR REPLACE TEMP MACRO rankwise__hits(r, truth, k) AS
-    list_filter(range(1, least(k, len(r)) + 1), lambda p: list_contains(coalesce(truth, []), r[p]));
+    list_filter(range(1, CAST(least(k, len(r)) AS BIGINT) + 1), lambda p: list_contains(coalesce(truth, []), r[p]));
 
 -- sum_{i <= n} 1 / log_b(i + 1): the DCG of n slots of gain 1
 CREATE OR REPLACE TEMP MACRO rankwise__ones(n, log_base) AS
-    coalesce(list_sum(list_transform(range(1, n + 1), lambda i: 1.0 / (ln(i + 1.0) / ln(log_base)))), 0.0);
+    coalesce(list_sum(list_transform(range(1, CAST(n AS BIGINT) + 1), lambda i: 1.0 / (ln(i + 1.0) / ln(log_base)))), 0.0);
 
 -- the empty / invalid rules around a metric's value (n_rel = number of relevant labels)
 CREATE OR REPLACE TEMP MACRO rankwise__finish(recs, truth, n_rel, value, empty_labels, empty_predictions, duplicates) AS
@@ -219,7 +219,7 @@ CREATE OR REPLACE TEMP MACRO rankwise__bad_rel(truth, rel) AS
     OR len(list_filter(coalesce(rel, []), lambda r: r IS NULL OR isnan(r) OR isinf(r) OR r < 0)) > 0;
 
 CREATE OR REPLACE TEMP MACRO rankwise__dcg_graded(r, truth, rel, k, gain, log_base, relevance_threshold) AS
-    coalesce(list_sum(list_transform(range(1, least(k, len(r)) + 1),
+    coalesce(list_sum(list_transform(range(1, CAST(least(k, len(r)) AS BIGINT) + 1),
         lambda p: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), r[p])], gain, relevance_threshold)
              / (ln(p + 1.0) / ln(log_base)))), 0.0);
 

@@ -332,6 +332,20 @@ def test_macros_refuse_bad_knobs_and_k(con, call, named):
         con.execute(f"SELECT {call}").fetchone()
 
 
+_ARGS = {"dcg_graded": "[1, 2], [2], [1.0]", "ndcg_graded": "[1, 2], [2], [1.0]", "arp": "[4, 1]",
+         "novelty": "[4, 1]", "ild": "[[1.0, 0.0], [0.0, 1.0]]"}
+
+
+@pytest.mark.parametrize("macro", ["precision", "recall", "fbeta", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate",
+                                   "r_precision", "dcg_graded", "ndcg_graded", "arp", "novelty", "ild"])
+def test_every_macro_refuses_a_fractional_k_by_name(con, macro):
+    """k := 2.5 is rankwise's error naming k on every macro (some gave DuckDB's binder error about
+    range(INTEGER, DECIMAL) before the check could run)."""
+    args = _ARGS.get(macro, "[1, 2], [2]") + ", 2.5" + (", 8" if macro == "novelty" else "")
+    with pytest.raises(duckdb.InvalidInputException, match=re.escape("k := 2.5")):
+        con.execute(f"SELECT rankwise_{macro}({args})").fetchone()
+
+
 def test_array_enum_and_categorical_item_lists_are_normalised():
     """Array columns are lists and text ids (String, Categorical, Enum) are text, as in evaluate()."""
     df = pl.DataFrame({"r": [[1, 2, 3], [4, 5, 6]], "t": [[1], [9]]})
