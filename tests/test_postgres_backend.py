@@ -18,7 +18,7 @@ psycopg = pytest.importorskip("psycopg")
 
 RECS = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3], "item": [10, 11, 12, 20, 21, 30], "rank": [1, 2, 3, 1, 2, 1]})
 TRUTH = pl.DataFrame({"user": [1, 1, 2, 4], "item": [11, 13, 20, 40], "relevance": [1.0, 2.0, 1.0, 1.0]})
-TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT"}
+TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT", pl.Boolean: "BOOLEAN"}
 
 
 @pytest.fixture
@@ -73,6 +73,20 @@ def test_column_names_that_are_not_plain_lower_case_are_matched_exactly(pg):
     want = rankwise.evaluate(RECS, TRUTH, k=[1, 3], backend="duckdb")
     assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
     assert_frame_equal(got.per_user.rename({"User": "user"}), want.per_user, rel_tol=1e-12)
+
+
+def test_a_boolean_relevance_table_gives_the_dataframes_result(pg):
+    """A boolean relevance column (true = relevant 1, false = judged non-relevant 0) is taken as the same
+    data as a DataFrame is; the table path refused it (PostgreSQL cannot cast boolean to double)."""
+    conn, schema = pg
+    truth = TRUTH.with_columns(relevance=pl.col("item") != 13)  # user 1's item 13 judged, not relevant
+    for source in (_table(conn, schema, "truth", truth), f"SELECT * FROM \"{schema}\".truth WHERE \"user\" <> 4"):
+        got = rankwise.evaluate(_table(conn, schema, f"recs_{len(source)}", RECS), source, k=[1, 3],
+                                metrics=["precision", "ndcg"], backend="postgres")
+        frame = truth if "WHERE" not in source else truth.filter(pl.col("user") != 4)
+        want = rankwise.evaluate(RECS, frame, k=[1, 3], metrics=["precision", "ndcg"], backend="duckdb")
+        assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
+        assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
 
 
 @pytest.mark.parametrize("change, error", [

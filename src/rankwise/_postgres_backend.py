@@ -46,6 +46,7 @@ _PG_TYPES = {pl.Int8: "SMALLINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.
              pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT", pl.Decimal: "NUMERIC", pl.Date: "DATE",
              pl.Boolean: "BOOLEAN"}  # Datetime: _pg_type
 _INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {25, 1043, 1042}, {20, 21, 23, 700, 701, 1700}  # type OIDs
+_BOOLEAN = 16
 
 
 def _psycopg():
@@ -324,7 +325,10 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
         raise InvalidScoreError(f"recommendations: {c.score!r} must be numeric to rank by it.",
                                 hint="Cast the score to double precision.")
     has_relevance = c.relevance in t
-    if has_relevance and t[c.relevance] not in _NUMBER:
+    if has_relevance and t[c.relevance] == _BOOLEAN:
+        # true = 1, false = 0, as for a DataFrame (PostgreSQL casts boolean to integer, not to double)
+        source["ground_truth"] = _boolean_as_integer(source["ground_truth"], list(t), c.relevance)
+    elif has_relevance and t[c.relevance] not in _NUMBER:
         raise InvalidRelevanceError(f"ground truth: {c.relevance!r} must be numeric.",
                                     hint="Cast the relevance to double precision.")
     rank_col, score_col = (None, c.score) if by_score else (c.rank, None)
@@ -350,6 +354,14 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
         f"WHERE r.rank = 1 AND r.user_id = t.user_id)) "
         f"FROM (SELECT DISTINCT user_id FROM {names['ground_truth']}) AS t")
     inputs.counts.update(zip(("recs", "truth", "both"), map(int, cur.fetchone())))
+
+
+def _boolean_as_integer(source: str, columns: list, column: str) -> str:
+    """A SELECT over the table or query ``source`` with every column, ``column`` cast to integer."""
+    _, exp = render._sqlglot()
+    cells = [exp.cast(exp.column(name, table="src", quoted=True), "INT").as_(name, quoted=True) if name == column
+             else exp.column(name, table="src", quoted=True) for name in columns]
+    return exp.select(*cells).from_(render._source(source, "postgres")).sql("postgres")
 
 
 def _columns(cur, source_sql: str) -> dict:
