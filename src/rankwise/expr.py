@@ -304,7 +304,8 @@ def ild(embeddings: Column, *, k: int, convention: str | Convention = "default")
     vectors = _number_lists(_as_expr(embeddings, "embeddings"), "embeddings", depth=2).list.head(k)
     # each vector over its largest |component| first: its squared norm can neither overflow nor underflow
     peak = _E.list.eval(_E.abs()).list.max()
-    scaled = vectors.list.eval(_E.filter(_E.is_not_null() & (peak > 0)) / peak.filter(_E.is_not_null() & (peak > 0)))
+    has_direction = _E.is_not_null() & (peak > 0)
+    scaled = vectors.list.eval(_E.filter(has_direction) / peak.filter(has_direction))
     norm = _E.list.eval(_E * _E).list.sum().sqrt()
     units = scaled.list.eval(_E / norm)
     # q = |S|^2, S_d = sum over the n unit vectors of component d: the flat components gathered
@@ -341,14 +342,14 @@ def _number_lists(column: pl.Expr, what: str, depth: int) -> pl.Expr:
             inner = inner.inner if isinstance(inner, (pl.List, pl.Array)) else None
             if inner is None:
                 break
+        target, spelled = ((pl.List(pl.Float64), "pl.List(pl.Float64)") if depth == 1 else
+                           (pl.List(pl.List(pl.Float64)), "pl.List(pl.List(pl.Float64))"))
         if inner is None or not (inner.is_numeric() or inner == pl.Null):
             name = col.meta.output_name(raise_if_undetermined=False) or what
             shape = "a list of numbers per row" if depth == 1 else "a list of vectors (lists of numbers) per row"
             raise DtypeMismatchError(f"{what} {name!r} must be {shape}, got {dtype}.",
-                                     hint=f"Cast it, e.g. pl.col({name!r}).cast("
-                                          + ("pl.List(pl.Float64))." if depth == 1 else "pl.List(pl.List(pl.Float64))).")
-                                          )
-        return col.cast(pl.List(pl.Float64) if depth == 1 else pl.List(pl.List(pl.Float64)))
+                                     hint=f"Cast it, e.g. pl.col({name!r}).cast({spelled}).")
+        return col.cast(target)
     return pl.pipe_with_dtype([column], build)
 
 
