@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import rankwise
 
@@ -179,6 +180,23 @@ def test_k_ones_beyond_the_sql_slots_is_refused_everywhere(backend_or_sql):
             rankwise.evaluate(RECS, TRUTH, k=[5, 20000], convention=conv, backend=backend_or_sql)
     assert "Hint:" in str(info.value)
     rankwise.evaluate(RECS, TRUTH, k=10000, convention=conv, metrics=["ndcg"])  # the limit itself is fine
+
+
+def test_k_ones_limits_k_only_where_ndcg_is_asked_for(backend):
+    """The ideal moves only ndcg: precision@20000 under rectools (ideal='k_ones') was refused for the
+    ndcg limit (and compare_conventions dropped the rectools column at every k). Without ndcg, the values
+    equal those under ideal='labels'; the rendered SQL takes the request too."""
+    conv = rankwise.PRESETS["rectools"]
+    asked = ["precision", "recall", "map", "hit_rate"]
+    got = rankwise.evaluate(RECS, TRUTH, k=[5, 20000], metrics=asked, convention=conv, backend=backend)
+    want = rankwise.evaluate(RECS, TRUTH, k=[5, 20000], metrics=asked, convention=conv.replace(ideal="labels"),
+                             backend="polars")
+    assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
+    assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+    assert "precision" in rankwise.sql(metrics=["precision"], k=[5, 20000], convention=conv)
+    assert rankwise.expr.precision("r", "t", k=20000, convention=conv) is not None
+    with pytest.raises(rankwise.ParameterError, match="k <= 10000"):
+        rankwise.evaluate(RECS, TRUTH, k=[5, 20000], metrics=["precision", "ndcg"], convention=conv, backend=backend)
 
 
 def test_an_empty_metrics_list_is_a_parameter_error():

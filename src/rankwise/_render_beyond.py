@@ -104,7 +104,7 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
                                   "both a rank and a score column.")
     conv = resolve(convention)
     ks = parse_request(["hit_rate"], k).ks
-    check_cutoffs(conv, ks)
+    check_cutoffs(conv, ks, names)
     tables = dict(tables or {})
     bad = set(tables) - set(INPUTS)
     if bad or "recommendations" not in tables:

@@ -328,7 +328,7 @@ def evaluate(
     conv = resolve(convention)
     request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: _beyond.prepare_side_inputs(
         train, items, item_features, item_col=item_col, user_col=user_col))
-    check_cutoffs(conv, request.ks)
+    check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
     memory_limit = memory_bytes(memory_limit, engine)
     if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
@@ -561,7 +561,7 @@ class Evaluator:
     def __call__(self, convention, k, metrics) -> Result:
         conv = resolve(convention)
         request, beyond = _plan(metrics, k, conv, self.has_truth, self.side)
-        check_cutoffs(conv, request.ks)
+        check_cutoffs(conv, request.ks, request.names)
         key = input_key(conv)
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)

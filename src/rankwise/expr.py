@@ -395,7 +395,7 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                                  hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
         names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
         request = _metrics.MetricRequest(names, request.ks, beta)
-    _metrics.check_cutoffs(conv, request.ks)
+    _metrics.check_cutoffs(conv, request.ks, request.names)
     rows = _Rows(recs, truth, relevance, conv)
     return [rows.metric(_metrics.internal_name(name), kk, request.beta).alias(request.column(name, kk))
             for name in request.names for kk in request.ks]
@@ -809,7 +809,7 @@ class _Rows:
         conv = _defining(self.conv, name)
         if name not in _metrics.BY_NAME:
             raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
-        _metrics.check_cutoffs(conv, (k,))
+        _metrics.check_cutoffs(conv, (k,), (name,))
         build = _metrics.BY_NAME[name].build
         needed = set(build(conv, beta, pl.col).meta.root_names())  # the statistics the formula reads
         formula = build(conv, beta, pl.field)  # read as fields of the stage

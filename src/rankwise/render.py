@@ -165,7 +165,7 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     dialect = _check_dialect(dialect)
     request = parse_request(metrics, k)
     conv = resolve(convention)
-    check_cutoffs(conv, request.ks)
+    check_cutoffs(conv, request.ks, request.names)
     for knob in ("empty_labels", "empty_predictions"):
         if getattr(conv, knob) == "error":
             raise UnsupportedSQLError(
