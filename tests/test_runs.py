@@ -238,6 +238,21 @@ def test_table_labels_every_run_with_its_letter_when_catalog_metrics_are_present
     assert [r[0] for r in rows] == ["a  x", "b  y"]
 
 
+def test_a_mixed_table_says_which_metrics_have_no_letters_and_why():
+    """Per-user metrics get letters; a catalog metric and an F of the means have one value per run: the
+    footnote said nothing about their cells having none."""
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [11, 10]})
+    train = pl.DataFrame({"user": [7, 8], "item": [10, 11]})
+    res = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["ndcg", "gini"], train=train)
+    assert "gini (catalog-level): one value per run" in res.table().footnote
+    of_means = rankwise.Convention(f_aggregation="of_means")
+    res = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["precision", "f1"], convention=of_means)
+    assert "f1 (the F of mean precision and mean recall" in res.table().footnote
+    plain = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["precision", "f1"])
+    assert "one value per run" not in plain.table().footnote
+
+
 def test_a_run_with_no_user_evaluated_keeps_its_rows_and_compares_to_nan(backend):
     """Under users='intersection' run b (user 7 only, outside the truth) evaluates nobody: its summary
     rows were missing, and compare / bootstrap / table raised "unknown run 'b'". Now: NaN, n_users 0,

@@ -73,12 +73,13 @@ def build(summary: pl.DataFrame, letters: pl.DataFrame | None, footnote: str, co
 
 
 def from_pairs(summary: pl.DataFrame, pairs: pl.DataFrame, runs, *, test: str, correction, alpha: float,
-               confidence: float, digits: int = 4) -> ComparisonTable:
-    """The table of several runs from their summary and ``Result.compare``'s pairs."""
+               confidence: float, digits: int = 4, note: str = "") -> ComparisonTable:
+    """The table of several runs from their summary and ``Result.compare``'s pairs; ``note`` ends the
+    footnote."""
     from . import stats
 
     letters, footnote = stats.letters(pairs, runs=list(runs), test=test, correction=correction, alpha=alpha)
-    return build(summary, letters, footnote + _fewer_paired(summary, pairs), confidence, digits)
+    return build(summary, letters, footnote + _fewer_paired(summary, pairs) + note, confidence, digits)
 
 
 def _fewer_paired(summary: pl.DataFrame, pairs: pl.DataFrame) -> str:

@@ -151,7 +151,7 @@ class Result:
         pairs = self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
                              n_resamples=n_resamples)
         return _table.from_pairs(self.summary, pairs, self.runs, test=test, correction=correction, alpha=alpha,
-                                 confidence=self.confidence, digits=digits)
+                                 confidence=self.confidence, digits=digits, note=self._no_letters_note())
 
     def report(self, path, **options):
         """Write one self-contained HTML report (run card, summary with CIs, metric-vs-k curves,
@@ -195,6 +195,12 @@ class Result:
             [f"{', '.join(f_of_means)} (the F of mean precision and mean recall, f_aggregation='of_means')"]
             if f_of_means else [])
         return f"{' and '.join(why)}: one value per run, no per-user values to pair or resample"
+
+    def _no_letters_note(self) -> str:
+        """A footnote sentence naming the metrics a comparison table shows without letters (one value
+        per run: catalog-level, an F of the means), or ""."""
+        untested = set(self.request.names) - set(self._per_user_names())
+        return f" No letters for {self._one_value_per_run()}." if untested else ""
 
     def _metric_names(self, metrics) -> list[str]:
         """The metrics compare and bootstrap pair and resample: ``metrics``, or every per-user one."""

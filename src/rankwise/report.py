@@ -526,7 +526,7 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
             options = {name: value for name, value in (compare or {}).items() if name in ("test", "correction", "alpha")}
             table = from_pairs(result.summary.filter(pl.col("k") == k), compared.filter(pl.col("k") == k),
                                       result.runs, **{"test": "t", "correction": "holm", "alpha": 0.05, **options},
-                                      confidence=getattr(result, "confidence", 0.95))
+                                      confidence=getattr(result, "confidence", 0.95), note=result._no_letters_note())
             body += (f"<h3>Comparison at k={k}</h3>{table._repr_html_()}<details><summary>every pair, metric "
                      f"and k (* = significant)</summary>{_comparison_table(compared)}</details>")
         elif not result._per_user_names():
