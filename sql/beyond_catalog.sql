@@ -66,8 +66,11 @@ list_stats AS (
     FROM (SELECT COUNT(*) AS n FROM recommendations AS r WHERE r.rank = 1 AND r.item_id IS NOT NULL) AS u
     CROSS JOIN cutoffs AS c
 ),
+-- d = score - max(score), from the halves (exact: halving a double is) so that scores up to 2e308 apart
+-- do not overflow, and at least -2000: EXP(d) is 0 below -745 either way, and d * EXP(d) stays 0
 scored AS (
-    SELECT c.k, CAST(r.score AS DOUBLE) - MAX(CAST(r.score AS DOUBLE)) OVER (PARTITION BY c.k) AS d
+    SELECT c.k, GREATEST(CAST(r.score AS DOUBLE) * 0.5 - MAX(CAST(r.score AS DOUBLE) * 0.5) OVER (PARTITION BY c.k),
+                         -1000.0) * 2.0 AS d
     FROM recommendations AS r
     JOIN cutoffs AS c ON r.rank <= c.k
     WHERE r.item_id IS NOT NULL AND r.score IS NOT NULL

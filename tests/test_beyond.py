@@ -5,6 +5,7 @@ own test or docstring values through its preset; side-input validation."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -741,12 +742,30 @@ def test_ild_expression_and_macro_do_not_depend_on_the_scale_of_the_vectors():
         assert dict(con.sql("SELECT user, rankwise_ild(vec, 3) FROM t").fetchall()) == pytest.approx(expected, rel=1e-12)
 
 
-def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn):
-    """Scores 2e308 apart: score - max(score) overflows a double, which PostgreSQL raises (psycopg's
-    NumericValueOutOfRange came through raw); a NumericOverflowError with a hint instead."""
-    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "score": [1e308, -1e308, 0.0]})
-    with pytest.raises(rankwise.NumericOverflowError, match="score_entropy") as info:
-        rankwise.evaluate(recs, None, k=2, metrics=["score_entropy"], backend="postgres")
+def test_score_entropy_of_scores_far_apart(backend):
+    """Scores 2e308 apart: score - max(score) overflowed (Polars and DuckDB: -inf, then 0 * -inf = NaN;
+    PostgreSQL raised). By hand, pooled at k = 2: 1e308, -1e308 (user 1) and 0 (user 2); the softmax is
+    (1, 0, 0) in doubles, whose entropy is 0. With scores 1000 apart the same (exp(-1000) is 0)."""
+    for low in (-1e308, -1000.0):
+        recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "score": [1e308 if low < -1e3 else 0.0, low, low]})
+        got = rankwise.evaluate(recs, None, k=2, metrics=["score_entropy"], backend=backend)
+        assert got.summary["value"].to_list() == [0.0], (backend, low)
+
+
+def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn, monkeypatch):
+    """A statement of the beyond script that overflows a double (no input reaches one since the ILD and
+    score-entropy fixes, so one is added): psycopg's NumericValueOutOfRange becomes a NumericOverflowError
+    with a hint."""
+    script = B._script
+
+    def overflowing(*args, **kwargs):
+        rendered = script(*args, **kwargs)
+        return dataclasses.replace(rendered, stages=(*rendered.stages, "SELECT CAST(1e308 AS DOUBLE PRECISION) * 10"))
+
+    monkeypatch.setattr(B, "_script", overflowing)
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "rank": [1, 2, 1]})
+    with pytest.raises(rankwise.NumericOverflowError, match="novelty") as info:
+        rankwise.evaluate(recs, None, k=2, metrics=["novelty"], train=recs, backend="postgres")
     assert "scores" in info.value.hint
 
 

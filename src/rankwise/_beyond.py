@@ -600,7 +600,9 @@ def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     if "score" not in recs.collect_schema():
         return pl.LazyFrame(schema={"k": pl.Int64, "score_entropy": pl.Float64})
     s = pl.col("score").cast(pl.Float64)
-    d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns((s - s.max().over("k")).alias("d"))
+    # d = s - max(s) from the halves, at least -2000 (as sql/beyond_catalog.sql): no overflow, d * exp(d) = 0
+    half = s * 0.5 - (s * 0.5).max().over("k")
+    d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns((half.clip(lower_bound=-1000.0) * 2.0).alias("d"))
     z = pl.col("d").exp().sum()
     return d.group_by("k").agg((z.log() - (pl.col("d").exp() * pl.col("d")).sum() / z).alias("score_entropy"))
 
