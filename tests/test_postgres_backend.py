@@ -345,7 +345,7 @@ def test_an_async_connection_is_a_parameter_error(pg_dsn):
 
 
 def test_id_columns_of_a_type_rankwise_does_not_take_name_the_type(pg):
-    """NUMERIC (or uuid) ids on both sides were refused as 'different or unsupported types (OIDs 1700
+    """NUMERIC ids on both sides were refused as 'different or unsupported types (OIDs 1700
     and 1700)': contradictory when the types match; the message names the type."""
     conn, schema = pg
     truth = _table(conn, schema, "truth", TRUTH)
@@ -356,3 +356,22 @@ def test_id_columns_of_a_type_rankwise_does_not_take_name_the_type(pg):
     assert "::bigint" in info.value.hint
     with pytest.raises(rankwise.DtypeMismatchError, match=r"numeric \(recommendations\) and bigint"):
         rankwise.evaluate(f'"{schema}".r2', truth, k=3, backend=conn)
+
+
+def test_uuid_ids_are_taken_and_come_back_as_text(pg):
+    """uuid user and item columns (common warehouse keys) were refused; they are compared and returned as
+    their text form, the result of the same ids as strings in DataFrames."""
+    import uuid as uuid_module
+
+    conn, schema = pg
+    ids = {n: str(uuid_module.UUID(int=n * 7919 + 1)) for n in range(1, 50)}
+    recs = RECS.with_columns(pl.col("user").replace_strict(ids), pl.col("item").replace_strict(ids))
+    truth = TRUTH.with_columns(pl.col("user").replace_strict(ids), pl.col("item").replace_strict(ids))
+    for name, frame in (("r", recs), ("t", truth)):
+        _table(conn, schema, name, frame)
+        conn.execute(f'ALTER TABLE "{schema}".{name} ALTER COLUMN "user" TYPE uuid USING "user"::uuid, '
+                     f'ALTER COLUMN item TYPE uuid USING item::uuid')
+    got = rankwise.evaluate(f'"{schema}".r', f'"{schema}".t', k=[1, 3], backend="postgres")
+    want = rankwise.evaluate(recs, truth, k=[1, 3], backend="duckdb")
+    assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
+    assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)

@@ -46,7 +46,7 @@ _PG_TYPES = {pl.Int8: "SMALLINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.
              pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT", pl.Decimal: "NUMERIC", pl.Date: "DATE",
              pl.Boolean: "BOOLEAN"}  # Datetime: _pg_type
 _INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {25, 1043, 1042}, {20, 21, 23, 700, 701, 1700}  # type OIDs
-_BOOLEAN = 16
+_BOOLEAN, _UUID = 16, 2950
 
 
 def _psycopg():
@@ -304,6 +304,12 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
             if needed not in cols:
                 raise MissingColumnError(f"{what}: no column {needed!r} (columns: {', '.join(cols)}).",
                                          hint="Name the columns with user_col= / item_col=.")
+    # uuid ids are compared and returned as their text form (the tables' own form of a uuid)
+    for name, cols in (("recommendations", r), ("ground_truth", t)):
+        uuids = [column for column in (c.user, c.item) if cols.get(column) == _UUID]
+        if uuids:
+            source[name] = _with_casts(source[name], list(cols), dict.fromkeys(uuids, "TEXT"))
+            cols.update(dict.fromkeys(uuids, 25))  # text
     for column in (c.user, c.item):
         kinds = ["integer" if r[column] in _INTEGER else "text" if r[column] in _TEXT else "other",
                  "integer" if t[column] in _INTEGER else "text" if t[column] in _TEXT else "other"]
@@ -327,7 +333,7 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
     has_relevance = c.relevance in t
     if has_relevance and t[c.relevance] == _BOOLEAN:
         # true = 1, false = 0, as for a DataFrame (PostgreSQL casts boolean to integer, not to double)
-        source["ground_truth"] = _boolean_as_integer(source["ground_truth"], list(t), c.relevance)
+        source["ground_truth"] = _with_casts(source["ground_truth"], list(t), {c.relevance: "INT"})
     elif has_relevance and t[c.relevance] not in _NUMBER:
         raise InvalidRelevanceError(f"ground truth: {c.relevance!r} must be numeric.",
                                     hint="Cast the relevance to double precision.")
@@ -356,11 +362,11 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
     inputs.counts.update(zip(("recs", "truth", "both"), map(int, cur.fetchone())))
 
 
-def _boolean_as_integer(source: str, columns: list, column: str) -> str:
-    """A SELECT over the table or query ``source`` with every column, ``column`` cast to integer."""
+def _with_casts(source, columns: list, casts: dict) -> str:
+    """A SELECT over the table or query ``source`` with every column, those of ``casts`` cast to its type."""
     _, exp = render._sqlglot()
-    cells = [exp.cast(exp.column(name, table="src", quoted=True), "INT").as_(name, quoted=True) if name == column
-             else exp.column(name, table="src", quoted=True) for name in columns]
+    cells = [exp.cast(exp.column(name, table="src", quoted=True), casts[name]).as_(name, quoted=True)
+             if name in casts else exp.column(name, table="src", quoted=True) for name in columns]
     return exp.select(*cells).from_(render._source(source, "postgres")).sql("postgres")
 
 
