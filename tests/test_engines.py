@@ -360,6 +360,9 @@ def test_spark_inputs_and_uncollected_per_user(spark_session):
                        rel_tol=1e-12, abs_tol=1e-13)
     assert_frame_equal(lazy.summary, expected.summary, rel_tol=1e-12, abs_tol=1e-13)
     assert_frame_equal(lazy.excluded, expected.excluded)
+    # the long rows kept in Spark have the collected long frame's names (user, f1, the asked metrics only)
+    long = pl.from_arrow(lazy.long.toArrow()).sort("k", "user")
+    assert_frame_equal(long, expected.long, rel_tol=1e-12, abs_tol=1e-13)
     with pytest.raises(rankwise.ParameterError, match="collect=False"):
         rankwise.evaluate(r, t, k=2, backend="polars", collect=False)
     with pytest.raises(rankwise.ParameterError, match="Spark"):

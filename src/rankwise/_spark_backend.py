@@ -422,14 +422,24 @@ def _canonical(frame: pl.DataFrame, user_dtype, columns=("k", "n_recs", "n_rel",
     ).select(USER, *columns)
 
 
+def public_long(rows, request, user_col: str):
+    """The engine's per-user rows kept in Spark under the collected long frame's names and types
+    (rankwise._shape.long): user, k, n_recs, n_rel, the asked metrics (NaN = undefined)."""
+    from pyspark.sql import functions as F
+
+    return rows.select(F.col(USER).alias(user_col), *[F.col(c).cast("bigint").alias(c) for c in ("k", "n_recs", "n_rel")],
+                       *[F.coalesce(F.col(internal_name(n)).cast("double"), F.lit(float("nan"))).alias(n)
+                         for n in request.names])
+
+
 def wide(long, request, user_col: str):
-    """A Spark per-user frame (user_id, k, metrics) -> user, then one "metric@k" column each, NaN =
-    undefined; computed in Spark (for results kept there)."""
+    """A kept long frame (:func:`public_long`) -> user, then one "metric@k" column each, NaN =
+    undefined; computed in Spark."""
     from pyspark.sql import functions as F
 
     cells = []
     for name in request.names:
         for k in request.ks:
-            value = F.max(F.when(F.col("k") == k, F.col(internal_name(name))))
+            value = F.max(F.when(F.col("k") == k, F.col(name)))
             cells.append(F.coalesce(value, F.lit(float("nan"))).alias(request.column(name, k)))
-    return long.groupBy(USER).agg(*cells).withColumnRenamed(USER, user_col)
+    return long.groupBy(user_col).agg(*cells)

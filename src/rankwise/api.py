@@ -411,7 +411,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
                 _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
                 rows = _shape.long(out.per_user, request, user_col)
             else:
-                rows = out.per_user
+                rows = _shape.kept_long(out.per_user, request, user_col)
             parts = (rows, _shape.summary(out.summary, request, confidence),
                      _shape.excluded(prep, out.counts, conv), None)
         except BaseException:
