@@ -21,6 +21,7 @@ import polars as pl
 
 from . import _checks, _sql_files, render
 from ._inputs import USER, Columns
+from ._shape import KEYS
 from ._engine import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
                       polars_examples)
 from .conventions import Convention
@@ -427,7 +428,7 @@ def public_long(rows, request, user_col: str):
     (rankwise._shape.long): user, k, n_recs, n_rel, the asked metrics (NaN = undefined)."""
     from pyspark.sql import functions as F
 
-    return rows.select(F.col(USER).alias(user_col), *[F.col(c).cast("bigint").alias(c) for c in ("k", "n_recs", "n_rel")],
+    return rows.select(F.col(USER).alias(user_col), *[F.col(c).cast("bigint").alias(c) for c in KEYS],
                        *[F.coalesce(F.col(internal_name(n)).cast("double"), F.lit(float("nan"))).alias(n)
                          for n in request.names])
 
