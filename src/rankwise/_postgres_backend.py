@@ -45,8 +45,8 @@ _PG_TYPES = {pl.Int8: "SMALLINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.
              pl.Int128: "NUMERIC(39)", pl.Float32: "DOUBLE PRECISION",
              pl.Float64: "DOUBLE PRECISION", pl.String: "TEXT", pl.Decimal: "NUMERIC", pl.Date: "DATE",
              pl.Boolean: "BOOLEAN"}  # Datetime: _pg_type
-_INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {25, 1043, 1042}, {20, 21, 23, 700, 701, 1700}  # type OIDs
-_BOOLEAN, _UUID = 16, 2950
+_TEXT_OID, _BOOLEAN, _UUID = 25, 16, 2950  # type OIDs
+_INTEGER, _TEXT, _NUMBER = {20, 21, 23}, {_TEXT_OID, 1043, 1042}, {20, 21, 23, 700, 701, 1700}
 
 
 def _psycopg():
@@ -309,7 +309,7 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
         uuids = [column for column in (c.user, c.item) if cols.get(column) == _UUID]
         if uuids:
             source[name] = _with_casts(source[name], list(cols), dict.fromkeys(uuids, "TEXT"))
-            cols.update(dict.fromkeys(uuids, 25))  # text
+            cols.update(dict.fromkeys(uuids, _TEXT_OID))
     for column in (c.user, c.item):
         kinds = ["integer" if r[column] in _INTEGER else "text" if r[column] in _TEXT else "other",
                  "integer" if t[column] in _INTEGER else "text" if t[column] in _TEXT else "other"]

@@ -20,10 +20,10 @@ from functools import lru_cache
 import polars as pl
 
 from . import _checks, _sql_files, render
-from ._inputs import USER, Columns
-from ._shape import KEYS
 from ._engine import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
                       polars_examples)
+from ._inputs import USER, Columns
+from ._shape import KEYS
 from .conventions import Convention
 from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
                      MissingColumnError, MissingDependencyError, RankwiseError)

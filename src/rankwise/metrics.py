@@ -163,8 +163,8 @@ K_ONES_MAX = 10_000  # the shipped SQL enumerates ideal slots 1..10000 (sql/per_
 def check_cutoffs(conv, ks, names) -> None:
     """Rules that tie the cutoffs to a convention, the same for every engine and the rendered SQL:
     ideal='k_ones' caps k for the metrics the ideal moves (ndcg), asked for in ``names``."""
-    reads_ideal = any("ideal" in KNOBS_BY_METRIC.get(internal_name(name), ()) for name in names)
-    if conv.ideal == "k_ones" and reads_ideal and max(ks) > K_ONES_MAX:
+    if conv.ideal == "k_ones" and max(ks) > K_ONES_MAX and any(
+            "ideal" in KNOBS_BY_METRIC.get(internal_name(name), ()) for name in names):
         raise ParameterError(
             f"ideal='k_ones' supports k <= {K_ONES_MAX} for ndcg, got k={max(ks)}.",
             hint="Use a smaller k, ask for ndcg at smaller k in a second call, or ideal='labels' (the ideal "
