@@ -108,6 +108,20 @@ def test_bad_tables_raise_the_error_evaluate_raises_anywhere(pg, change, error):
                           backend="postgres")
 
 
+@pytest.mark.parametrize("option", [{"relevance_col": "relevnce"}, {"rank_col": "rnk"}, {"score_col": "scor"}])
+def test_a_misspelt_column_option_is_a_missing_column_on_tables_too(pg, option):
+    # a rank, score or relevance column the caller names must exist: as tables, a misspelt
+    # relevance_col scored every label 1 and a misspelt rank_col ranked by the score column
+    conn, schema = pg
+    recs = _table(conn, schema, "recs", RECS.with_columns(score=pl.lit(0.5)))
+    truth = _table(conn, schema, "truth", TRUTH)
+    with pytest.raises(rankwise.MissingColumnError) as frame_error:
+        rankwise.evaluate(RECS.with_columns(score=pl.lit(0.5)), TRUTH, k=3, **option)
+    with pytest.raises(rankwise.MissingColumnError) as table_error:
+        rankwise.evaluate(recs, truth, k=3, backend="postgres", **option)
+    assert table_error.value.problem == frame_error.value.problem
+
+
 @pytest.mark.parametrize("name", ['x"; DROP TABLE {schema}.sentinel; --', "x; DROP TABLE {schema}.sentinel",
                                   "Mixed Case", "select"])
 def test_a_hostile_table_name_is_an_identifier(pg, name):

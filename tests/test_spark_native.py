@@ -122,6 +122,18 @@ def test_bad_spark_frames_raise_the_error_evaluate_raises_anywhere(spark, change
         rankwise.evaluate(r, t, k=3, backend="spark")
 
 
+@pytest.mark.parametrize("option", [{"relevance_col": "relevnce"}, {"rank_col": "rnk"}, {"score_col": "scor"}])
+def test_a_misspelt_column_option_is_a_missing_column_on_spark_frames_too(spark, option):
+    # a rank, score or relevance column the caller names must exist: a misspelt relevance_col scored
+    # every label 1 in Spark, a misspelt rank_col ranked by the score column
+    scored = RECS.with_columns(score=pl.lit(0.5))
+    with pytest.raises(rankwise.MissingColumnError) as frame_error:
+        rankwise.evaluate(scored, TRUTH, k=3, **option)
+    with pytest.raises(rankwise.MissingColumnError) as spark_error:
+        rankwise.evaluate(*_spark_frames(spark, scored, TRUTH), k=3, backend="spark", **option)
+    assert spark_error.value.problem == frame_error.value.problem
+
+
 def test_null_keys_in_spark_frames_are_refused(spark):
     from pyspark.sql import functions as F
 

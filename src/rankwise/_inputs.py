@@ -401,7 +401,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
     """The canonical recommendations; their distinct users when the checks found them; the checked
     lists when they came in list form."""
     schema = lf.collect_schema()
-    _require(schema, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
+    require(schema, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
             and conv.min_score is None):
         users = grouped_runs(lf, c.user, c.item, c.rank)
@@ -443,11 +443,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
         df = _rank_by_score(_finite_scores(df, c), conv.ties, conv.min_score)
     else:
-        wanted = " or a ".join(repr(name) for name in (c.rank, c.score) if name is not None)  # rank_col=None: scores
-        raise MissingColumnError(
-            f"recommendations: need a {wanted} column (or list-form items); found {list(schema)}.",
-            hint="Name the columns with rank_col= / score_col=, or pass items as a list column.",
-        )
+        raise no_order_column(c, list(schema))
     if conv.min_score is not None and c.score not in schema:
         raise ParameterError(
             f"The convention sets min_score={conv.min_score}, but the recommendations have no "
@@ -642,7 +638,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
     """The canonical ground truth, its distinct users when the checks found them, and the checked
     lists (user_id, item_id[, relevance]) when it came in list form."""
     schema = lf.collect_schema()
-    _require(schema, [c.user, c.item], "ground truth", c, optional=("relevance",))
+    require(schema, [c.user, c.item], "ground truth", c, optional=("relevance",))
     has_rel = c.relevance in schema
     if not isinstance(schema[c.item], pl.List) and (
             not has_rel or schema[c.relevance].is_numeric() or schema[c.relevance] == pl.Boolean):
@@ -693,7 +689,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
 _DEFAULT_NAMES = {f.name: f.default for f in fields(Columns)}
 
 
-def _require(schema, names: list[str], what: str, c: Columns | None = None, optional: tuple[str, ...] = ()) -> None:
+def require(schema, names: list[str], what: str, c: Columns | None = None, optional: tuple[str, ...] = ()) -> None:
     """``names`` must be columns; so must each ``optional`` role (rank, score, relevance) that the
     caller named other than its default (a misspelt relevance_col scored every label 1)."""
     missing = [n for n in names if n not in schema]
@@ -705,6 +701,15 @@ def _require(schema, names: list[str], what: str, c: Columns | None = None, opti
             hint="Pass the names with user_col=, item_col=, rank_col=, score_col=, relevance_col= "
                  "(a rank, score or relevance column you name must exist; leave the option out if there is none).",
         )
+
+
+def no_order_column(c: Columns, found: list, lists: bool = True) -> MissingColumnError:
+    """The error for recommendations with neither the rank nor the score column (every engine's)."""
+    wanted = " or a ".join(repr(name) for name in (c.rank, c.score) if name is not None)  # rank_col=None: scores
+    return MissingColumnError(
+        f"recommendations: need a {wanted} column{' (or list-form items)' if lists else ''}; found {found}.",
+        hint="Name the columns with rank_col= / score_col=" + (", or pass items as a list column." if lists else "."),
+    )
 
 
 def _check_nulls(df: pl.DataFrame, names: list[str], what: str, c: Columns) -> None:

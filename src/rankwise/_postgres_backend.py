@@ -32,11 +32,11 @@ import polars as pl
 
 from . import _checks, render
 from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
-from ._inputs import ITEM, RANK, REL, USER, Columns
+from ._inputs import ITEM, RANK, REL, USER, Columns, no_order_column, require
 from .conventions import Convention
 from ._shape import overflow_hint
 from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
-                     MissingColumnError, MissingDependencyError, NumericOverflowError, ParameterError, RankwiseError)
+                     MissingDependencyError, NumericOverflowError, ParameterError, RankwiseError)
 from .metrics import USER_LEVEL, MetricRequest
 
 _INSTALL = 'pip install "rankwise[engines]"  (psycopg 3)'
@@ -299,11 +299,9 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
     c = inputs.columns
     source = {"recommendations": inputs.recommendations, "ground_truth": inputs.ground_truth}
     r, t = (_columns(cur, render._source(source[name], "postgres").sql("postgres")) for name in source)
-    for what, cols in (("recommendations", r), ("ground truth", t)):
-        for needed in (c.user, c.item):
-            if needed not in cols:
-                raise MissingColumnError(f"{what}: no column {needed!r} (columns: {', '.join(cols)}).",
-                                         hint="Name the columns with user_col= / item_col=.")
+    # a rank, score or relevance column the caller names must exist (else a misspelt one is ignored)
+    require(r, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
+    require(t, [c.user, c.item], "ground truth", c, optional=("relevance",))
     # uuid ids are compared and returned as their text form (the tables' own form of a uuid)
     for name, cols in (("recommendations", r), ("ground_truth", t)):
         uuids = [column for column in (c.user, c.item) if cols.get(column) == _UUID]
@@ -323,8 +321,7 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
                                           f"(or {column}::bigint for whole numbers).")
     by_score = c.rank not in r
     if by_score and c.score not in r:
-        raise MissingColumnError(f"recommendations: neither a rank column {c.rank!r} nor a score column {c.score!r}.",
-                                 hint="Name the column with rank_col= or score_col=.")
+        raise no_order_column(c, list(r), lists=False)
     if not by_score and r[c.rank] not in _INTEGER:
         raise InvalidRankError(f"recommendations: {c.rank!r} must be integer.", hint="Cast it, or pass score_col=.")
     if by_score and r[c.score] not in _NUMBER:

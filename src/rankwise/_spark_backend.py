@@ -22,11 +22,11 @@ import polars as pl
 from . import _checks, _sql_files, render
 from ._engine import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
                       polars_examples)
-from ._inputs import USER, Columns
+from ._inputs import USER, Columns, no_order_column, require
 from ._shape import KEYS
 from .conventions import Convention
 from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
-                     MissingColumnError, MissingDependencyError, RankwiseError)
+                     MissingDependencyError, RankwiseError)
 from .metrics import USER_LEVEL as METRIC_COLUMNS
 from .metrics import MetricRequest, internal_name
 
@@ -146,12 +146,9 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
     from pyspark.sql import types as T
 
     r, t = ({f.name: f.dataType for f in frame.schema.fields} for frame in (recs, truth))
-    for what, schema, needed in (("recommendations", r, [columns.user, columns.item]),
-                                 ("ground truth", t, [columns.user, columns.item])):
-        missing = [c for c in needed if c not in schema]
-        if missing:
-            raise MissingColumnError(f"{what}: no column {missing[0]!r} (columns: {', '.join(schema)}).",
-                                     hint=f"Name the column with {'user_col' if missing[0] == columns.user else 'item_col'}=.")
+    # a rank, score or relevance column the caller names must exist (else a misspelt one is ignored)
+    require(r, [columns.user, columns.item], "recommendations", columns, optional=("rank", "score"))
+    require(t, [columns.user, columns.item], "ground truth", columns, optional=("relevance",))
     if any(isinstance(schema[columns.item], T.ArrayType) for schema in (r, t)):
         return None  # list form: normalised on the driver
 
@@ -172,8 +169,7 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
                 hint=f"Cast both, e.g. df.withColumn({column!r}, F.col({column!r}).cast('string')).")
     by_score = columns.rank not in r
     if by_score and columns.score not in r:
-        raise MissingColumnError(f"recommendations: neither a rank column {columns.rank!r} nor a score column "
-                                 f"{columns.score!r}.", hint="Name the column with rank_col= or score_col=.")
+        raise no_order_column(columns, list(r))
     if not by_score and not isinstance(r[columns.rank], T.IntegralType):
         raise InvalidRankError(f"recommendations: {columns.rank!r} must be integer, got {r[columns.rank].simpleString()}.",
                                hint="Cast the rank column to an integer type, or pass scores as score_col.")
