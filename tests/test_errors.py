@@ -116,6 +116,17 @@ def test_two_f_betas_in_one_call():
     _raises(rankwise.ParameterError, metrics=["f1", "f2"], match="One F-beta")
 
 
+def test_two_spellings_of_one_f_beta_are_refused_not_half_summarised():
+    # f1 and f1.0 each got a per-user column, but the summary kept one row under the last name
+    msg = _raises(rankwise.ParameterError, metrics=["f1", "precision", "f1.0"], match="same metric")
+    assert "'f1'" in msg and "'f1.0'" in msg
+    _raises(rankwise.ParameterError, metrics=["f2", "f2.00"], match="same metric")
+
+
+def test_an_f_beta_is_spelt_with_ascii_digits():
+    _raises(rankwise.ParameterError, metrics=["f\u0662"], match="Unknown metric")  # an Arabic-Indic two
+
+
 def test_unknown_backend_and_convention():
     _raises(rankwise.ParameterError, backend="oracle", match="backend")
     _raises(rankwise.ParameterError, convention="mlflow", match="convention")

@@ -136,7 +136,7 @@ BEYOND_EVERY = ("duplicates", "ties", "min_score")
 BY_NAME = {m.name: m for m in REGISTRY}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
-_F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$")
+_F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$", re.ASCII)
 
 # Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
 # explain() read KNOBS_BY_METRIC.
@@ -218,6 +218,11 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
     if not seen:
         raise ParameterError("metrics is empty: nothing to compute.",
                              hint="Name at least one metric, e.g. metrics=['ndcg'], or metrics=None for all.")
+    spellings = [n for n in seen if _F_BETA.match(n)]
+    if len(spellings) > len(set(betas)) == 1:  # f1 and f1.0: one per-user column, one summary row
+        raise ParameterError(
+            f"{' and '.join(map(repr, spellings))} are the same metric (F-beta, beta = {betas[0]:g}).",
+            hint=f"Name it once, e.g. metrics=[{spellings[0]!r}, ...].")
     if len(set(betas)) > 1:
         raise ParameterError(
             f"One F-beta per evaluation, got {', '.join(n for n in seen if _F_BETA.match(n))}.",
