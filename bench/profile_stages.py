@@ -40,7 +40,7 @@ else:
     out = eng.run(prep, req, conv, memory_limit=api.memory_bytes(args.memory_limit, eng))
     marks.append(("engine", time.perf_counter()))  # per-user rows, summary and counts in one session
     long = _shape.long(out.per_user, req, "user")
-    w = _shape.wide(long, "user")
+    w = _shape.wide(long, "user", req.ks)
     marks.append(("shape", time.perf_counter()))
     ex = _shape.excluded(prep, out.counts, conv)
     marks.append(("excluded", time.perf_counter()))

@@ -273,6 +273,21 @@ def test_a_run_with_no_user_evaluated_keeps_its_rows_and_compares_to_nan(backend
     assert alone.summary.select("metric", "k", "n_users").rows() == [("ndcg", 2, 0)]
 
 
+def test_per_user_has_every_metric_column_when_no_user_is_evaluated(backend):
+    """per_user had only the user column when nobody was evaluated (and several runs raised): code
+    that selects "ndcg@2" broke in exactly that case. The columns are the same as with users."""
+    truth = pl.DataFrame({"user": [1], "item": [2]})
+    b = pl.DataFrame({"user": [7], "item": [2], "rank": [1]})
+    conv = rankwise.Convention(users="intersection")
+    columns = ["user", "precision@1", "precision@2", "ndcg@1", "ndcg@2"]
+    alone = rankwise.evaluate(b, truth, k=[1, 2], metrics=["precision", "ndcg"], convention=conv, backend=backend)
+    assert alone.per_user.columns == columns and alone.per_user.height == 0
+    assert alone.per_user.schema["ndcg@2"] == pl.Float64 and alone.per_user.schema["user"] == pl.Int64
+    runs = rankwise.evaluate({"x": b, "y": b}, truth, k=[1, 2], metrics=["precision", "ndcg"], convention=conv,
+                             backend=backend)
+    assert runs.per_user.columns == ["run", *columns] and runs.per_user.height == 0
+
+
 def test_a_segment_without_users_in_a_run_compares_to_nan():
     """compare(by_segment=True) raised "unknown run 'b'" when one segment had no user of run b, and
     the other segment's comparison was lost with it. Segment x: users 1, 2 (a hits both, b user 1)."""

@@ -68,19 +68,23 @@ def metric_columns(frame: pl.DataFrame, user_col: str) -> list[str]:
     return [c for c in frame.columns if c not in (RUN, user_col, *KEYS)]
 
 
-def wide(long_frame: pl.DataFrame, user_col: str) -> pl.DataFrame:
-    """(user, k) rows -> one row per user, one column per metric@k (per run when there is a run column).
+def wide(long_frame: pl.DataFrame, user_col: str, ks) -> pl.DataFrame:
+    """(user, k) rows -> one row per user, one column per metric@k (per run when there is a run column);
+    no rows: the same columns, one per metric and each of ``ks``.
 
     Every evaluated user has exactly one row per k and ``long`` is sorted by (k, user), so each k's
     slice lines up row for row: a horizontal concat instead of a pivot.
     """
+    metrics = metric_columns(long_frame, user_col)
+    if not long_frame.height:
+        keys = [RUN] if RUN in long_frame.columns else []
+        return pl.DataFrame(schema={**{c: long_frame.schema[c] for c in [*keys, user_col]},
+                                    **{f"{m}@{k}": long_frame.schema[m] for m in metrics for k in ks}})
     if RUN in long_frame.columns:
         parts = long_frame.partition_by(RUN, maintain_order=True, include_key=False, as_dict=True)
-        return pl.concat([wide(part, user_col).select(pl.lit(run).alias(RUN), pl.all()) for (run,), part in parts.items()])
-    metrics = metric_columns(long_frame, user_col)
+        return pl.concat([wide(part, user_col, ks).select(pl.lit(run).alias(RUN), pl.all())
+                          for (run,), part in parts.items()])
     parts = long_frame.partition_by("k", maintain_order=True, as_dict=True)
-    if not parts:
-        return long_frame.select(user_col).clear()
     frames = [part.select(user_col, *[pl.col(m).alias(f"{m}@{k}") for m in metrics]) for (k,), part in parts.items()]
     users = frames[0].get_column(user_col)
     if any(not f.get_column(user_col).equals(users) for f in frames[1:]):

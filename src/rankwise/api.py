@@ -61,7 +61,7 @@ class Result:
     @cached_property
     def per_user(self):
         if isinstance(self.long, pl.DataFrame):
-            return _shape.wide(self.long, self.user_col)
+            return _shape.wide(self.long, self.user_col, self.request.ks)
         if _spark_backend.is_spark_dataframe(self.long):
             return _spark_backend.wide(self.long, self.request, self.user_col)
         return self.long  # a table left in the database: its long rows, as the engine wrote them
