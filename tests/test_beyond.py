@@ -841,3 +841,18 @@ def test_ild_stays_within_0_and_2_per_pair():
             values.append(dict(con.sql(f"SELECT user, rankwise_ild(vec, {k}) FROM t").fetchall()))
     for v in values:
         assert 0.0 <= v[1] < 1e-15 and 2.0 - 1e-15 < v[2] <= 2.0, values
+
+
+def test_min_score_drops_the_items_before_the_beyond_metrics_on_every_backend(backend):
+    """min_score is applied by the input rules before any engine; the rendered script the PostgreSQL and
+    Spark paths run over the canonical rows then refused it as a SQL gap. Items 10 (pop 2) and 12
+    (pop 1) stay, 11 (score 1.0 < 1.5) goes: arp = (2 + 1) / 2, novelty = (log2(3/2) + log2(3)) / 2
+    (3 train users)."""
+    import math
+
+    recs = pl.DataFrame({"user": [1, 1, 1], "item": [10, 11, 12], "score": [3.0, 1.0, 2.0]})
+    train = pl.DataFrame({"user": [1, 2, 3, 3], "item": [12, 10, 10, 11]})
+    conv = rankwise.Convention(min_score=1.5)
+    got = rankwise.evaluate(recs, None, k=3, metrics=["arp", "novelty"], train=train, convention=conv,
+                            backend=backend)
+    assert got.per_user.row(0) == pytest.approx((1, 1.5, (math.log2(3 / 2) + math.log2(3)) / 2), rel=1e-12)

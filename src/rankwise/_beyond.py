@@ -883,10 +883,11 @@ def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
 
 def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str):
     """The script of the metrics ``names`` over the canonical frames (ranks 1..n; for score_entropy
-    their joined score column too, see :func:`with_scores`)."""
+    their joined score column too, see :func:`with_scores`): the input rules have run, min_score among
+    them (the script's SQL gap), so the script renders without it."""
     from ._render_beyond import render_beyond
 
-    return render_beyond(list(names), list(ks), conv, dialect, tables, user_col=USER, item_col=ITEM, prefix=prefix,
+    return render_beyond(list(names), list(ks), conv.replace(min_score=None), dialect, tables, user_col=USER, item_col=ITEM, prefix=prefix,
                          keep_score="score" if "score_entropy" in names else None)
 
 
