@@ -362,3 +362,16 @@ def test_segments_edge_cases_are_parameter_errors_or_empty_frames():
                             segments=pl.DataFrame({"user": [100], "segment": ["x"]}))
     out = res.compare(by_segment=True)
     assert out.height == 0 and out.columns[:3] == ["segment", "run_a", "run_b"]
+
+
+def test_an_input_error_in_one_of_several_runs_names_the_run(backend):
+    """With three runs the user had to bisect: the error said what was wrong, not in which run."""
+    truth = pl.DataFrame({"user": [1], "item": [11]})
+    good = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
+    repeated = pl.DataFrame({"user": [1, 1], "item": [10, 10], "rank": [1, 2]})
+    with pytest.raises(rankwise.DuplicateItemError) as info:
+        rankwise.evaluate({"a": good, "als": repeated}, truth, k=1, backend=backend)
+    assert info.value.problem.startswith("run 'als': recommendations:") and info.value.rows is not None
+    with pytest.raises(rankwise.DuplicateItemError) as info:
+        rankwise.evaluate(repeated, truth, k=1, backend=backend)
+    assert info.value.problem.startswith("recommendations:")  # one run: nothing to name

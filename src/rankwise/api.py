@@ -21,7 +21,7 @@ from ._polars_backend import PolarsEngine
 from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
-from .errors import ParameterError
+from .errors import ParameterError, naming_run
 from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, not_defined, parse_request
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
@@ -358,18 +358,20 @@ def evaluate(
             if engine.capabilities.native_tables and any(is_table_input(r) for r in runs.values()):
                 raise _beyond_in_place(engine)  # (the truth built from the recommendations would read a file)
             ground_truth = _no_truth(next(iter(runs.values())), columns)
-    prepared = {}
-    if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
-        prepared = {name: native for name, recs in runs.items()
-                    if (native := _spark_backend.spark_inputs(recs, ground_truth, columns, conv)) is not None}
-    if engine.capabilities.native_tables:  # table names / queries stay in the database (checked there)
-        prepared = {name: native for name, recs in runs.items()
-                    if (native := postgres_inputs(recs, ground_truth, columns, conv, engine)) is not None}
-    truth = _from_spark(ground_truth) if len(prepared) < len(runs) else None
+    native = {}
+    for name, recs in runs.items():
+        with naming_run(name):
+            if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
+                native[name] = _spark_backend.spark_inputs(recs, ground_truth, columns, conv)
+            if engine.capabilities.native_tables:  # table names / queries stay in the database (checked there)
+                native[name] = postgres_inputs(recs, ground_truth, columns, conv, engine)
+    truth = _from_spark(ground_truth) if sum(n is not None for n in native.values()) < len(runs) else None
     if truth is not None and (len(runs) > 1 or None not in runs):
         truth = prepare_truth(truth, columns)  # once for every run
-    prepared = {name: prepared.get(name) or prepare(_from_spark(recs), truth, columns, conv)
-                for name, recs in runs.items()}
+    prepared = {}
+    for name, recs in runs.items():
+        with naming_run(name):
+            prepared[name] = native.get(name) or prepare(_from_spark(recs), truth, columns, conv)
     if beyond is not None and "score_entropy" in beyond.names:  # the scores ride along with the canonical rows
         prepared = {name: _beyond.with_scores(prep, _from_spark(runs[name]), columns) for name, prep in prepared.items()}
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
@@ -401,27 +403,8 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     ``beyond``: a :class:`BeyondPlan` when beyond-accuracy metrics are asked for."""
     shaped = {}
     for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
-        if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
-            shaped[name] = _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
-            continue
-        out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
-        try:
-            _shape.check(out, conv, user_col)
-            if collect:
-                _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
-                rows = _shape.long(out.per_user, request, user_col)
-            else:
-                rows = _shape.kept_long(out.per_user, request, user_col)
-            parts = (rows, _shape.summary(out.summary, request, confidence),
-                     _shape.excluded(prep, out.counts, conv), None)
-        except BaseException:
-            if not collect:  # left in the engine: the caller would never see it (the first error is the one raised)
-                with contextlib.suppress(Exception):
-                    engine.discard(out.per_user)
-            raise
-        if beyond is not None:
-            parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
-        shaped[name] = parts
+        with naming_run(name):
+            shaped[name] = _run_one(prep, request, conv, engine, user_col, collect, memory_limit, confidence, beyond)
     if beyond is not None:
         request = MetricRequest((*([] if beyond.only else request.names), *beyond.names), request.ks, request.beta)
     if None in shaped:
@@ -429,6 +412,31 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
     long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
     per_item = None if beyond is None else _shape.stack({name: parts[3] for name, parts in shaped.items()})
     return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
+
+
+def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, user_col: str, collect: bool,
+             memory_limit, confidence: float, beyond: BeyondPlan | None) -> tuple:
+    """One run through the engine: (long rows, summary, excluded, per_item or None)."""
+    if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
+        return _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
+    out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+    try:
+        _shape.check(out, conv, user_col)
+        if collect:
+            _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
+            rows = _shape.long(out.per_user, request, user_col)
+        else:
+            rows = _shape.kept_long(out.per_user, request, user_col)
+        parts = (rows, _shape.summary(out.summary, request, confidence),
+                 _shape.excluded(prep, out.counts, conv), None)
+    except BaseException:
+        if not collect:  # left in the engine: the caller would never see it (the first error is the one raised)
+            with contextlib.suppress(Exception):
+                engine.discard(out.per_user)
+        raise
+    if beyond is not None:
+        parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
+    return parts
 
 
 def _beyond_in_place(engine) -> ParameterError:

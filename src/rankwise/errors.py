@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 
 class RankwiseError(Exception):
     """Base class of every error rankwise raises on purpose."""
@@ -114,3 +116,16 @@ class WriteLockedError(WriteError):
 
 class MissingDependencyError(RankwiseError, ImportError):
     """An optional dependency is not installed."""
+
+
+@contextmanager
+def naming_run(name):
+    """A rankwise error raised inside names the run it belongs to (``name`` None: one run, unnamed)."""
+    try:
+        yield
+    except RankwiseError as error:
+        if name is None or getattr(error, "run", None) is not None:
+            raise
+        named = type(error)(f"run {name!r}: {error.problem}", rows=error.rows, hint=error.hint)
+        named.run = name
+        raise named.with_traceback(error.__traceback__) from None
