@@ -3,15 +3,29 @@
 --
 -- Inputs (tables or views; one not given is an empty view): train(user_id, item_id),
 --        items(item_id), item_features(item_id, feature, value).
--- Output: code, problem, n_rows (offending rows), example_user, example_item (the smallest, as text),
--- as sql/checks.sql. The same rules as evaluate() (rankwise._beyond.prepare_side_inputs), which
+-- Output: code, problem, n_rows (offending rows), example_user, example_item (one offending row's, as
+-- text), as sql/checks.sql. The same rules as evaluate() (rankwise._beyond.prepare_side_inputs), which
 -- raises them as typed errors. NaN and infinite values fail the BETWEEN as in sql/checks.sql.
 WITH
-train_rows AS (
-    SELECT SUM(CASE WHEN t.user_id IS NULL OR t.item_id IS NULL THEN 1 ELSE 0 END) AS null_rows,
-           MIN(CASE WHEN t.item_id IS NULL THEN CAST(t.user_id AS VARCHAR) END) AS null_item_user,
-           MIN(CASE WHEN t.user_id IS NULL THEN CAST(t.item_id AS VARCHAR) END) AS null_user_item
+-- a NULL train row's user and item from one row, keyed as in sql/checks.sql (the smallest MD5 of the
+-- row's user and item, then 'v' || the value or 'n' for NULL)
+train_texts AS (
+    SELECT CASE WHEN t.user_id IS NULL OR t.item_id IS NULL THEN 1 ELSE 0 END AS null_row,
+           CASE WHEN t.user_id IS NULL OR t.item_id IS NULL THEN CAST(t.user_id AS VARCHAR) END AS u,
+           CASE WHEN t.user_id IS NULL OR t.item_id IS NULL THEN CAST(t.item_id AS VARCHAR) END AS i
     FROM train AS t
+),
+train_keys AS (
+    SELECT x.null_row, x.u, x.i,
+           CASE WHEN x.null_row = 1
+                THEN MD5(COALESCE(CAST(LENGTH(x.u) AS VARCHAR) || ':' || x.u, 'n') || COALESCE('v' || x.i, 'n'))
+                END AS row_key
+    FROM train_texts AS x
+),
+train_rows AS (
+    SELECT SUM(x.null_row) AS null_rows, MIN(x.row_key || COALESCE('v' || x.u, 'n')) AS example_user,
+           MIN(x.row_key || COALESCE('v' || x.i, 'n')) AS example_item
+    FROM train_keys AS x
 ),
 item_rows AS (
     SELECT SUM(CASE WHEN i.item_id IS NULL THEN 1 ELSE 0 END) AS null_rows
@@ -37,7 +51,8 @@ repeated_features AS (
 ),
 checks AS (
     SELECT 'null_value' AS code, 'train: NULL user or item' AS problem, s.null_rows AS n_rows,
-           s.null_item_user AS example_user, s.null_user_item AS example_item
+           CASE WHEN SUBSTRING(s.example_user, 33, 1) = 'v' THEN SUBSTRING(s.example_user, 34) END AS example_user,
+           CASE WHEN SUBSTRING(s.example_item, 33, 1) = 'v' THEN SUBSTRING(s.example_item, 34) END AS example_item
     FROM train_rows AS s
     UNION ALL
     SELECT 'null_value', 'items: NULL item', s.null_rows, NULL, NULL

@@ -152,6 +152,46 @@ def test_a_failed_input_check_stops_the_script(engine):
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['per_user']}")
 
 
+# (the error's text, recommendations rows, ground-truth rows, the offending (user, item) rows): the
+# smallest offending user and the smallest offending item come from two rows, neither offending
+EXAMPLE_TRAPS = [
+    ("an item repeated", [(1, 50, 1), (1, 50, 2), (1, 10, 3), (2, 10, 1), (2, 10, 2)], [(1, 10, 1.0)],
+     [(1, 50), (2, 10)]),
+    ("an item labelled twice", [(1, 10, 1)], [(1, 50, 1.0), (1, 50, 2.0), (1, 10, 1.0), (2, 10, 1.0), (2, 10, 3.0)],
+     [(1, 50), (2, 10)]),
+    ("NULL user, item, rank or score", [(1, 10, 1), (2, 12, None), (None, 11, 1)], [(1, 10, 1.0)],
+     [(2, 12), (None, 11)]),
+    ("rank below 1", [(1, 10, 1), (1, 12, 0), (2, 11, 0), (2, 10, 1)], [(1, 10, 1.0)], [(1, 12), (2, 11)]),
+    ("a rank repeated", [(1, 20, 1), (1, 30, 1), (2, 11, 1), (2, 12, 1), (1, 5, 2)], [(1, 10, 1.0)],
+     [(1, 20), (1, 30), (2, 11), (2, 12)]),
+    ("negative relevance", [(1, 10, 1)], [(1, 50, -1.0), (1, 10, 1.0), (2, 10, -1.0)], [(1, 50), (2, 10)]),
+]
+
+
+def test_a_failed_check_shows_an_offending_row(engine):
+    """The example of a failed check is one offending row, its user and item from that row: the
+    smallest user and the smallest item of the offending rows named a row that did not offend."""
+    recs_schema = {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64}
+    truth_schema = {"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64}
+    for message, recs, truth, offending in EXAMPLE_TRAPS:
+        engine.load("rw_recs", pl.DataFrame(recs, schema=recs_schema, orient="row"))
+        engine.load("rw_truth", pl.DataFrame(truth, schema=truth_schema, orient="row"))
+        script = rankwise.render.render(None, [1], "default", engine.dialect,
+                                        {"recommendations": engine.qualified("rw_recs"),
+                                         "ground_truth": engine.qualified("rw_truth")}, schema=engine.schema)
+        statements = script.statements()
+        check = statements.index(script.check)
+        for statement in statements[:check]:
+            engine.execute(statement)
+        with pytest.raises(Exception) as failure:
+            engine.query(script.check)
+        text = str(failure.value).replace("\\'", "'")
+        assert message in text, (message, text)
+        if engine.dialect != "clickhouse":  # it cuts the message in its error at ~70 characters
+            shown = [f"e.g. user {'NULL' if u is None else u}, item {i}" for u, i in offending]
+            assert any(example in text for example in shown), (message, text)
+
+
 def test_text_ranks_and_scores_rank_as_numbers(engine):
     """A text rank or score column is ranked by its numbers, as the checks read it (CAST), not as words
     ('10' sorts before '2' as text). User 1's ranks 2, 10, 1 put items 12, 10, 11 in that order; its
@@ -215,7 +255,8 @@ def test_rendered_score_entropy_equals_evaluate(engine):
 BEYOND_MALFORMED = [
     ("a repeated item", "recommendations: an item repeated in one user's list", "recommendations",
      [(1, 10, 1), (1, 10, 2)]),
-    ("a NULL train item", "train: NULL user or item", "train", [(7, 10), (8, None)]),
+    # the example is one row, (8, NULL) or (NULL, 5), not user 8 with item 5
+    ("a NULL train item", "train: NULL user or item", "train", [(7, 10), (8, None), (None, 5)]),
     ("a NULL catalog item", "items: NULL item", "items", [(10,), (None,)]),
     ("a repeated feature", "item_features: a feature repeated for one item", "item_features",
      [(10, "a", 1.0), (10, "a", 2.0)]),
@@ -262,6 +303,8 @@ def test_a_failed_input_check_stops_the_beyond_script(engine):
         assert f"rankwise: {message}" in text, (what, text)
         if engine.dialect != "clickhouse":  # it cuts the message in its error at ~70 characters
             assert "input check failed" in text and f"rw_b_{table}" in text, (what, text)
+            if table == "train":
+                assert "e.g. user 8, item NULL" in text or "e.g. user NULL, item 5" in text, text
         with pytest.raises(Exception):  # dropped before the checks: no stage of the good run is left
             engine.query(f"SELECT COUNT(*) AS n FROM {script.names['exposure']}")
 
