@@ -250,3 +250,8 @@ def test_a_non_integer_rank_column_shows_the_rows_that_are_not_whole_numbers():
     with pytest.raises(rankwise.InvalidRankError) as info:
         rankwise.evaluate(recs, pl.DataFrame({"user": [1], "item": ["a"]}), k=1)
     assert info.value.rows is not None and info.value.rows["rank"].to_list() == ["x"]
+    # NaN and infinity are not whole numbers either (NaN != floor(NaN) is false: every row was shown)
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 3, 4], "rank": [1.0, float("nan"), 1.0, float("inf")]})
+    with pytest.raises(rankwise.InvalidRankError) as info:
+        rankwise.evaluate(recs, pl.DataFrame({"user": [1], "item": [1]}), k=1)
+    assert info.value.rows["item"].to_list() == [2, 4]

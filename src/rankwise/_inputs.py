@@ -541,7 +541,7 @@ def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
     if not df.schema[RANK].is_integer():
         # the rows to show: those that are not whole numbers (e.g. 'x' in a CSV), else the first few
         whole = pl.col(RANK).cast(pl.Float64, strict=False)
-        bad = df.filter(whole.is_null() | (whole != whole.floor()))
+        bad = df.filter(whole.is_null() | ~whole.is_finite() | (whole != whole.floor()))
         raise InvalidRankError(
             f"recommendations: {c.rank!r} must be integer, got {df.schema[RANK]}.",
             rows=_show((bad if bad.height else df).head(_SHOW), c),
