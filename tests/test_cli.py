@@ -145,7 +145,7 @@ def test_an_out_of_range_k_is_a_parameter_error_naming_the_flag(capsys, inputs, 
 
 
 @pytest.mark.parametrize("command,k", [("evaluate", "abc"), ("evaluate", "5,1.5"), ("compare", "x"),
-                                       ("explain", "2.5")])
+                                       ("explain", "2.5"), ("evaluate", "1,,3")])  # (1,,3: a 2 lost?)
 def test_a_non_integer_k_is_a_usage_error(capsys, inputs, command, k):
     code, out, err = run(capsys, command, *inputs, "--k", k)
     assert (code, out) == (2, "")

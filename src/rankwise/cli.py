@@ -88,8 +88,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _ks(text: str) -> list[int]:
+    parts = text.split(",")
+    if not "".join(parts).strip():
+        return []  # no cutoff at all: evaluate() says what k takes
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        # an empty part between two cutoffs (1,,3) is a typo, not nothing; a trailing comma is not
+        return [int(part) for part in (parts[:-1] if len(parts) > 1 and not parts[-1].strip() else parts)]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
