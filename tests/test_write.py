@@ -91,6 +91,16 @@ def test_append_two_runs(result, tmp_path, suffix):
         assert n == per_user.height
 
 
+def test_a_duckdb_schema_named_like_the_file_is_written_to(result, tmp_path):
+    # DuckDB names the database after the file: "analytics"."rankwise_runs" was ambiguous (catalog or schema)
+    target = tmp_path / "analytics.duckdb"
+    result.write(target, prefix="analytics.rankwise_")
+    result.write(target, prefix="analytics.rankwise_")
+    with duckdb.connect(str(target)) as con:
+        n = con.sql('SELECT COUNT(*) FROM analytics.analytics.rankwise_runs').fetchall()[0][0]
+    assert n == 2
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl", ".duckdb"])
 def test_a_run_with_an_empty_table_can_be_appended_to(tmp_path, suffix):
     """No user in common (users='intersection'): per_user has no rows, and its .jsonl file is empty;

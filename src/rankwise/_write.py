@@ -493,8 +493,11 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
     con = _duckdb_connect(duckdb, path)
     try:
         con.execute("BEGIN TRANSACTION")
+        # names qualified by the database too: DuckDB names it after the file, so a schema named like
+        # the file ("analytics" in analytics.duckdb) would be ambiguous
+        catalog = _quote(con.execute("SELECT current_database()").fetchone()[0])
         if schema:
-            con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {catalog}.{_quote(schema)}")
         where = schema or "main"
         existing = {}  # DuckDB folds case, quoted names too: compare lower-cased
         for table, column, dtype in con.execute(
@@ -507,9 +510,9 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
         clear = _plan(f"{path}:{where}.{prefix}", found, 1, names, mode)  # every check before any write
         out = {}
         for name, how in clear.items():
-            con.execute(f"{how} {_quote(where)}.{_quote(prefix + name)}")
+            con.execute(f"{how} {catalog}.{_quote(where)}.{_quote(prefix + name)}")
         for name in names:
-            table = f"{_quote(where)}.{_quote(prefix + name)}"
+            table = f"{catalog}.{_quote(where)}.{_quote(prefix + name)}"
             columns = ", ".join(f"{_quote(c)} {_SQL_TYPES[d.base_type()][1]}" for c, d in TABLES[name].items())
             con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
             con.register("_rankwise_rows", tables[name])
