@@ -113,6 +113,14 @@ def test_user_dtype_and_name_are_kept(backend):
     assert res.per_user["customer"].to_list() == ["1", "2", "3", "4"]
 
 
+def test_duration_ids_are_a_dtype_error_on_every_backend(backend):
+    # DuckDB returned them as intervals that Polars cannot read (a raw ComputeError), Polars scored them
+    recs = RECS.with_columns(pl.duration(days=pl.col("user")).alias("user"))
+    truth = TRUTH.with_columns(pl.duration(days=pl.col("user")).alias("user"))
+    with pytest.raises(rankwise.DtypeMismatchError, match="durations"):
+        rankwise.evaluate(recs, truth, k=1, backend=backend)
+
+
 def test_shipped_sql_runs_by_hand_in_duckdb(expected):
     """What the README shows: the SQL file over the user's own tables, parameters bound."""
     con = duckdb.connect()

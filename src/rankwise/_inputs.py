@@ -759,6 +759,11 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list
         recs = _narrow_int128(recs, col, c, "recommendations")
         truth = _narrow_int128(truth, col, c, "ground truth")
         a, b = recs.collect_schema()[col], truth.collect_schema()[col]
+        if isinstance(a, pl.Duration) or isinstance(b, pl.Duration):  # DuckDB returns them as intervals Polars cannot read
+            raise DtypeMismatchError(f"{_public(col, c)!r} holds durations ({a if isinstance(a, pl.Duration) else b}): "
+                                     "not an id type rankwise takes.",
+                                     hint=f"Cast them, e.g. pl.col({_public(col, c)!r}).dt.total_microseconds() "
+                                          "or .cast(pl.String).")
         if a == b or a == pl.Null or b == pl.Null:
             if a == pl.Null and b != pl.Null:
                 recs = recs.with_columns(pl.col(col).cast(b))
