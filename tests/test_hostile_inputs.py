@@ -183,6 +183,19 @@ def test_glob_characters_in_a_path_are_literal(tmp_path, pattern, backend):
     assert res.per_user.rows() == [(1, 1.0), (2, 0.0)]
 
 
+@pytest.mark.parametrize("directory, name", [("parts", "a[1].parquet"), ("parts[x]", "a.parquet"),
+                                             ("parts", "sub[1]/a.parquet")])
+def test_glob_characters_in_a_directorys_files_are_literal(tmp_path, directory, name, backend):
+    """A Parquet directory whose path or files hold [ ] was "cannot be read as one table"."""
+    (tmp_path / directory / name).parent.mkdir(parents=True)
+    pl.DataFrame({"user": [1], "item": [10], "rank": [1]}).write_parquet(tmp_path / directory / name)
+    pl.DataFrame({"user": [2], "item": [20], "rank": [1]}, schema={"user": pl.Int32, "item": pl.Int64,
+                                                                   "rank": pl.Int64}).write_parquet(tmp_path / directory / "b.parquet")
+    res = rankwise.evaluate(str(tmp_path / directory), pl.DataFrame({"user": [1, 2], "item": [10, 21]}), k=1,
+                            metrics=["precision"], backend=backend)
+    assert res.per_user.rows() == [(1, 1.0), (2, 0.0)]
+
+
 def test_duckdb_reads_a_glob_path_itself_and_literally(tmp_path):
     """The DuckDB source (read_parquet on the file) brackets the glob characters."""
     path = tmp_path / "r*[1]?.parquet"

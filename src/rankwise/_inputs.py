@@ -240,7 +240,7 @@ def _widened_schema(files: list[Path]) -> pl.Schema | None:
     """One schema for Parquet files whose columns differ only in integer or float width (Int32 in one
     file, Int64 in another: Polars' scan takes the first file's type and fails on the next), the widest
     of each; None when the files agree, or differ otherwise (the scan then says how)."""
-    schemas = [pl.read_parquet_schema(f) for f in files]
+    schemas = [_parquet_schema(f) for f in files]
     if len({tuple(s.items()) for s in schemas}) <= 1 or len({tuple(s) for s in schemas}) > 1:
         return None
     for name in schemas[0]:  # widths only: every file's type of a column is of one kind
@@ -250,6 +250,11 @@ def _widened_schema(files: list[Path]) -> pl.Schema | None:
             return None
     # the widest of each column: Polars' own supertype rule
     return pl.concat([pl.DataFrame(schema=s) for s in schemas], how="vertical_relaxed").schema
+
+
+def _parquet_schema(path: Path) -> pl.Schema:
+    with open(path, "rb") as file:  # an open file: Polars expands [ ] * ? in a path given as text
+        return pl.read_parquet_schema(file)
 
 
 @contextmanager
