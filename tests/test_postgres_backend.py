@@ -389,3 +389,12 @@ def test_uuid_ids_are_taken_and_come_back_as_text(pg):
     want = rankwise.evaluate(recs, truth, k=[1, 3], backend="duckdb")
     assert_frame_equal(got.per_user, want.per_user, rel_tol=1e-12)
     assert_frame_equal(got.summary, want.summary, rel_tol=1e-12)
+
+
+def test_a_nul_character_in_text_ids_is_a_dtype_error_naming_the_ids(pg):
+    # PostgreSQL text cannot hold it: its COPY error came out as "check that the tables exist"
+    recs = pl.DataFrame({"user": ["a\x00b", "a\x00b", "c"], "item": ["x", "y", "x"], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": ["a\x00b"], "item": ["y"]})
+    with pytest.raises(rankwise.DtypeMismatchError, match="NUL character") as info:
+        rankwise.evaluate(recs, truth, k=1, backend="postgres")
+    assert info.value.rows["user"].to_list() == ["a\\x00b"]

@@ -388,6 +388,15 @@ def _pg_type(name: str, dtype) -> str:
 def _upload(cur, table: str, frame: pl.DataFrame) -> None:
     """A canonical frame into a temporary table through COPY (CSV: NULL unquoted-empty, '' quoted)."""
     columns = ", ".join(f"{name} {_pg_type(name, frame.schema[name])}" for name in frame.columns)
+    for name in (USER, ITEM):  # PostgreSQL text cannot hold the NUL character
+        if name in frame.columns and frame.schema[name] == pl.String:
+            bad = frame.filter(pl.col(name).str.contains("\x00", literal=True)).select(name).unique().head(5)
+            if bad.height:
+                raise DtypeMismatchError(
+                    f"The {'user' if name == USER else 'item'} ids hold the NUL character (\\x00), which PostgreSQL "
+                    "text cannot hold.", rows=bad.select(pl.col(name).str.replace_all("\x00", "\\x00", literal=True)
+                                                    .alias("user" if name == USER else "item")),
+                    hint="Replace it in the ids (pl.col(...).str.replace_all('\\x00', '')), or use backend='duckdb'.")
     cur.execute(f"CREATE TEMP TABLE {table} ({columns})")
     with cur.copy(f"COPY {table} FROM STDIN (FORMAT csv)") as copy:
         copy.write(frame.write_csv(include_header=False, float_scientific=True, float_precision=17))
