@@ -155,6 +155,15 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
     assert "MissingColumnError" in capsys.readouterr().err
 
 
+def test_a_pandas_named_index_is_read_as_columns(expected):
+    # df.set_index("user") (or a groupby's result) was "missing column(s) ['user']"
+    recs, truth = RECS.to_pandas(), TRUTH.to_pandas()
+    got = rankwise.evaluate(recs.set_index("user"), truth.set_index(["user", "item"]), k=[1, 3, 5])
+    plt.assert_frame_equal(got.per_user, rankwise.evaluate(RECS, TRUTH, k=[1, 3, 5]).per_user)
+    unnamed = rankwise.evaluate(recs.set_index("user").reset_index(), truth, k=[1, 3, 5])  # a RangeIndex: not a column
+    plt.assert_frame_equal(unnamed.per_user, got.per_user)
+
+
 def test_pandas_frames_in_pandas_dtypes(backend):
     recs = pd.DataFrame({"user": ["a", "a", "b"], "item": ["x", "y", "x"], "score": [0.3, 0.9, 0.1]})
     truth = pd.DataFrame({"user": ["a", "b"], "item": ["x", "z"]})

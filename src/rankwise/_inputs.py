@@ -120,7 +120,8 @@ def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFram
 
     A path is read literally (no glob); a CSV file's user and item columns are read as text, so
     ids such as ``007`` and ``7`` stay two ids (the other columns' types are inferred). A fixed-size
-    array of items (a 2-D numpy array's rows) is list form, as a list column is.
+    array of items (a 2-D numpy array's rows) is list form, as a list column is. A pandas DataFrame's
+    named index (``df.set_index("user")``) is read as columns, as if reset.
     """
     lf, c = _lazy(data, what, columns), columns or Columns()
     schema = lf.collect_schema()
@@ -138,8 +139,10 @@ def _lazy(data, what: str, columns: Columns | None) -> pl.LazyFrame:
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
         _unique_names(list(data.columns), what)
+        levels = list(data.index.names)  # a named index holds columns (after set_index or a groupby)
+        named = all(n is not None for n in levels) and not set(levels) & set(data.columns)
         try:
-            return pl.from_pandas(data).lazy()
+            return pl.from_pandas(data, include_index=named).lazy()
         except (TypeError, ValueError) as error:  # pyarrow.ArrowInvalid is a ValueError
             _raise_mixed_object_column(data, what, error)
     if module == "pyarrow":
