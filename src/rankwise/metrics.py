@@ -200,7 +200,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
         if match:
             beta = float(match.group(1))
             if beta <= 0:
-                raise ParameterError(f"F-beta needs beta > 0, got {name!r}.")
+                raise ParameterError(f"F-beta needs beta > 0, got {name!r}.", hint="For example f1, f2 or f0.5.")
             betas.append(beta)
         elif name not in METRICS:
             base, _, cutoff = name.partition("@")
@@ -217,7 +217,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
             seen.append(name)
     if not seen:
         raise ParameterError("metrics is empty: nothing to compute.",
-                             hint="Name at least one metric, e.g. metrics=['ndcg'], or metrics=None for all.")
+                             hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for all.")
     spellings = [n for n in seen if _F_BETA.match(n)]
     if len(spellings) > len(set(betas)) == 1:  # f1 and f1.0: one per-user column, one summary row
         raise ParameterError(
