@@ -1,6 +1,7 @@
 -- rankwise: summary of the per-user metrics, one row per (metric, k).
 --
--- Input: per_user, the output of per_user.sql (user_id, k, n_recs, n_rel, precision, ...).
+-- Inputs: per_user, the output of per_user.sql (user_id, k, n_recs, n_rel, precision, ...); cutoffs(k):
+--         a row per cutoff also when no user was evaluated (value NULL, n_users 0).
 -- Parameters: $f_aggregation 'per_user' (mean of per-user F) | 'of_means' (F of mean P and mean R),
 --             $beta (F-beta's beta), $f_name (the F-beta row's metric name: 'f1', 'f2', 'f0.5').
 -- Output: metric, k, value (mean over users whose value is defined), n_users (users in that mean),
@@ -23,30 +24,39 @@ per_k AS (
     FROM per_user AS p
     GROUP BY p.k
 )
-SELECT 'precision' AS metric, s.k, s.precision_mean AS value, s.precision_n AS n_users, s.precision_sd AS sd FROM per_k AS s
+SELECT 'precision' AS metric, c.k, s.precision_mean AS value, COALESCE(s.precision_n, 0) AS n_users, s.precision_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'recall' AS metric, s.k, s.recall_mean AS value, s.recall_n AS n_users, s.recall_sd AS sd FROM per_k AS s
+SELECT 'recall' AS metric, c.k, s.recall_mean AS value, COALESCE(s.recall_n, 0) AS n_users, s.recall_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT $f_name AS metric, s.k,
+SELECT $f_name AS metric, c.k,
        CASE WHEN $f_aggregation = 'per_user' THEN s.fbeta_mean
-            WHEN s.fbeta_n = 0 THEN CAST(NULL AS DOUBLE)
+            WHEN COALESCE(s.fbeta_n, 0) = 0 THEN CAST(NULL AS DOUBLE)
             WHEN s.precision_mean + s.recall_mean > 0
             THEN (1.0 + $beta * $beta) * s.precision_mean * s.recall_mean / ($beta * $beta * s.precision_mean + s.recall_mean)
             ELSE 0.0 END AS value,
-       s.fbeta_n AS n_users,
+       COALESCE(s.fbeta_n, 0) AS n_users,
        CASE WHEN $f_aggregation = 'per_user' THEN s.fbeta_sd END AS sd
-FROM per_k AS s
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'map' AS metric, s.k, s.map_mean AS value, s.map_n AS n_users, s.map_sd AS sd FROM per_k AS s
+SELECT 'map' AS metric, c.k, s.map_mean AS value, COALESCE(s.map_n, 0) AS n_users, s.map_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'mar' AS metric, s.k, s.mar_mean AS value, s.mar_n AS n_users, s.mar_sd AS sd FROM per_k AS s
+SELECT 'mar' AS metric, c.k, s.mar_mean AS value, COALESCE(s.mar_n, 0) AS n_users, s.mar_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'mrr' AS metric, s.k, s.mrr_mean AS value, s.mrr_n AS n_users, s.mrr_sd AS sd FROM per_k AS s
+SELECT 'mrr' AS metric, c.k, s.mrr_mean AS value, COALESCE(s.mrr_n, 0) AS n_users, s.mrr_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'dcg' AS metric, s.k, s.dcg_mean AS value, s.dcg_n AS n_users, s.dcg_sd AS sd FROM per_k AS s
+SELECT 'dcg' AS metric, c.k, s.dcg_mean AS value, COALESCE(s.dcg_n, 0) AS n_users, s.dcg_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'ndcg' AS metric, s.k, s.ndcg_mean AS value, s.ndcg_n AS n_users, s.ndcg_sd AS sd FROM per_k AS s
+SELECT 'ndcg' AS metric, c.k, s.ndcg_mean AS value, COALESCE(s.ndcg_n, 0) AS n_users, s.ndcg_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'hit_rate' AS metric, s.k, s.hit_rate_mean AS value, s.hit_rate_n AS n_users, s.hit_rate_sd AS sd FROM per_k AS s
+SELECT 'hit_rate' AS metric, c.k, s.hit_rate_mean AS value, COALESCE(s.hit_rate_n, 0) AS n_users, s.hit_rate_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'r_precision' AS metric, s.k, s.r_precision_mean AS value, s.r_precision_n AS n_users, s.r_precision_sd AS sd FROM per_k AS s
+SELECT 'r_precision' AS metric, c.k, s.r_precision_mean AS value, COALESCE(s.r_precision_n, 0) AS n_users, s.r_precision_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

@@ -100,6 +100,17 @@ def test_null_means_undefined(engine):
     assert summary.filter(pl.col("metric") == "precision").row(0)[2:] == (pytest.approx(0.5), 1)
 
 
+def test_the_scripts_summary_has_every_metric_and_k_when_no_user_is_evaluated(engine):
+    """users='intersection' and no user in both tables: evaluate() gives a row per metric and k (value
+    NaN, n_users 0); the script's summary had no row at all."""
+    recs = pl.DataFrame({"user": [1], "item": [10], "rank": [1]})
+    truth = pl.DataFrame({"user": [2], "item": [10], "relevance": [1.0]})
+    per_user, summary = engine.run(recs, truth, ks=(1, 3), metrics=["precision", "f1"], convention="trec_eval")
+    assert per_user.height == 0
+    rows = sorted(summary.select("metric", "k", "value", "n_users").rows())
+    assert rows == [("f1", 1, None, 0), ("f1", 3, None, 0), ("precision", 1, None, 0), ("precision", 3, None, 0)]
+
+
 # (what is wrong, the text the error must hold, recommendations rows, ground-truth rows)
 MALFORMED = [
     ("a repeated item", "recommendations: an item repeated in one user's list",
