@@ -58,5 +58,6 @@ UNION ALL
 SELECT 'hit_rate' AS metric, c.k, s.hit_rate_mean AS value, COALESCE(s.hit_rate_n, 0) AS n_users, s.hit_rate_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'r_precision' AS metric, c.k, s.r_precision_mean AS value, COALESCE(s.r_precision_n, 0) AS n_users, s.r_precision_sd AS sd
+SELECT 'r_precision' AS metric, c.k, s.r_precision_mean AS value, COALESCE(s.r_precision_n, 0) AS n_users,
+       s.r_precision_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

@@ -887,8 +887,8 @@ def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str
     them (the script's SQL gap), so the script renders without it."""
     from ._render_beyond import render_beyond
 
-    return render_beyond(list(names), list(ks), conv.replace(min_score=None), dialect, tables, user_col=USER, item_col=ITEM, prefix=prefix,
-                         keep_score="score" if "score_entropy" in names else None)
+    return render_beyond(list(names), list(ks), conv.replace(min_score=None), dialect, tables, user_col=USER,
+                         item_col=ITEM, prefix=prefix, keep_score="score" if "score_entropy" in names else None)
 
 
 def _typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids: tuple):

@@ -767,7 +767,7 @@ def _align_dtypes(recs: pl.LazyFrame, truth: pl.LazyFrame, c: Columns, csv: list
         recs = _narrow_int128(recs, col, c, "recommendations")
         truth = _narrow_int128(truth, col, c, "ground truth")
         a, b = recs.collect_schema()[col], truth.collect_schema()[col]
-        if isinstance(a, pl.Duration) or isinstance(b, pl.Duration):  # DuckDB returns them as intervals Polars cannot read
+        if isinstance(a, pl.Duration) or isinstance(b, pl.Duration):  # (DuckDB returns intervals Polars cannot read)
             raise DtypeMismatchError(f"{_public(col, c)!r} holds durations ({a if isinstance(a, pl.Duration) else b}): "
                                      "not an id type rankwise takes.",
                                      hint=f"Cast them, e.g. pl.col({_public(col, c)!r}).dt.total_microseconds() "
