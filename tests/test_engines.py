@@ -133,29 +133,36 @@ MALFORMED = [
 ]
 
 
+RECS_SCHEMA = {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64}
+TRUTH_SCHEMA = {"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64}
+
+
+def _failed_check(engine, recs: list, truth: list):
+    """Load the rows as rw_recs and rw_truth, run the script up to its check, which must fail:
+    (the script, the error's text)."""
+    engine.load("rw_recs", pl.DataFrame(recs, schema=RECS_SCHEMA, orient="row"))
+    engine.load("rw_truth", pl.DataFrame(truth, schema=TRUTH_SCHEMA, orient="row"))
+    script = rankwise.render.render(None, [1], "default", engine.dialect,
+                                    {"recommendations": engine.qualified("rw_recs"),
+                                     "ground_truth": engine.qualified("rw_truth")}, schema=engine.schema)
+    statements = script.statements()
+    for statement in statements[:statements.index(script.check)]:
+        engine.execute(statement)
+    with pytest.raises(Exception) as failure:
+        engine.query(script.check)
+    return script, str(failure.value).replace("\\'", "'")  # ClickHouse escapes the quote in user's
+
+
 def test_a_failed_input_check_stops_the_script(engine):
     """The script refuses what evaluate() refuses: the check statement fails with a message naming
     the problem and the tables, before the per-user table exists (a previous run's is dropped first);
     valid tables (an empty list as a NULL-item row included) pass the same check."""
-    recs_schema = {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64}
-    truth_schema = {"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64}
-    good_recs = pl.DataFrame([(1, 10, 1), (2, None, None)], schema=recs_schema, orient="row")
-    good_truth = pl.DataFrame([(1, 10, 1.0), (2, 11, 1.0)], schema=truth_schema, orient="row")
+    good_recs = pl.DataFrame([(1, 10, 1), (2, None, None)], schema=RECS_SCHEMA, orient="row")
+    good_truth = pl.DataFrame([(1, 10, 1.0), (2, 11, 1.0)], schema=TRUTH_SCHEMA, orient="row")
     per_user, _ = engine.run(good_recs, good_truth, ks=(1,))
     assert per_user.height == 2  # the check passed; this run's per-user table is there
     for what, message, recs, truth in MALFORMED:
-        engine.load("rw_recs", pl.DataFrame(recs, schema=recs_schema, orient="row"))
-        engine.load("rw_truth", pl.DataFrame(truth, schema=truth_schema, orient="row"))
-        script = rankwise.render.render(None, [1], "default", engine.dialect,
-                                        {"recommendations": engine.qualified("rw_recs"),
-                                         "ground_truth": engine.qualified("rw_truth")}, schema=engine.schema)
-        statements = script.statements()
-        check = statements.index(script.check)
-        for statement in statements[:check]:
-            engine.execute(statement)
-        with pytest.raises(Exception) as failure:
-            engine.query(script.check)
-        text = str(failure.value).replace("\\'", "'")  # ClickHouse escapes the quote in user's
+        script, text = _failed_check(engine, recs, truth)
         assert f"rankwise: {message}" in text, (what, text)
         if engine.dialect != "clickhouse":  # it cuts the message in its error at ~70 characters
             assert "input check failed" in text and "rw_recs" in text, (what, text)
@@ -182,21 +189,8 @@ EXAMPLE_TRAPS = [
 def test_a_failed_check_shows_an_offending_row(engine):
     """The example of a failed check is one offending row, its user and item from that row: the
     smallest user and the smallest item of the offending rows named a row that did not offend."""
-    recs_schema = {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64}
-    truth_schema = {"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64}
     for message, recs, truth, offending in EXAMPLE_TRAPS:
-        engine.load("rw_recs", pl.DataFrame(recs, schema=recs_schema, orient="row"))
-        engine.load("rw_truth", pl.DataFrame(truth, schema=truth_schema, orient="row"))
-        script = rankwise.render.render(None, [1], "default", engine.dialect,
-                                        {"recommendations": engine.qualified("rw_recs"),
-                                         "ground_truth": engine.qualified("rw_truth")}, schema=engine.schema)
-        statements = script.statements()
-        check = statements.index(script.check)
-        for statement in statements[:check]:
-            engine.execute(statement)
-        with pytest.raises(Exception) as failure:
-            engine.query(script.check)
-        text = str(failure.value).replace("\\'", "'")
+        _, text = _failed_check(engine, recs, truth)
         assert message in text, (message, text)
         if engine.dialect != "clickhouse":  # it cuts the message in its error at ~70 characters
             shown = [f"e.g. user {'NULL' if u is None else u}, item {i}" for u, i in offending]
