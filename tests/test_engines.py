@@ -105,7 +105,8 @@ def test_the_scripts_summary_has_every_metric_and_k_when_no_user_is_evaluated(en
     NaN, n_users 0); the script's summary had no row at all."""
     recs = pl.DataFrame({"user": [1], "item": [10], "rank": [1]})
     truth = pl.DataFrame({"user": [2], "item": [10], "relevance": [1.0]})
-    per_user, summary = engine.run(recs, truth, ks=(1, 3), metrics=["precision", "f1"], convention="trec_eval")
+    conv = rankwise.Convention(users="intersection")
+    per_user, summary = engine.run(recs, truth, ks=(1, 3), metrics=["precision", "f1"], convention=conv)
     assert per_user.height == 0
     rows = sorted(summary.select("metric", "k", "value", "n_users").rows())
     assert rows == [("f1", 1, None, 0), ("f1", 3, None, 0), ("precision", 1, None, 0), ("precision", 3, None, 0)]
@@ -452,11 +453,12 @@ def test_importing_rankwise_does_not_import_pyspark():
 
 # -- beyond-accuracy metrics: the rendered sql/beyond_*.sql on every engine ------------------------------
 
+# the presets' knobs for every metric (metrics=None lifts the limit to their libraries' metrics)
 BEYOND_CONVENTIONS = {
     "default": rankwise.Convention(),
-    "recbole": rankwise.PRESETS["recbole"],      # rows, padding, tail_items, entropy / distinct, ...
-    "evidently": rankwise.PRESETS["evidently"],  # drop cold items, recommended_n1 gini, ild / n_u, ...
-    "replay": rankwise.PRESETS["replay"],        # log_users novelty / k
+    "recbole": rankwise.PRESETS["recbole"].replace(metrics=None),      # rows, padding, tail_items, entropy / ...
+    "evidently": rankwise.PRESETS["evidently"].replace(metrics=None),  # drop cold items, recommended_n1 gini, ...
+    "replay": rankwise.PRESETS["replay"].replace(metrics=None),        # log_users novelty / k
     "knobs": rankwise.Convention(catalog="recommended", gini="catalog_n1_complement", coverage_scale="percent",
                                  cold_items="zero_novelty", long_tail="tail_items", long_tail_ratio=2.0,
                                  ild_short="zero", personalization_lists="full", serendipity_popularity="rows"),

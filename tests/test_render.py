@@ -116,6 +116,18 @@ def test_metrics_prune_the_script():
     assert "* CAST(2.0 AS DOUBLE PRECISION)" in create  # beta = 2
 
 
+def test_a_presets_script_has_its_librarys_metrics_only():
+    """As evaluate(): the kaggle preset (map only) rendered all ten metrics; ranx's mar and replay's gini,
+    which those libraries lack, were rendered instead of refused."""
+    script = render.render(k=5, convention="kaggle", dialect="duckdb")
+    assert "'map'" in script.summary and "'precision'" not in script.summary and "'ndcg'" not in script.summary
+    with pytest.raises(rankwise.ParameterError, match="'ranx' convention has no metric 'mar'") as info:
+        rankwise.sql(metrics=["mar"], k=5, convention="ranx")
+    assert "f1 (any f<beta>)" in info.value.hint and "fbeta" not in info.value.hint
+    with pytest.raises(rankwise.ParameterError, match="'replay' convention has no metric 'gini'"):
+        rankwise.sql(metrics=["gini"], k=5, convention="replay", tables={"train": "train"})
+
+
 def test_schema_and_prefix():
     text = rankwise.sql(dialect="bigquery", k=3, schema="ds", prefix="eval_")
     assert "CREATE TABLE ds.eval_per_user" in text and "CREATE VIEW ds.eval_recommendations" in text

@@ -178,9 +178,10 @@ def internal_name(name: str) -> str:
 
 def not_defined(convention_name: str, name: str, supported) -> ParameterError:
     """The error for a metric (accuracy or beyond accuracy) a preset's library does not define."""
+    has = ", ".join("f1 (any f<beta>)" if m == "fbeta" else m for m in supported)  # public names
     return ParameterError(
         f"The {convention_name!r} convention has no metric {name!r}: the library it reproduces does not define one.",
-        hint=f"It has: {', '.join(supported)}. For another definition, derive a convention: "
+        hint=f"It has: {has}. For another definition, derive a convention: "
              f"rankwise.PRESETS[{convention_name!r}].replace(...) keeps its knobs and lifts the limit with metrics=None.")
 
 

@@ -163,8 +163,9 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     """The :class:`Script` behind :func:`sql` (statements kept apart, for drivers that run one at a time)."""
     sqlglot, exp = _sqlglot()
     dialect = _check_dialect(dialect)
-    request = parse_request(metrics, k)
     conv = resolve(convention)
+    # a preset's metrics only, as evaluate(): metrics=None is those its library has, another is an error
+    request = parse_request(metrics, k, conv.metrics, conv.name)
     check_cutoffs(conv, request.ks, request.names)
     for knob in ("empty_labels", "empty_predictions"):
         if getattr(conv, knob) == "error":
