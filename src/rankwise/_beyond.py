@@ -767,11 +767,12 @@ def check_inputs(names, side: SideInputs, conv: Convention | None, has_truth: bo
             needs.append("items or train" if conv.catalog == "items" else "train")  # the catalog
         missing = [n.split(" or ") for n in needs if " or " in n or not given[n]]
         if missing:
+            flags = {"ground_truth": "the TRUTH argument"}  # (a train of no rows counts as not given)
             raise ParameterError(
                 f"Metric {name!r} needs {' and '.join(' or '.join(m) for m in missing)}, which "
-                f"{'was' if len(missing) == 1 else 'were'} not given (or empty).",
+                f"{'was' if len(missing) == 1 else 'were'} not given{' (or empty)' if ['train'] in missing else ''}.",
                 hint=f"Pass evaluate(..., {', '.join(' or '.join(f'{n}=...' for n in m) for m in missing)}) (CLI: "
-                     f"{', '.join(' or '.join('--' + n.replace('_', '-') for n in m) for m in missing)}).")
+                     f"{', '.join(' or '.join(flags.get(n, '--' + n.replace('_', '-')) for n in m) for m in missing)}).")
 
 
 def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str,
