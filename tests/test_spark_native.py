@@ -134,6 +134,17 @@ def test_a_misspelt_column_option_is_a_missing_column_on_spark_frames_too(spark,
     assert spark_error.value.problem == frame_error.value.problem
 
 
+def test_spark_frames_with_a_column_named_like_another_in_other_case_or_float_ids(spark):
+    """A "USER" column beside "user" made Spark's (case-insensitive) names ambiguous: a raw
+    AnalysisException; float ids were refused for Spark frames only. Both: DuckDB's result."""
+    extra = RECS.with_columns(pl.lit("x").alias("USER"))
+    got = rankwise.evaluate(*_spark_frames(spark, extra, TRUTH), k=[1, 3], backend="spark")
+    assert_frame_equal(got.summary, rankwise.evaluate(RECS, TRUTH, k=[1, 3], backend="duckdb").summary, rel_tol=1e-12)
+    floats = [frame.with_columns(pl.col("user", "item").cast(pl.Float64)) for frame in (RECS, TRUTH)]
+    got = rankwise.evaluate(*_spark_frames(spark, *floats), k=[1, 3], backend="spark")
+    assert_frame_equal(got.per_user, rankwise.evaluate(*floats, k=[1, 3], backend="duckdb").per_user, rel_tol=1e-12)
+
+
 def test_null_keys_in_spark_frames_are_refused(spark):
     from pyspark.sql import functions as F
 

@@ -151,6 +151,8 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
     require(t, [columns.user, columns.item], "ground truth", columns, optional=("relevance",))
     if any(isinstance(schema[columns.item], T.ArrayType) for schema in (r, t)):
         return None  # list form: normalised on the driver
+    read = {columns.user, columns.item, columns.rank, columns.score, columns.relevance}
+    recs, truth = _unambiguous(recs, read), _unambiguous(truth, read)
 
     def kind(dtype):  # decimal(20, 0): how Spark reads a Parquet file's UInt64 ids
         integral = isinstance(dtype, T.IntegralType) or (isinstance(dtype, T.DecimalType) and dtype.scale == 0)
@@ -164,9 +166,7 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
                 "in the ground truth; ids must be both integers or both strings.",
                 hint=f"Cast one side, e.g. df.withColumn({column!r}, F.col({column!r}).cast('string')).")
         if a not in ("integer", "string"):
-            raise DtypeMismatchError(
-                f"{column!r} is {r[column].simpleString()} in both inputs: ids must be integers or strings.",
-                hint=f"Cast both, e.g. df.withColumn({column!r}, F.col({column!r}).cast('string')).")
+            return None  # other id types (double, date, ...): normalised on the driver, as a Polars frame's
     by_score = columns.rank not in r
     if by_score and columns.score not in r:
         raise no_order_column(columns, list(r))
@@ -181,6 +181,15 @@ def spark_inputs(recs, truth, columns: Columns, conv: Convention) -> SparkInputs
         raise InvalidRelevanceError(f"ground truth: {columns.relevance!r} must be numeric, got "
                                     f"{t[columns.relevance].simpleString()}.", hint="Cast the relevance to a double.")
     return SparkInputs(recs, truth, columns, by_score, has_relevance)
+
+
+def _unambiguous(frame, read: set):
+    """``frame`` with the columns rankwise does not read renamed when two names differ only in case:
+    Spark resolves names case-insensitively by default, so a "USER" column made "user" ambiguous."""
+    folded = [name.lower() for name in frame.columns]
+    if len(set(folded)) == len(folded):
+        return frame
+    return frame.toDF(*(name if name in read else f"_rankwise_unread_{i}" for i, name in enumerate(frame.columns)))
 
 
 def _native_views(spark, inputs: SparkInputs, conv: Convention, names: dict, prefix: str, *,
