@@ -398,7 +398,7 @@ def test_the_placeholder_text_in_a_table_name_query_or_schema():
         assert f"recommendations = {body}" in script.check and "recommendation_flags" in script.check, dialect
 
 
-def test_item_features_without_a_value_column():
+def test_item_features_without_a_value_column(capsys):
     """rankwise.sql takes the feature and value columns of item_features; value_col=None reads (item,
     feature) rows as features of value 1, as evaluate() reads a table without a value column. By hand:
     items 5 {a} and 6 {a, b} have cosine 1/sqrt(2), so user 1's list (5, 6) has ILD 1 - 1/sqrt(2)."""
@@ -408,6 +408,10 @@ def test_item_features_without_a_value_column():
     assert want.summary["value"].to_list() == [pytest.approx(1 - 1 / math.sqrt(2))]
     text = rankwise.sql(["ild"], k=2, dialect="duckdb", feature_col="tag", value_col=None,
                         tables={"recommendations": "recs", "item_features": "tags"})
+    # the command line says the same (it had no --feature-col / --value-col / --no-value: always src.value)
+    assert main(["sql", "--metrics", "ild", "--k", "2", "--recommendations", "recs", "--item-features", "tags",
+                 "--feature-col", "tag", "--no-value"]) == 0
+    assert capsys.readouterr().out == text
     con = duckdb.connect()
     for name, frame in (("recs", recs), ("tags", tags)):
         con.register(name, frame)

@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg (default: all)")
     sq.add_argument("--convention", choices=sorted(PRESETS), default="default")
     sq.add_argument("--recommendations", default="recommendations", help="table name or SELECT")
-    sq.add_argument("--ground-truth", default="ground_truth", help="table name or SELECT")
+    sq.add_argument("--ground-truth", default=None, help="table name or SELECT (default ground_truth; "
+                    "beyond-accuracy metrics read it only when given)")
     for name in ("train", "items", "item-features"):
         sq.add_argument(f"--{name}", default=None, help=f"beyond-accuracy metrics: the {name.replace('-', ' ')} "
                         "table name or SELECT (as evaluate's --" + name + " reads it)")
@@ -135,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
         sq.add_argument(f"--{name}-col", default=name, help=f"name of the {name} column (default {name})")
     sq.add_argument("--score-col", default=None, help="rank by this score column instead of --rank-col")
     sq.add_argument("--no-relevance", action="store_true", help="no relevance column: every label counts 1")
+    sq.add_argument("--feature-col", default="feature", help="--item-features' feature column (default feature)")
+    sq.add_argument("--value-col", default="value", help="--item-features' value column (default value)")
+    sq.add_argument("--no-value", action="store_true", help="--item-features has no value column: every feature is 1")
+    sq.add_argument("--prefix", default="rankwise_", help="prefix of the script's tables and views (default rankwise_)")
     cmp_ = commands.add_parser("compare", help="the same data under several conventions, side by side", **common)
     ex = commands.add_parser("explain", help="which knobs make two conventions disagree, and by how much",
                              **common)
@@ -226,12 +231,17 @@ def _compare_command(args) -> int:
 def _sql_command(args) -> int:
     from .render import sql
 
+    def given(tables: dict) -> dict:  # (the accuracy script defaults to a ground_truth table)
+        return {key: table for key, table in tables.items() if table is not None}
+
     print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
-              tables={"recommendations": args.recommendations, "ground_truth": args.ground_truth,
-                      **{key: table for key, table in _side(args).items() if table is not None}},
+              tables=given({"recommendations": args.recommendations, "ground_truth": args.ground_truth,
+                            **_side(args)}),
               user_col=args.user_col, item_col=args.item_col,
               rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
-              relevance_col=None if args.no_relevance else args.relevance_col, schema=args.schema), end="")
+              relevance_col=None if args.no_relevance else args.relevance_col,
+              feature_col=args.feature_col, value_col=None if args.no_value else args.value_col,
+              schema=args.schema, prefix=args.prefix), end="")
     return 0
 
 
