@@ -491,3 +491,20 @@ def test_the_segment_table_groups_once(monkeypatch):
     assert len(lines) == 2 + n
     assert lines[2].split() == ["s0000", "ndcg", "0.0000", "0.0000", "1-2"]
     assert lines[-1].split() == ["s1999", "ndcg", f"{1999 / n:.4f}", f"{1999 / n:.4f}", "1-2"]
+
+
+@pytest.mark.parametrize("where", ["directory", "under_a_file"])
+def test_a_report_that_cannot_be_written_fails_before_the_evaluation(capsys, inputs, tmp_path, monkeypatch, where):
+    # the WriteError came after the whole evaluation, which was lost with it
+    monkeypatch.setattr(cli, "_evaluate", lambda args: pytest.fail("evaluated before checking the output"))
+    (tmp_path / "a_file").write_text("x")
+    output = tmp_path if where == "directory" else tmp_path / "a_file" / "report.html"
+    code, out, err = run(capsys, "report", *inputs, "-o", output)
+    assert (code, out) == (3, "")
+    assert_one_error(err, "WriteError")
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_a_write_error_names_the_path_once(capsys, inputs):
+    code, _, err = run(capsys, "evaluate", *inputs, "--per-user", "/proc/rankwise-x.csv")
+    assert code == 3 and err[0].count("/proc/rankwise-x.csv") == 1, err

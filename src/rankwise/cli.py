@@ -302,6 +302,7 @@ def _evaluate_command(args) -> int:
 
 
 def _report_command(args) -> int:
+    _check_writable(Path(args.output))  # before the evaluation, which the report would otherwise lose
     result, elapsed = _evaluate(args)
     path = result.report(args.output, title=args.title, compare={
         "test": args.test, "correction": None if args.correction == "none" else args.correction})
@@ -360,6 +361,26 @@ def _format(path: Path) -> str:
     return fmt
 
 
+def _check_writable(path: Path) -> None:
+    """A WriteError now, not after the evaluation, for a file that cannot be written: a directory, a
+    path under a file, or a place this process cannot create the file in (tried: opened for appending,
+    removed again when it was not there)."""
+    if path.is_dir():
+        raise WriteError(f"cannot write {str(path)!r}: it is a directory.", hint="Name a file, e.g. report.html.")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as error:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{str(blocker)!r} is a file, not a directory" if blocker else (error.strerror or str(error))
+        raise WriteError(f"cannot write {str(path)!r}: {why}.",
+                         hint="Choose a file path in a directory you can write to.") from error
+    if not existed:
+        path.unlink()
+
+
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
     """Write by extension: .parquet, .csv, .jsonl / .ndjson (a row per line), .json (one array); an OS
     error becomes a WriteError."""
@@ -369,7 +390,8 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
         getattr(frame, f"write_{fmt}")(path)
     except OSError as error:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        why = f"{str(blocker)!r} is a file, not a directory" if blocker else (error.strerror or str(error))
+        why = f"{str(blocker)!r} is a file, not a directory" if blocker else \
+            (error.strerror or str(error)).removesuffix(f": {path}")  # (Polars' message ends with the path)
         raise WriteError(f"cannot write {str(path)!r}: {why}.",
                          hint="Check that the directory exists and is writable and that the path is not a "
                          "directory.") from error
