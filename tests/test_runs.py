@@ -196,9 +196,12 @@ def test_segment_summary_is_the_oracles_mean_and_t_interval_per_segment(backend)
     users = sorted(set(recs_d) | set(truth_d))
     segment_of = {u: ("even" if u % 2 == 0 else "odd") for u in users if u % 7 != 0}  # multiples of 7: none
     table = pl.DataFrame({"user": list(segment_of), "segment": list(segment_of.values())})
-    res = rankwise.evaluate(recs, truth, k=[3, 10], metrics=["ndcg", "recall"], backend=backend, segments=table)
+    res = rankwise.evaluate(recs, truth, k=[3, 10], metrics=["recall", "ndcg"], backend=backend, segments=table)
     naive = oracle.evaluate(recs_d, truth_d, (3, 10), resolve("default"))
     assert res.segments.height == 2 * 2 * 2  # segments x metrics x ks
+    # metrics in the order asked for, as in the summary (they were sorted by name: ndcg before recall)
+    assert res.segments.select("segment", "metric", "k").rows() == [
+        (s, m, k) for s in ("even", "odd") for m in ("recall", "ndcg") for k in (3, 10)]
     for row in res.segments.iter_rows(named=True):
         values = np.array([v[f"{row['metric']}@{row['k']}"] for u, v in naive.items()
                            if segment_of.get(u) == row["segment"] and not math.isnan(v[f"{row['metric']}@{row['k']}"])])

@@ -77,7 +77,15 @@ def summary(long: pl.DataFrame, segments: pl.DataFrame, user_col: str, names, co
         low, high = t_interval(pl.col("mean"), pl.col("sd"), pl.col("n"), confidence)
         parts.append(part.select(*keys, SEGMENT, pl.lit(name).alias("metric"), "k", pl.col("mean").alias("value"),
                                  pl.col("n").alias("n_users"), low.alias("ci_low"), high.alias("ci_high")))
-    return pl.concat(parts).sort(*keys, SEGMENT, "metric", "k") if parts else pl.DataFrame()
+    if not parts:
+        return pl.DataFrame()
+    # runs and metrics in the order asked for (as in the summary), segments and k ascending
+    order = {"metric": {name: i for i, name in enumerate(names)}}
+    if keys:
+        order["run"] = {run: i for i, run in enumerate(long["run"].unique(maintain_order=True))}
+    by = [pl.col(c).replace_strict(order[c], return_dtype=pl.Int64) if c in order else pl.col(c)
+          for c in (*keys, SEGMENT, "metric", "k")]
+    return pl.concat(parts).sort(by)
 
 
 def unsegmented(long: pl.DataFrame, segments: pl.DataFrame, user_col: str) -> int:
