@@ -254,6 +254,9 @@ def test_a_mixed_table_says_which_metrics_have_no_letters_and_why():
     assert "f1 (the F of mean precision and mean recall" in res.table().footnote
     plain = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["precision", "f1"])
     assert "one value per run" not in plain.table().footnote
+    assert "t interval of the mean" in plain.table().footnote
+    catalog_only = rankwise.evaluate({"x": recs, "y": recs}, None, k=2, metrics=["gini"], train=train)
+    assert "t interval" not in catalog_only.table().footnote  # no cell has one
 
 
 def test_a_run_with_no_user_evaluated_keeps_its_rows_and_compares_to_nan(backend):

@@ -66,7 +66,8 @@ def build(summary: pl.DataFrame, letters: pl.DataFrame | None, footnote: str, co
         letters = summary.select("run", "metric", "k").with_columns(letter=pl.lit(""), better_than=pl.lit(""))
     frame = summary.join(letters, on=["run", "metric", "k"], how="left", maintain_order="left").with_columns(
         pl.col("letter").fill_null(""), pl.col("better_than").fill_null(""))
-    note = f"[low, high]: {confidence:.0%} t interval of the mean over users."
+    shown = frame["ci_low"].is_not_null() & frame["ci_low"].is_not_nan()  # a cell with an interval
+    note = f"[low, high]: {confidence:.0%} t interval of the mean over users." if shown.any() else ""
     return ComparisonTable(
         frame.select("run", "letter", "metric", "k", "value", "ci_low", "ci_high", "n_users", "better_than"),
         f"{footnote} {note}".strip(), digits)
