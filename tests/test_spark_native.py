@@ -245,3 +245,11 @@ def test_five_million_rows_with_a_16mb_driver(tmp_path):
     values = {(r["metric"], r["k"]): r["value"] for r in duckdb_summary.iter_rows(named=True)}
     assert values[("precision", 5)] == pytest.approx(2 / 5) and values[("recall", 10)] == pytest.approx(1.0)
     assert values[("mrr", 5)] == pytest.approx(1.0) and values[("map", 10)] == pytest.approx((1 + 2 / 4) / 2)
+
+
+def test_a_spark_dataframe_as_train_is_a_parameter_error_saying_what_to_pass(spark):
+    # it was "train: unsupported input type DataFrame"
+    train = spark.createDataFrame(pl.DataFrame({"user": [7], "item": [10]}).to_pandas())
+    with pytest.raises(rankwise.ParameterError, match="train: a Spark DataFrame") as info:
+        rankwise.evaluate(RECS, None, k=2, metrics=["novelty"], train=train, backend="spark")
+    assert "Parquet" in info.value.hint

@@ -154,6 +154,11 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
 
 
 def _frame(data, what: str) -> pl.DataFrame:
+    from ._spark_backend import is_spark_dataframe
+
+    if is_spark_dataframe(data):  # as for the recommendations: beyond-accuracy inputs are read on this machine
+        raise ParameterError(f"{what}: a Spark DataFrame; the beyond-accuracy inputs are DataFrames or files.",
+                             hint=f"Write it to Parquet and pass the path, or pass {what}.toPandas() if it is small.")
     return to_lazyframe(data, what).collect()
 
 
