@@ -212,8 +212,20 @@ def test_k_ones_limits_k_only_where_ndcg_is_asked_for(backend):
 
 def test_an_empty_metrics_list_is_a_parameter_error():
     """It raised Polars' raw ComputeError ("cannot return empty fold")."""
-    with pytest.raises(rankwise.ParameterError, match="metrics is empty"):
+    with pytest.raises(rankwise.ParameterError, match="metrics is empty") as info:
         rankwise.evaluate(RECS, TRUTH, k=1, metrics=[])
+    # a hint that reads on the command line too (it said metrics=None, a Python value)
+    assert "leave metrics out" in info.value.hint and "None" not in info.value.hint
+    assert "f0.5" in _raises(rankwise.ParameterError, metrics=["f0"], match="beta > 0")
+
+
+def test_a_beyond_metric_without_its_input_says_what_to_pass():
+    train = pl.DataFrame({"user": [7], "item": [10]})
+    with pytest.raises(rankwise.ParameterError, match="needs ground_truth, which was not given[.]") as info:
+        rankwise.evaluate(RECS, None, k=1, metrics=["serendipity"], train=train)
+    assert "ground_truth=" in info.value.hint and "the TRUTH argument" in info.value.hint  # no --ground-truth flag
+    with pytest.raises(rankwise.ParameterError, match="needs train, which was not given [(]or empty[)]"):
+        rankwise.evaluate(RECS, None, k=1, metrics=["novelty"], train=train.clear())
 
 
 @pytest.mark.parametrize("user_col", ["k", "n_rel", "run", "ndcg", "novelty", "precision@3"])
@@ -255,3 +267,15 @@ def test_a_non_integer_rank_column_shows_the_rows_that_are_not_whole_numbers():
     with pytest.raises(rankwise.InvalidRankError) as info:
         rankwise.evaluate(recs, pl.DataFrame({"user": [1], "item": [1]}), k=1)
     assert info.value.rows["item"].to_list() == [2, 4]
+
+
+def test_an_empty_untyped_pandas_frame_says_why_its_rank_is_float():
+    import pandas as pd
+
+    empty = pd.DataFrame({"user": [], "item": [], "rank": []})  # pandas makes these float64
+    with pytest.raises(rankwise.InvalidRankError) as info:
+        rankwise.evaluate(empty, TRUTH, k=1)
+    assert "empty pandas column is float64" in info.value.hint
+    typed = empty.astype({"user": "int64", "item": "int64", "rank": "int64"})
+    assert rankwise.evaluate(typed, TRUTH, k=1, metrics=["precision"]).summary["n_users"].to_list() == [
+        TRUTH["user"].n_unique()]

@@ -550,10 +550,12 @@ def _check_ranks(df: pl.DataFrame, c: Columns) -> None:
         # the rows to show: those that are not whole numbers (e.g. 'x' in a CSV), else the first few
         whole = pl.col(RANK).cast(pl.Float64, strict=False)
         bad = df.filter(whole.is_null() | ~whole.is_finite() | (whole != whole.floor()))
+        empty = " No row has a rank: an empty pandas column is float64 unless typed (.astype({...}))." \
+            if not df.height else ""
         raise InvalidRankError(
             f"recommendations: {c.rank!r} must be integer, got {df.schema[RANK]}.",
             rows=_show((bad if bad.height else df).head(_SHOW), c),
-            hint="Cast the rank column to an integer type, or pass scores as score_col.",
+            hint="Cast the rank column to an integer type, or pass scores as score_col." + empty,
         )
     low = df.filter(pl.col(RANK) < 1)
     if low.height:
