@@ -607,7 +607,8 @@ def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     s = pl.col("score").cast(pl.Float64)
     # d = s - max(s) from the halves, at least -2000 (as sql/beyond_catalog.sql): no overflow, d * exp(d) = 0
     half = s * 0.5 - (s * 0.5).max().over("k")
-    d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns((half.clip(lower_bound=-1000.0) * 2.0).alias("d"))
+    d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns(
+        (half.clip(lower_bound=-1000.0) * 2.0).alias("d"))
     z = pl.col("d").exp().sum()
     return d.group_by("k").agg((z.log() - (pl.col("d").exp() * pl.col("d")).sum() / z).alias("score_entropy"))
 

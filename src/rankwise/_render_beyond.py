@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from . import _beyond, _checks, _sql_files, render
 from .conventions import Convention, resolve
 from .errors import ParameterError
-from .metrics import check_cutoffs, not_defined, parse_request
+from .metrics import check_cutoffs, parse_request, require_defined
 
 INPUTS = ("recommendations", "train", "items", "item_features", "ground_truth")
 RAW = ("recommendations_input", "ground_truth_input")  # the caller's rows, as sql/checks.sql reads them
@@ -103,9 +103,7 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
                              hint="Pass score_col= (the script then ranks by the scores), or use evaluate() with "
                                   "both a rank and a score column.")
     conv = resolve(convention)
-    lacking = [n for n in names if conv.metrics is not None and n not in conv.metrics]
-    if lacking:  # as evaluate(): a metric the preset's library does not have
-        raise not_defined(conv.name, lacking[0], conv.metrics)
+    require_defined(conv, names)  # as evaluate(): a metric the preset's library does not have
     ks = parse_request(["hit_rate"], k).ks
     check_cutoffs(conv, ks, names)
     tables = dict(tables or {})

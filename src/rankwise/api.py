@@ -22,7 +22,8 @@ from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_inp
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
 from .errors import ParameterError, naming_run
-from .metrics import METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, not_defined, parse_request
+from .metrics import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, parse_request,
+                      require_defined)
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
 ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
@@ -493,9 +494,7 @@ def _plan(metrics, k, conv: Convention, has_truth: bool, side_inputs) -> tuple[M
     features, called only when a beyond-accuracy metric is asked for. With only those, the request is
     a placeholder that keeps k (the accuracy engine is not run)."""
     metrics, beyond_names = _split_beyond(metrics)
-    lacking = [n for n in beyond_names if conv.metrics is not None and n not in conv.metrics]
-    if lacking:  # as parse_request refuses an accuracy metric the convention's library lacks
-        raise not_defined(conv.name, lacking[0], conv.metrics)
+    require_defined(conv, beyond_names)
     side = side_inputs() if beyond_names else None
     if beyond_names:
         _beyond.check_inputs(beyond_names, side, conv, has_truth=has_truth)

@@ -89,11 +89,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _ks(text: str) -> list[int]:
     parts = text.split(",")
-    if not "".join(parts).strip():
+    if not parts[-1].strip():
+        parts.pop()  # a trailing comma; an empty part between two cutoffs (1,,3) is a typo, refused below
+    if not any(part.strip() for part in parts):
         return []  # no cutoff at all: evaluate() says what k takes
     try:
-        # an empty part between two cutoffs (1,,3) is a typo, not nothing; a trailing comma is not
-        return [int(part) for part in (parts[:-1] if len(parts) > 1 and not parts[-1].strip() else parts)]
+        return [int(part) for part in parts]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
@@ -373,12 +374,18 @@ def _check_writable(path: Path) -> None:
         with open(path, "a"):
             pass
     except OSError as error:
-        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        why = f"{str(blocker)!r} is a file, not a directory" if blocker else (error.strerror or str(error))
-        raise WriteError(f"cannot write {str(path)!r}: {why}.",
-                         hint="Choose a file path in a directory you can write to.") from error
+        raise _file_write_error(path, error) from error
     if not existed:
         path.unlink()
+
+
+def _file_write_error(path: Path, error: OSError) -> WriteError:
+    """The WriteError of a file that could not be written: a part of its path that is a file, or the OS's reason."""
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    why = f"{str(blocker)!r} is a file, not a directory" if blocker else \
+        (error.strerror or str(error)).removesuffix(f": {path}")  # (Polars' message ends with the path)
+    return WriteError(f"cannot write {str(path)!r}: {why}.",
+                      hint="Check that the directory exists and is writable and that the path is not a directory.")
 
 
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
@@ -389,12 +396,7 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         getattr(frame, f"write_{fmt}")(path)
     except OSError as error:
-        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        why = f"{str(blocker)!r} is a file, not a directory" if blocker else \
-            (error.strerror or str(error)).removesuffix(f": {path}")  # (Polars' message ends with the path)
-        raise WriteError(f"cannot write {str(path)!r}: {why}.",
-                         hint="Check that the directory exists and is writable and that the path is not a "
-                         "directory.") from error
+        raise _file_write_error(path, error) from error
 
 
 def render_runs(result: Result, args, elapsed: float) -> str:

@@ -342,13 +342,15 @@ def _number_lists(column: pl.Expr, what: str, depth: int) -> pl.Expr:
             inner = inner.inner if isinstance(inner, (pl.List, pl.Array)) else None
             if inner is None:
                 break
-        target, spelled = ((pl.List(pl.Float64), "pl.List(pl.Float64)") if depth == 1 else
-                           (pl.List(pl.List(pl.Float64)), "pl.List(pl.List(pl.Float64))"))
         if inner is None or not (inner.is_numeric() or inner == pl.Null):
             name = col.meta.output_name(raise_if_undetermined=False) or what
             shape = "a list of numbers per row" if depth == 1 else "a list of vectors (lists of numbers) per row"
+            spelled = "pl.List(" * depth + "pl.Float64" + ")" * depth
             raise DtypeMismatchError(f"{what} {name!r} must be {shape}, got {dtype}.",
                                      hint=f"Cast it, e.g. pl.col({name!r}).cast({spelled}).")
+        target = pl.Float64
+        for _ in range(depth):
+            target = pl.List(target)
         return col.cast(target)
     return pl.pipe_with_dtype([column], build)
 

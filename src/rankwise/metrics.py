@@ -176,6 +176,14 @@ def internal_name(name: str) -> str:
     return "fbeta" if _F_BETA.match(name) else name
 
 
+def require_defined(conv, names) -> None:
+    """The beyond-accuracy ``names`` must be metrics of ``conv``'s library (parse_request checks the
+    accuracy ones): evaluate() and the rendered script refuse the others alike."""
+    lacking = [n for n in names if conv.metrics is not None and n not in conv.metrics]
+    if lacking:
+        raise not_defined(conv.name, lacking[0], conv.metrics)
+
+
 def not_defined(convention_name: str, name: str, supported) -> ParameterError:
     """The error for a metric (accuracy or beyond accuracy) a preset's library does not define."""
     has = ", ".join("f1 (any f<beta>)" if m == "fbeta" else m for m in supported)  # public names
