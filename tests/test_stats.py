@@ -21,8 +21,9 @@ from rankwise import stats
 from rankwise.errors import DuplicateUserError, MissingColumnError, ParameterError
 
 RUNS = ("pop", "als", "ease")
-LIVE_PY = Path(os.environ.get("RANKWISE_CONFORMANCE_HOME", Path.home() / ".cache" / "rankwise-conformance")) \
-    / "venvs" / "live" / "bin" / "python"
+# the venvs' root, as .ci/run and tests/conformance/make_fixtures.py name it
+LIVE_PY = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS", Path.home() / ".cache" / "rankwise-conformance" / "venvs")) \
+    / "live" / "bin" / "python"
 
 
 def _data(n=120, seed=3):

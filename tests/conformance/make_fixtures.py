@@ -84,28 +84,69 @@ def venv_python(name, venv_root=DEFAULT_VENV_ROOT):
     return Path(venv_root) / name / "bin" / "python"
 
 
+# venv name -> the modules whose import proves the venv is whole (a half-built one fails this and is rebuilt)
+IMPORTS = {"live": ["ranx", "pytrec_eval", "sklearn", "torchmetrics"]}
+
+
+def _venv_works(path, name):
+    """True when ``path``'s recorded steps are today's and its libraries import."""
+    marker, python_bin = path / "rankwise-venv.json", path / "bin" / "python"
+    try:
+        if json.loads(marker.read_text()).get("steps") != VENVS[name] or not python_bin.exists():
+            return False
+    except (OSError, ValueError):
+        return False
+    modules = IMPORTS.get(name)
+    if not modules:
+        return True
+    return subprocess.run([str(python_bin), "-c", "import " + ", ".join(modules)],
+                          capture_output=True).returncode == 0
+
+
 def ensure_venv(name, venv_root=DEFAULT_VENV_ROOT, python=None, log=print):
-    """Create (or reuse) venv ``name``; return its python. Records the build time in rankwise-venv.json."""
+    """Create (or reuse) venv ``name``; return its python. Records the build time in rankwise-venv.json.
+
+    Built atomically: in a temporary folder beside it, checked by importing its libraries, then renamed
+    into place, all under a file lock (two test runs at once on one machine build it once). A venv whose
+    libraries do not import is rebuilt."""
+    import fcntl
+
     python = python or BASE_PYTHON
-    path = Path(venv_root) / name
-    marker = path / "rankwise-venv.json"
-    steps = VENVS[name]
+    root = Path(venv_root)
+    path = root / name
     python_bin = venv_python(name, venv_root)
-    if marker.exists() and json.loads(marker.read_text()).get("steps") == steps and python_bin.exists():
+    if _venv_works(path, name):
         return python_bin
-    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    if version != "3.11":
-        raise RuntimeError("venvs must be built with Python 3.11 (got %s from %s); set "
-                           "RANKWISE_CONFORMANCE_PYTHON" % (version, python))
-    log("building venv %s in %s ..." % (name, path))
-    start = time.time()
-    subprocess.run([python, "-m", "venv", "--clear", str(path)], check=True)
-    for step in steps:
-        subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "-q", *step], check=True)
-    seconds = round(time.time() - start, 1)
-    marker.write_text(json.dumps({"steps": steps, "build_seconds": seconds}) + "\n")
-    log("built venv %s in %.0f s" % (name, seconds))
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / (".%s.lock" % name), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if _venv_works(path, name):  # built by another run while we waited
+            return python_bin
+        version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+        if version != "3.11":
+            raise RuntimeError("venvs must be built with Python 3.11 (got %s from %s); set "
+                               "RANKWISE_CONFORMANCE_PYTHON" % (version, python))
+        log("building venv %s in %s ..." % (name, path))
+        start = time.time()
+        # built beside its final path and renamed into place: only bin/python is ever run, and it finds
+        # its site-packages relative to itself (the console scripts' shebangs name the staging path)
+        staging = root / (".%s.building" % name)
+        subprocess.run(["rm", "-rf", str(staging)], check=True)
+        subprocess.run([python, "-m", "venv", str(staging)], check=True)
+        for step in VENVS[name]:
+            subprocess.run([str(staging / "bin" / "python"), "-m", "pip", "install", "-q", *step], check=True)
+        seconds = round(time.time() - start, 1)
+        (staging / "rankwise-venv.json").write_text(json.dumps({"steps": VENVS[name], "build_seconds": seconds}) + "\n")
+        old = root / (".%s.old" % name)
+        subprocess.run(["rm", "-rf", str(old)], check=True)
+        if path.exists():
+            path.rename(old)
+        staging.rename(path)
+        subprocess.run(["rm", "-rf", str(old)], check=True)
+        if not _venv_works(path, name):
+            raise RuntimeError("venv %s was built but its libraries do not import: %s" % (name, IMPORTS.get(name)))
+        log("built venv %s in %.0f s" % (name, seconds))
     return python_bin
 
 
