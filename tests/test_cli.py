@@ -508,3 +508,63 @@ def test_a_report_that_cannot_be_written_fails_before_the_evaluation(capsys, inp
 def test_a_write_error_names_the_path_once(capsys, inputs):
     code, _, err = run(capsys, "evaluate", *inputs, "--per-user", "/proc/rankwise-x.csv")
     assert code == 3 and err[0].count("/proc/rankwise-x.csv") == 1, err
+
+
+# -- control characters from the data are shown escaped (issue 35) ----------------------------------
+
+# clear the screen, set the window title (ended by BEL), reverse the text, a C1 CSI
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\u202e\x9b"
+SHOWN = "\\x1b[2J\\x1b]0;owned\\x07\\u202e\\x9b"
+
+
+def _raw_controls(text: str) -> list[str]:
+    """What a terminal acts on: C0 but newline, DEL, C1 and the bidi override used above."""
+    return [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f or c == "\u202e"]
+
+
+def _segment_inputs(tmp_path):
+    recs, truth = tmp_path / "recs.parquet", tmp_path / "truth.parquet"
+    RECS.write_parquet(recs)
+    TRUTH.with_columns(seg=pl.Series(["s" + HOSTILE, "plain"])).write_parquet(truth)
+    return recs, truth
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_run_names_and_segments_with_control_characters_are_printed_escaped(capsys, tmp_path, runs):
+    recs, truth = _segment_inputs(tmp_path)
+    given = [recs] if runs == 1 else ["--run", f"m{HOSTILE}={recs}", "--run", f"n{HOSTILE}={recs}"]
+    code, out, err = run(capsys, "evaluate", *given, truth, "--k", "1", "--metrics", "precision", "--segments", "seg")
+    assert code == 0, err
+    assert _raw_controls(out) == [], repr(out)
+    assert out.count("s" + SHOWN) == runs  # a segment row per run
+    if runs == 2:
+        table = out.split("\n\n")[1].splitlines()  # the comparison table: header, rule, a row per run
+        assert f"m{SHOWN}" in table[2] and f"n{SHOWN}" in table[3]
+        assert len({len(line) for line in table}) == 1, out  # the columns line up as shown
+    # by hand: user 1's first item (10) is not relevant, nor is user 2's: precision@1 is 0 in each segment
+    segment_lines = out.split("by segment:\n")[1].splitlines()
+    assert all(line.split()[-2:] == ["0.0000", "1"] for line in segment_lines[2:]), out
+    assert len({len(line) for line in segment_lines}) == 1, out  # the columns line up as shown
+
+
+def _hostile_error(*args, **kwargs):
+    raise ParameterError(f"bad run {HOSTILE}.", hint=f"Rename {HOSTILE}.")
+
+
+def _hostile_bug(*args, **kwargs):
+    raise RuntimeError(f"boom {HOSTILE}")
+
+
+def _hostile_warning(*args, **kwargs):
+    import warnings
+    warnings.warn(f"careful {HOSTILE}", UserWarning, stacklevel=1)
+    raise ParameterError("stop.", hint="Stop.")
+
+
+@pytest.mark.parametrize("fake", [_hostile_error, _hostile_bug, _hostile_warning])
+def test_errors_and_warnings_with_control_characters_are_printed_escaped(capsys, inputs, monkeypatch, fake):
+    monkeypatch.setattr(cli, "evaluate", fake)
+    code, out, err = run(capsys, "evaluate", *inputs)
+    text = "\n".join(err)
+    assert code in (1, 2) and out == ""
+    assert _raw_controls(text) == [] and SHOWN in text, text

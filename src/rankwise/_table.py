@@ -6,9 +6,21 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass
 
 import polars as pl
+
+
+# What a terminal acts on rather than shows: C0 controls but newline and tab, DEL, C1 controls, and
+# the bidirectional marks, embeddings, overrides and isolates (they reorder the text around them).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (ESC, BEL, CR, ..., bidi overrides) written
+    as its escape, ``\\x1b`` or ``\\u202e``; newlines and tabs stay. Applying it twice changes nothing."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -40,12 +52,14 @@ class ComparisonTable:
 
     def text(self) -> str:
         header, rows = self.cells()
+        header, rows = [*map(printable, header)], [[*map(printable, row)] for row in rows]  # (widths as shown)
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
         def line(r):
             return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
 
-        return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), "", self.footnote])
+        return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), "",
+                          printable(self.footnote)])
 
     __repr__ = __str__ = text
 

@@ -11,11 +11,13 @@ import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import polars as pl
 
 from . import __version__
+from ._table import printable
 from ._write import target_kind
 from .api import BACKENDS, Result, evaluate
 from .conventions import PRESETS
@@ -32,6 +34,16 @@ EXIT_CODES = {
          "and --output files are still written); 128 + SIGPIPE, as any tool stopped by a closed pipe",
 }
 EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
+
+
+def say(text: str = "", file=None, end: str = "\n") -> None:
+    """Every line the CLI prints goes through here: run names, segments and ids come from the data, so
+    control characters (ESC, BEL, bidi overrides, ...) are shown escaped, never sent to the terminal."""
+    print(printable(str(text)), file=sys.stdout if file is None else file, end=end)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    say(warnings.formatwarning(message, category, filename, lineno, line), file=file or sys.stderr, end="")
 
 
 def _exit_code(error: RankwiseError) -> int:
@@ -218,14 +230,14 @@ def _compare_command(args) -> int:
                                              **_columns(args), **_side(args))
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
                        tbl_hide_column_data_types=True, float_precision=4):
-            print(table)
+            say(table)
         if skipped:
-            print("\nskipped (cannot apply to these inputs; name one in --presets to see the error):")
+            say("\nskipped (cannot apply to these inputs; name one in --presets to see the error):")
             for name, reason in skipped.items():
-                print(f"  {name}: {as_flags(reason)}")
+                say(f"  {name}: {as_flags(reason)}")
     else:
-        print(explain(args.recommendations, args.ground_truth, a=args.a, b=args.b, metric=args.metric,
-                      k=args.k, backend=args.backend, **_columns(args), **_side(args)))
+        say(explain(args.recommendations, args.ground_truth, a=args.a, b=args.b, metric=args.metric,
+                    k=args.k, backend=args.backend, **_columns(args), **_side(args)))
     return 0
 
 
@@ -235,14 +247,14 @@ def _sql_command(args) -> int:
     def given(tables: dict) -> dict:  # (the accuracy script defaults to a ground_truth table)
         return {key: table for key, table in tables.items() if table is not None}
 
-    print(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
-              tables=given({"recommendations": args.recommendations, "ground_truth": args.ground_truth,
-                            **_side(args)}),
-              user_col=args.user_col, item_col=args.item_col,
-              rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
-              relevance_col=None if args.no_relevance else args.relevance_col,
-              feature_col=args.feature_col, value_col=None if args.no_value else args.value_col,
-              schema=args.schema, prefix=args.prefix), end="")
+    say(sql(metrics=args.metrics, k=args.k, convention=args.convention, dialect=args.dialect,
+            tables=given({"recommendations": args.recommendations, "ground_truth": args.ground_truth,
+                          **_side(args)}),
+            user_col=args.user_col, item_col=args.item_col,
+            rank_col=None if args.score_col else args.rank_col, score_col=args.score_col,
+            relevance_col=None if args.no_relevance else args.relevance_col,
+            feature_col=args.feature_col, value_col=None if args.no_value else args.value_col,
+            schema=args.schema, prefix=args.prefix), end="")
     return 0
 
 
@@ -287,7 +299,7 @@ def _evaluate_command(args) -> int:
     if result.segments is not None:
         text += "\n\n" + render_segments(result.segments)
     try:
-        print(text)  # first: a failed write keeps the numbers
+        say(text)  # first: a failed write keeps the numbers
         sys.stdout.flush()
         reader_left = False
     except BrokenPipeError:  # `| head`: the table is cut short, the files asked for are still written
@@ -307,7 +319,7 @@ def _report_command(args) -> int:
     result, elapsed = _evaluate(args)
     path = result.report(args.output, title=args.title, compare={
         "test": args.test, "correction": None if args.correction == "none" else args.correction})
-    print(f"rankwise {__version__}: report of {len(result.runs) or 1} run(s) written to {path} ({elapsed:.2f}s to evaluate)")
+    say(f"rankwise {__version__}: report of {len(result.runs) or 1} run(s) written to {path} ({elapsed:.2f}s to evaluate)")
     return 0
 
 
@@ -317,6 +329,12 @@ _COMMANDS = {"evaluate": _evaluate_command, "report": _report_command, "sql": _s
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit code (EXIT_CODES). Failures print one error and a hint."""
+    with warnings.catch_warnings():  # (restores the caller's showwarning when main returns)
+        warnings.showwarning = _show_warning  # a warning is printed as the rest is
+        return _main(argv)
+
+
+def _main(argv) -> int:
     args = None  # stays None on a usage error: nothing worth a traceback
     try:
         args = build_parser().parse_args(argv)
@@ -334,18 +352,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if getattr(args, "debug", False):
             raise
-        print("rankwise: interrupted", file=sys.stderr)
+        say("rankwise: interrupted", file=sys.stderr)
         return 130
     except RankwiseError as error:
         if getattr(args, "debug", False):
             raise
-        print(format_error(error), file=sys.stderr)
+        say(format_error(error), file=sys.stderr)
         return _exit_code(error)
     except Exception as error:  # a bug: say so in one line, keep the traceback for --debug
         if getattr(args, "debug", False):
             raise
         first = (str(error).strip().splitlines() or [""])[0]
-        print(f"rankwise: internal error: {type(error).__name__}: {first}\n"
+        say(f"rankwise: internal error: {type(error).__name__}: {first}\n"
               "Hint: run again with --debug for the traceback; please report it.", file=sys.stderr)
         return 1
 
@@ -442,7 +460,8 @@ def _metric_table(frame: pl.DataFrame, keys: list[str]) -> list[str]:
     for group, part in frame.group_by(*keys, "metric", maintain_order=True):  # one pass, not a filter per group
         values = [f"{v:.4f}" for v in part.sort("k")["value"].to_list()]
         counts = sorted(set(part["n_users"].to_list()))
-        rows.append([*map(str, group), *values, f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])])
+        rows.append([*map(printable, map(str, group)), *values,  # (escaped before the widths: as shown)
+                     f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     texts = len(keys) + 1  # left-aligned columns
 
