@@ -3,7 +3,11 @@
 2,000 users, 500 items with Zipf-like popularity, lists of 0-20 items (most 20), graded relevance
 1-3 (plus some judged-irrelevant 0s), a few users with no relevant items and a few with no list.
 Writes recommendations.parquet (user, item, rank) and ground_truth.parquet (user, item, relevance),
-and two more models over the same users for comparisons (popular.parquet, shuffled.parquet).
+two more models over the same users for comparisons (popular.parquet, shuffled.parquet), and the
+side inputs of the beyond-accuracy metrics and of segments: train.parquet (user, item: interactions
+before the test period, for popularity and novelty), items.parquet (the catalog), item_features.parquet
+(item, feature: genres), item_embeddings.parquet (item, embedding: 8 numbers) and users.parquet (user,
+country). Each file has its own seeded generator: adding one leaves the others byte for byte alike.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ def main(n_users: int = 2000, n_items: int = 500, seed: int = 7) -> None:
     pl.DataFrame(truth, schema={"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64},
                  orient="row").write_parquet(HERE / "ground_truth.parquet")
     other_models(recs, random.Random(seed + 1))
+    side_inputs(n_users, weights, random.Random(seed + 2))
 
 
 def other_models(recs: list[tuple[int, int, int]], rng: random.Random) -> None:
@@ -61,6 +66,40 @@ def other_models(recs: list[tuple[int, int, int]], rng: random.Random) -> None:
                 for rank, item in enumerate(rng.sample(items, len(items)), start=1)]
     pl.DataFrame(popular, schema=schema, orient="row").write_parquet(HERE / "popular.parquet")
     pl.DataFrame(shuffled, schema=schema, orient="row").write_parquet(HERE / "shuffled.parquet")
+
+
+GENRES = ["action", "comedy", "drama", "horror", "romance", "sci-fi", "documentary", "animation"]
+COUNTRIES = {"us": 5, "de": 2, "fr": 2, "br": 1, "jp": 1}
+
+
+def side_inputs(n_users: int, weights: list[float], rng: random.Random) -> None:
+    """train.parquet, items.parquet, item_features.parquet, item_embeddings.parquet, users.parquet."""
+    n_items = len(weights)
+    train = []
+    for user in range(1, n_users + 1):
+        if rng.random() < 0.1:
+            continue  # a new user: no interactions before the test period
+        seen: set[int] = set()
+        for _ in range(rng.randint(1, 8)):
+            seen.add(rng.choices(range(n_items), weights)[0])  # popular items are seen more often
+        train += [(user, item) for item in sorted(seen)]
+    pl.DataFrame(train, schema={"user": pl.Int64, "item": pl.Int64}, orient="row").write_parquet(
+        HERE / "train.parquet")
+    pl.DataFrame({"item": range(n_items)}, schema={"item": pl.Int64}).write_parquet(HERE / "items.parquet")
+    genres = {item: sorted(rng.sample(range(len(GENRES)), rng.randint(1, 3))) for item in range(n_items)}
+    pl.DataFrame([(item, GENRES[g]) for item, gs in genres.items() for g in gs],
+                 schema={"item": pl.Int64, "feature": pl.String}, orient="row").write_parquet(
+        HERE / "item_features.parquet")
+    # an item's vector: its genres' directions plus noise, so that items of one genre lie close
+    axes = [[rng.gauss(0, 1) for _ in range(8)] for _ in GENRES]
+    vectors = [[round(sum(axes[g][d] for g in gs) + rng.gauss(0, 0.3), 3) for d in range(8)]
+               for gs in genres.values()]
+    pl.DataFrame({"item": range(n_items), "embedding": vectors},
+                 schema={"item": pl.Int64, "embedding": pl.List(pl.Float64)}).write_parquet(
+        HERE / "item_embeddings.parquet")
+    countries = rng.choices(list(COUNTRIES), list(COUNTRIES.values()), k=n_users)
+    pl.DataFrame({"user": range(1, n_users + 1), "country": countries},
+                 schema={"user": pl.Int64, "country": pl.String}).write_parquet(HERE / "users.parquet")
 
 
 if __name__ == "__main__":
