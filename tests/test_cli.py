@@ -126,7 +126,7 @@ def test_a_python_argument_in_a_hint_is_the_flag():
 @pytest.mark.parametrize("name", ["runs.parquet", "runs.csv", "runs.jsonl", "runs.duckdb"])
 def test_an_unwritable_output_is_a_write_error_exit_3(tmp_path, capsys, inputs, name):
     (tmp_path / "blocker").write_text("a file")
-    code, out, err = run(capsys, "evaluate", *inputs, "--output", tmp_path / "blocker" / name)
+    code, out, err = run(capsys, "evaluate", *inputs, "--k", "2", "--output", tmp_path / "blocker" / name)
     assert code == 3, err
     error = err[0].split(":")[1].strip()
     assert error in ("WriteError", "WriteSchemaError", "WriteLockedError"), err
@@ -506,7 +506,7 @@ def test_a_report_that_cannot_be_written_fails_before_the_evaluation(capsys, inp
 
 
 def test_a_write_error_names_the_path_once(capsys, inputs):
-    code, _, err = run(capsys, "evaluate", *inputs, "--per-user", "/proc/rankwise-x.csv")
+    code, _, err = run(capsys, "evaluate", *inputs, "--k", "2", "--per-user", "/proc/rankwise-x.csv")
     assert code == 3 and err[0].count("/proc/rankwise-x.csv") == 1, err
 
 
@@ -568,3 +568,93 @@ def test_errors_and_warnings_with_control_characters_are_printed_escaped(capsys,
     text = "\n".join(err)
     assert code in (1, 2) and out == ""
     assert _raw_controls(text) == [] and SHOWN in text, text
+
+
+# -- hints show flags, not Python calls (issue 35) --------------------------------------------------
+
+
+@pytest.mark.parametrize("hint,expected", [
+    # a call the library names with its flag: the flag
+    ("Pass evaluate(..., train=...) (CLI: --train).", "Pass --train."),
+    ("Pass evaluate(..., train=..., item_features=... or items=...) (CLI: --train, --item-features or --items).",
+     "Pass --train, --item-features or --items."),
+    ("Pass tables={'train': ..., ...} (rankwise sql: --train TABLE).", "Pass --train TABLE."),
+    # code the command line has no flag for goes, with its clause
+    ("Cast both to the same type, e.g. pl.col('user').cast(pl.String).", "Cast both to the same type."),
+    ("Cast it, e.g. pl.col('u').cast(pl.String) or .cast(pl.Int64), to the type of the recommendations' ids.",
+     "Cast it to the type of the recommendations' ids."),
+    ("Cast the ids of every input to text (pl.col('item').cast(pl.String)).", "Cast the ids of every input to text."),
+    ("Cast the score to a number, e.g. pl.col('score').cast(pl.Float64), or pass ranks (rank_col=).",
+     "Cast the score to a number or pass ranks (--rank-col)."),
+    ("Drop nulls from the lists: pl.col('item').list.drop_nulls() (an empty list is a user with no items).",
+     "Drop nulls from the lists (an empty list is a user with no items)."),
+    ("De-duplicate the lists, or choose Convention(duplicates='first_shift') to keep each item's first occurrence.",
+     "De-duplicate the lists."),
+    ("Filter those users out, or choose a value: convention.replace(empty_labels='nan').", "Filter those users out."),
+    ("gain='exp2' gives 2^relevance - 1, which overflows above relevance 1023: use convention.replace(gain='linear'), "
+     "or rescale the relevance.", "gain='exp2' gives 2^relevance - 1, which overflows above relevance 1023: rescale "
+     "the relevance."),
+    ("It has: map, ndcg. For another definition, derive a convention: rankwise.PRESETS['ranx'].replace(...) keeps "
+     "its knobs and lifts the limit with metrics=None.", "It has: map, ndcg."),
+    ("Replace it in the ids (pl.col(...).str.replace_all('\\x00', '')), or use backend='duckdb'.",
+     "Replace it in the ids, or use --backend duckdb."),
+    ("Cast one side, e.g. df.withColumn('u', F.col('u').cast('string')).", "Cast one side."),
+    ("Use evaluate() for 'error', or choose a value: convention.replace(empty_labels='nan').",
+     "Use rankwise evaluate for 'error'."),
+    ("Name it once, e.g. metrics=['f1', ...].", "Name it once, e.g. --metrics f1."),
+    # no code: as it was
+    ("Check the path (a relative path starts at the current directory).",
+     "Check the path (a relative path starts at the current directory)."),
+])
+def test_a_hint_shows_the_flag_or_no_call(hint, expected):
+    assert cli.cli_hint(hint) == expected
+
+
+PYTHON = ("pl.", "evaluate(", "tables=", "convention.", "Convention(", "PRESETS", "replace(", "_col", "=...")
+
+
+@pytest.mark.parametrize("case,error,hint", [
+    ("ids_differ", "DtypeMismatchError", "Hint: Cast both to the same type."),
+    ("text_scores", "InvalidScoreError", "Hint: Cast the score to a number or pass ranks (--rank-col)."),
+    ("item_twice", "DuplicateItemError", "Hint: De-duplicate the lists."),
+    ("no_train", "ParameterError", "Hint: Pass --train."),
+    ("ranx_novelty", "ParameterError", "Hint: It has: precision, recall, f1 (any f<beta>), map, mrr, dcg, ndcg, "
+                                       "hit_rate, r_precision."),
+    ("sql_no_train", "ParameterError", "Hint: Pass --train TABLE."),
+])
+def test_cli_hints_name_flags_not_python_calls(capsys, tmp_path, inputs, case, error, hint):
+    recs, truth = inputs
+    other = tmp_path / "other.parquet"
+    if case == "ids_differ":
+        TRUTH.with_columns(pl.col("user").cast(pl.String)).write_parquet(other)
+        argv = ["evaluate", recs, other]
+    elif case == "text_scores":
+        RECS.drop("rank").with_columns(score=pl.Series(["9", "10", "2"])).write_parquet(other)
+        argv = ["evaluate", other, truth]
+    elif case == "item_twice":
+        RECS.with_columns(item=pl.Series([10, 10, 10])).write_parquet(other)
+        argv = ["evaluate", other, truth]
+    else:
+        argv = {"no_train": ["evaluate", recs, truth, "--metrics", "novelty"],
+                "ranx_novelty": ["explain", recs, truth, "--metric", "novelty"],
+                "sql_no_train": ["sql", "--metrics", "novelty"]}[case]
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert err[0].startswith(f"rankwise: {error}: ") and err[-1] == hint, err
+    assert not any(code in err[-1] for code in PYTHON), err
+
+
+class _Careful(UserWarning):
+    pass
+
+
+def test_a_warning_is_a_note_on_stderr(capsys, inputs, monkeypatch):
+    def evaluate(*args, **kwargs):
+        import warnings
+        warnings.warn("k is above every list.", _Careful, stacklevel=2)
+        return rankwise.evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "evaluate", evaluate)
+    code, out, err = run(capsys, "evaluate", *inputs, "--k", "2", "--metrics", "precision")
+    assert code == 0 and out
+    assert err == ["rankwise: note: _Careful: k is above every list."]  # not Python's file:line and source line

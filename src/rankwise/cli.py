@@ -1,7 +1,9 @@
 """``rankwise`` on the command line: ``rankwise evaluate RECS TRUTH --k 5,10``.
 
 A failure prints ``rankwise: <ErrorClass>: <problem>`` (the offending rows, if any, indented below)
-and ``Hint: ...``, never a traceback (``--debug`` shows it), and exits with one of EXIT_CODES.
+and ``Hint: ...`` (flags, not Python calls: cli_hint), never a traceback (``--debug`` shows it), and
+exits with one of EXIT_CODES. A warning prints as ``rankwise: note: <Warning>: ...``. Everything is
+printed through say(): control characters from the data show escaped (``\\x1b``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def say(text: str = "", file=None, end: str = "\n") -> None:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    say(warnings.formatwarning(message, category, filename, lineno, line), file=file or sys.stderr, end="")
+    """A warning is a note on stderr, ``rankwise: note: CutoffWarning: ...``, not Python's file:line form."""
+    say(f"rankwise: note: {category.__name__}: {message}", file=file or sys.stderr)
 
 
 def _exit_code(error: RankwiseError) -> int:
@@ -58,7 +61,7 @@ def _exit_code(error: RankwiseError) -> int:
 # ``--user-col x``, ``k=[1, 5]`` -> ``--k 1,5``, a bare ``score_col`` -> ``--score-col``. Values of
 # None are Python-only (e.g. a Convention's ``metrics=None``) and stay as they are.
 _FLAG_ARGS = ("user_col", "item_col", "rank_col", "score_col", "relevance_col", "k", "metrics", "convention",
-              "backend", "presets", "dialect", "confidence")
+              "backend", "presets", "dialect", "confidence", "segments", "train", "items", "item_features")
 _PY_ARG = re.compile(r"\b(?P<name>" + "|".join(_FLAG_ARGS) + r")\b"
                      r"(?P<eq>=(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\.\.\.|[\w.+-]*\w)?)?")
 
@@ -72,10 +75,64 @@ def as_flags(text: str) -> str:
         out = "--" + name.replace("_", "-")
         if value:
             if value.startswith("["):
-                value = ",".join(part.strip(" '\"") for part in value[1:-1].split(","))
+                value = ",".join(part.strip(" '\"") for part in value[1:-1].split(",") if part.strip() != "...")
             out += " " + value.strip("'\"")
         return out
     return _PY_ARG.sub(flag, text)
+
+
+# A hint's Python code the command line has no flag for: a call on pl, rankwise, a convention, a Spark
+# frame, a Convention(...) or PRESETS[...] (a method chain such as ``.cast(pl.Int64)`` too).
+_PY_CODE = re.compile(r"\b(?:pl|rankwise|convention|df|F)\.\w|\bConvention\(|\bPRESETS\[|(?<![\w)\]])\.\w+\(")
+_CODE = "\uFFFC"  # stands for one piece of such code while the clauses around it are dropped
+# (pattern, replacement), in order: a Python call the library names with its flag, "(CLI: --train)", gives
+# the flag; then code goes with its clause: "(code)", ", e.g. code", "use code, or", ", or ... code",
+# ": code"; a sentence still holding code goes whole. evaluate() is the evaluate command.
+_CLI_HINT = [(re.compile(p), r) for p, r in [
+    (r"(?:evaluate\(\.\.\., [^)]*\)|tables=\{[^}]*\}) \((?:CLI|rankwise sql): ([^)]*)\)", r"\1"),
+    (r" \(" + _CODE + r"\)", ""),
+    (r", e\.g\. " + _CODE + r"(?: or " + _CODE + r")*,?", ""),
+    (r"\b\w+ " + _CODE + r", or ", ""),
+    (r", or [^.;]*?" + _CODE + r"[^.;]*", ""),
+    (r": " + _CODE + r"(?= \(|[.;]|$)", ""),
+    (r" ?[^.]*" + _CODE + r"[^.]*(?:\.|$)", ""),
+    (r"\bevaluate\(\)", "rankwise evaluate"),
+]]
+
+
+def _end_of_code(text: str, i: int) -> int:
+    """Where the Python expression that starts at ``i`` ends: names, dots between names, brackets
+    (balanced, quotes inside skipped)."""
+    depth, quote = 0, None
+    while i < len(text):
+        c = text[i]
+        if quote:
+            quote = None if c == quote else quote
+        elif depth and c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}" and depth:
+            depth -= 1
+        elif not depth and not (c.isalnum() or c == "_" or (c == "." and i + 1 < len(text) and text[i + 1].isalnum())):
+            break
+        i += 1
+    return i
+
+
+def cli_hint(hint: str) -> str:
+    """A library hint for the command line: Python calls the CLI has a flag for become the flag, code it
+    has none for is left out with its clause (``Cast both to text, e.g. pl.col('u').cast(pl.String).`` ->
+    ``Cast both to text.``), then argument names become flags (as_flags)."""
+    pieces, at = [], 0
+    for match in _PY_CODE.finditer(hint):
+        if match.start() >= at:
+            pieces += [hint[at:match.start()], _CODE]
+            at = _end_of_code(hint, match.start())
+    text = "".join(pieces) + hint[at:]
+    for pattern, replacement in _CLI_HINT:
+        text = pattern.sub(replacement, text)
+    return as_flags(text.strip())
 
 
 def format_error(error: RankwiseError) -> str:
@@ -88,7 +145,7 @@ def format_error(error: RankwiseError) -> str:
     elif rows is not None:
         lines += ["  " + line for line in str(rows).splitlines()]
     if error.hint:
-        lines.append(f"Hint: {as_flags(error.hint)}")
+        lines.append(f"Hint: {cli_hint(error.hint)}")
     return "\n".join(lines)
 
 
