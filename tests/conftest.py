@@ -35,6 +35,15 @@ _ENGINE_CLIENTS = {"duckdb": "duckdb", "postgres": "psycopg", "spark": "pyspark"
 _ENGINES = [e for e, module in _ENGINE_CLIENTS.items() if _CI or _installed(module)]
 
 
+def pytest_configure(config):
+    """The code blocks of README.md and docs/*.md are tests (tests/docs_blocks.py; the `test` extra has
+    pytest-markdown-docs, which collects them)."""
+    if _CI or _installed("pytest_markdown_docs"):
+        import docs_blocks
+
+        config.pluginmanager.register(docs_blocks, "rankwise-docs-blocks")
+
+
 def pytest_addoption(parser):
     parser.addoption("--backends", default=",".join(_BACKENDS),
                      help="comma-separated backends to run cross-backend tests on")
