@@ -124,8 +124,8 @@ def test_schema_mismatch_is_an_error_before_anything_is_written(result, tmp_path
             con.execute("CREATE TABLE rankwise_summary (run_id VARCHAR, run_name VARCHAR, metric VARCHAR, "
                         "k BIGINT, value VARCHAR, n_users BIGINT, ci_low DOUBLE, ci_high DOUBLE)")
     else:
-        (target / "summary").mkdir(parents=True)
-        path = target / "summary" / f"old{suffix}"
+        (target / "summary").mkdir(parents=True)  # a file named as rankwise names its own: replace removes it
+        path = target / "summary" / f"run-20240101T000000000000Z-{'0' * 32}{suffix}"
         {".parquet": wrong.write_parquet, ".csv": wrong.write_csv, ".jsonl": wrong.write_ndjson}[suffix](path)
     with pytest.raises(rankwise.WriteSchemaError, match="other columns") as info:
         result.write(target)
@@ -203,6 +203,8 @@ def test_cli_output(tmp_path, capsys):
     target = tmp_path / "runs.duckdb"
     for _ in range(2):
         assert main(["evaluate", str(recs), str(truth), "--k", "1,2", "--output", str(target)]) == 0
+        assert (f"rankwise: wrote run 'recs' to {target}:main: tables rankwise_runs, rankwise_per_user, "
+                "rankwise_summary, rankwise_excluded\n") in capsys.readouterr().out
     with duckdb.connect(str(target)) as con:
         assert con.sql("SELECT COUNT(DISTINCT run_id) FROM rankwise_summary").fetchall() == [(2,)]
     bad = tmp_path / "bad.duckdb"
@@ -391,3 +393,36 @@ def test_the_inputs_fingerprint_is_computed_once_for_report_and_write(tmp_path, 
     res.write(tmp_path / "runs.parquet")
     written = pl.read_parquet(tmp_path / "runs.parquet" / "runs" / "*.parquet")["inputs_fingerprint"].item()
     assert len(calls) == 1 and written == real(res.prepared[None]) and written in page
+
+
+# -- what a write names (issue 37) -------------------------------------------------------------------------
+
+
+def test_a_single_run_is_named_after_its_recommendations_file(tmp_path):
+    """A single run was stored with run_name NULL."""
+    RECS.write_parquet(tmp_path / "popular.parquet")
+    for recommendations, name in ((tmp_path / "popular.parquet", "popular"), (str(tmp_path / "popular.parquet"), "popular"),
+                                  (RECS, "run")):
+        res = rankwise.evaluate(recommendations, TRUTH, k=[1, 2], metrics=["precision"])
+        for table, frame in _write.frames(res).items():
+            assert frame["run_name"].to_list() == [name] * frame.height, table
+    two = _write.frames(rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=1, metrics=["precision"]))
+    assert sorted(two["runs"]["run_name"]) == ["a", "b"]
+
+
+@pytest.mark.parametrize("suffix", [".duckdb", ".parquet"])
+def test_a_write_names_the_tables_it_wrote(result, tmp_path, caplog, suffix):
+    target = tmp_path / f"runs{suffix}"
+    with caplog.at_level("INFO", logger="rankwise"):
+        written = result.write(target)
+    if suffix == ".duckdb":
+        names = ["rankwise_runs", "rankwise_per_user", "rankwise_summary", "rankwise_excluded"]
+        assert written.description == f"wrote run 'run' to {target}:main: tables {', '.join(names)}"
+        with duckdb.connect(str(target), read_only=True) as con:  # the names are the tables'
+            assert sorted(names) == sorted(row[0] for row in con.sql("SHOW TABLES").fetchall())
+    else:
+        assert written.description == f"wrote run 'run' to {target}: folders runs/, per_user/, summary/, excluded/"
+        assert sorted(p.name for p in target.iterdir() if not p.name.startswith(".")) == [
+            "excluded", "per_user", "runs", "summary"]
+    assert written.description in caplog.text
+    assert set(written) == {"runs", "per_user", "summary", "excluded"}  # still {table: where}

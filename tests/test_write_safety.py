@@ -4,6 +4,7 @@ a failed write leaves no part of its run, and every failure is a typed error wit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
@@ -93,7 +94,8 @@ def wait_for(path: Path, *procs: subprocess.Popen) -> None:
 # -- 1. hostile prefixes: validated, never pasted ------------------------------------------------------
 
 HOSTILE = ['x; DROP TABLE sentinel; --', '"', 'x"; COPY (SELECT 1) TO PROGRAM \'touch {marker}\'; --',
-           "x'; DROP TABLE sentinel; --", "a\nb", "ünïcode_", "a.b.c", ".x", "x y", "", "1abc", None, 5]
+           "x'; DROP TABLE sentinel; --", "a\nb", "ünïcode_", "a.b.c", ".x", "x y", "", "1abc", None, 5,
+           "rankwise_\n", "analytics.rw_\n"]  # a trailing newline: '$' let it through, silently dropped
 
 
 @pytest.fixture
@@ -221,11 +223,17 @@ def test_kill_9_mid_append_leaves_every_earlier_run_readable(tmp_path, target):
     where = f"delta:{tmp_path}/runs_delta" if kind == "delta" else tmp_path / target
     child = spawn(KILLED[kind], where, cwd=tmp_path)
     wait_for(tmp_path / "held", child)
+    if kind == "files":  # the staged files are outside the table folders: a reader of a folder never meets them
+        assert {p.name[:4] for t in ("runs", "per_user", "summary", "excluded") for p in (where / t).iterdir()} \
+            == {"run-"}
+        assert len(list((where / ".rankwise-staging").iterdir())) == 4
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
     assert_complete_runs(where, 1)  # the first run, whole; nothing of the killed one is visible
     RESULT().write(where)  # and appends go on
     assert_complete_runs(where, 2)
+    if kind == "files":  # the killed writer's staged files went with that next write
+        assert [p.name for p in where.rglob("*") if p.is_file() and not p.name.startswith("run-")] == []
 
 
 # -- 4. a failed write leaves no part of its run ---------------------------------------------------------
@@ -273,7 +281,7 @@ def test_a_failed_file_write_leaves_no_files_of_its_run(result, tmp_path, monkey
     write_file = _write._write_file
 
     def failing(frame, path, fmt):
-        if path.parent.name == "summary":
+        if path.name.startswith("summary."):  # staged as <table>.<file>.<host>.<pid>.tmp
             raise PermissionError(13, "Permission denied", str(path))
         write_file(frame, path, fmt)
 
@@ -282,7 +290,7 @@ def test_a_failed_file_write_leaves_no_files_of_its_run(result, tmp_path, monkey
         result.write(tmp_path / target)
     assert "Hint:" in str(info.value)
     assert_complete_runs(tmp_path / target, 1)
-    assert sorted(p.name for p in (tmp_path / target).rglob("*") if p.is_file() and p.name.startswith(".")) == []
+    assert sorted(p.name for p in (tmp_path / target).rglob("*") if p.is_file() and not p.name.startswith("run-")) == []
 
 
 # -- 5. typed errors ------------------------------------------------------------------------------------------
@@ -681,3 +689,130 @@ def test_a_hidden_file_does_not_make_a_rankwise_directory_foreign(result, tmp_pa
     (where / "notes.txt").write_text("mine")
     with pytest.raises(rankwise.WriteError, match="notes.txt"):
         result.write(where)
+
+
+# -- 10. someone else's files and abandoned staged files in a dataset (issue 35) ---------------------------
+
+WRITERS = {".parquet": "write_parquet", ".csv": "write_csv", ".jsonl": "write_ndjson"}
+
+
+def _files(where: Path) -> dict:
+    """Every file under a dataset, with its bytes."""
+    return {str(p.relative_to(where)): p.read_bytes() for p in sorted(where.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_dataset_replace_refuses_a_file_rankwise_did_not_write(result, tmp_path, target):
+    """replace deleted every file of the suffix in the table folders, someone's per_user/part-0.parquet too."""
+    where, suffix = tmp_path / target, Path(target).suffix
+    result.write(where)
+    getattr(RECS, WRITERS[suffix])(where / "per_user" / f"part-0{suffix}")  # other columns
+    before = _files(where)
+    with pytest.raises(rankwise.WriteSchemaError, match=f"part-0\\{suffix}") as info:
+        result.write(where, mode="replace")
+    assert "Hint:" in str(info.value) and "not written by rankwise" in str(info.value)
+    assert _files(where) == before
+    (where / "per_user" / f"part-0{suffix}").unlink()
+    copy = where / "per_user" / f"copy{suffix}"  # rankwise's columns under another name: its rows would stay
+    copy.write_bytes(next((where / "per_user").glob("run-*")).read_bytes())
+    before = _files(where)
+    with pytest.raises(rankwise.WriteError, match="copy.*not written by rankwise"):
+        result.write(where, mode="replace")
+    assert _files(where) == before
+    copy.unlink()
+    result.write(where, mode="replace")
+    assert_complete_runs(where, 1)
+
+
+@pytest.mark.parametrize("target", FILE_TARGETS.values())
+def test_append_checks_the_columns_of_every_file(result, tmp_path, target):
+    """Only the first file (sorted) was checked: a per_user/zz-part-0.parquet with other columns was
+    appended beside, and pl.scan_parquet('.../per_user/*.parquet') failed from then on."""
+    where, suffix = tmp_path / target, Path(target).suffix
+    result.write(where)
+    getattr(RECS, WRITERS[suffix])(where / "per_user" / f"zz-part-0{suffix}")
+    before = _files(where)
+    with pytest.raises(rankwise.WriteSchemaError, match=f"zz-part-0\\{suffix}") as info:
+        result.write(where)
+    assert "Hint:" in str(info.value)
+    assert _files(where) == before
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("mode", ["append", "replace"])
+def test_staged_files_of_writers_that_are_gone_are_removed(result, tmp_path, mode):
+    """kill -9 left each table's hidden staged file behind, for good; replace left them too."""
+    where = tmp_path / "runs.parquet"
+    result.write(where)
+    name, staging = f"run-20240101T000000000000Z-{'0' * 32}.parquet", where / ".rankwise-staging"
+    staging.mkdir(exist_ok=True)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = _dead_pid()
+        gone = [staging / f"per_user.{name}.{_write._HOST}.{dead}.tmp",
+                where / "summary" / f".{name}.{dead}.tmp"]  # where earlier versions staged
+        kept = [staging / f"per_user.{name}.{_write._HOST}.{live.pid}.tmp",  # a writer still at work
+                staging / f"runs.{name}.another-host.{dead}.tmp"]  # another host's pid says nothing here
+        for path in gone + kept:
+            path.write_bytes(b"PAR1 partial")
+        result.write(where, mode=mode)
+        assert [path.exists() for path in gone + kept] == [False, False, True, True]
+        assert len(pl.read_parquet(where / "per_user")) == ROWS_PER_RUN * (1 if mode == "replace" else 2)
+    finally:
+        live.kill()
+        live.wait()
+
+
+# -- 11. DuckDB connections: no extension installed or loaded behind the user's back ----------------------
+
+
+def test_a_sqlite_file_is_named_not_opened(result, tmp_path):
+    """DuckDB opening a SQLite file tried to download sqlite_scanner (native code), then said 'Is it a DuckDB file?'."""
+    import sqlite3
+
+    target = tmp_path / "s.db"
+    with contextlib.closing(sqlite3.connect(target)) as con:
+        con.execute("CREATE TABLE t (a)")
+        con.commit()
+    before = target.read_bytes()
+    with pytest.raises(rankwise.WriteError, match="is a SQLite database") as info:
+        result.write(target)
+    assert "Hint:" in str(info.value)
+    assert target.read_bytes() == before
+
+
+def test_every_duckdb_connection_rankwise_opens_has_extension_autoloading_off(result, tmp_path, monkeypatch):
+    from rankwise import _docs
+
+    seen, connect = [], duckdb.connect
+
+    def recording(*args, **kwargs):
+        con = connect(*args, **kwargs)
+        seen.append(con.execute("SELECT current_setting('autoinstall_known_extensions'), "
+                                "current_setting('autoload_known_extensions')").fetchall()[0])
+        return con
+
+    monkeypatch.setattr(duckdb, "connect", recording)
+    sites = {
+        "write": lambda: result.write(tmp_path / "runs.duckdb"),
+        "engine": lambda: rankwise.evaluate(RECS, TRUTH, k=1, metrics=["precision"], backend="duckdb"),
+        "beyond": lambda: rankwise.evaluate(RECS, TRUTH, k=1, metrics=["novelty"], train=RECS, backend="duckdb"),
+        "docs": lambda: _docs._list_example("ndcg"),
+    }
+    for site, run in sites.items():
+        seen.clear()
+        run()
+        assert seen and set(seen) == {(False, False)}, site
+
+
+def test_no_duckdb_connection_is_opened_but_through_the_helper():
+    source = Path(rankwise.__file__).parent
+    found = [f"{path.name}:{number}" for path in sorted(source.glob("*.py")) if path.name != "_duckdb_connect.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if "duckdb.connect(" in line and ">>>" not in line]
+    assert found == []

@@ -814,12 +814,13 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
 
         import duckdb
 
+        from . import _duckdb_connect
         from .errors import RankwiseError
 
         with ExitStack() as stack:
             spill = None if memory_limit is None else stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="rankwise-duckdb-"))  # removed after the connection closes
-            con = stack.enter_context(duckdb.connect())
+            con = stack.enter_context(_duckdb_connect.connect())
             if memory_limit is not None:
                 con.execute("SET memory_limit = ?", [f"{memory_limit}B"])
                 con.execute("SET temp_directory = ?", [spill])

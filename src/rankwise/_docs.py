@@ -12,13 +12,12 @@ from .metrics import BEYOND, KNOBS_BY_METRIC, REGISTRY
 
 def _expression_and_macro(frame: dict, expression, call: str) -> float:
     """The Polars expression on a one-row frame and the DuckDB macro ``call``, which must agree: the value."""
-    import duckdb
     import polars as pl
 
-    from . import expr
+    from . import _duckdb_connect, expr
 
     value = pl.DataFrame(frame).select(expression).item()
-    with duckdb.connect() as con:
+    with _duckdb_connect.connect() as con:
         expr.install_duckdb(con)
         macro = con.execute(f"SELECT {call}").fetchone()[0]
     assert abs(value - macro) <= 1e-12, (call, value, macro)

@@ -15,7 +15,7 @@ from contextlib import ExitStack
 import duckdb
 import polars as pl
 
-from . import _sql_files
+from . import _duckdb_connect, _sql_files
 from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
 from ._inputs import USER, Prepared
 from .conventions import Convention
@@ -32,7 +32,7 @@ class DuckDBEngine:
         """``memory_limit`` caps DuckDB's memory; joins, aggregates and windows spill to a temporary
         directory beyond it (removed afterwards)."""
         with ExitStack() as stack:
-            con = stack.enter_context(duckdb.connect())
+            con = stack.enter_context(_duckdb_connect.connect())
             if memory_limit is not None:
                 spill = stack.enter_context(tempfile.TemporaryDirectory(prefix="rankwise-duckdb-"))
                 con.execute("SET memory_limit = ?", [f"{memory_limit}B"])

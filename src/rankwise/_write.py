@@ -9,11 +9,15 @@ Targets (``mode="append"`` adds the run to what is there, ``"replace"`` starts o
 - ``runs.duckdb`` / ``runs.db``: the same tables in a DuckDB file, one transaction; a file another
   process holds is retried for a few seconds, then :class:`WriteLockedError`.
 - ``runs.parquet`` / ``runs.csv`` / ``runs.jsonl``: a dataset DIRECTORY of that name with one
-  subdirectory per table and one immutable file per run, written to a hidden temporary file and
-  renamed into place (atomic): concurrent writers and a killed writer lose nothing that was there.
+  subdirectory per table and one immutable file per run (``run-<UTC time>-<run id>.parquet``), written
+  in the hidden ``.rankwise-staging`` folder and renamed into place (atomic): concurrent writers and a
+  killed writer lose nothing that was there, and a reader of a table folder never meets a partial file.
+  A later write removes the staged files of writers that are gone (this host's processes no longer alive).
   Read one table with e.g. ``pl.scan_parquet("runs.parquet/per_user/*.parquet")``,
   ``read_parquet('runs.parquet/per_user/*.parquet')`` in DuckDB or ``spark.read.parquet(...)``.
-  The runs file is written last: a run is complete when its row in ``runs`` exists.
+  The runs file is written last: a run is complete when its row in ``runs`` exists. Append checks the
+  columns of every file; replace removes only rankwise's files (by that name) and refuses to start while
+  a file of someone else's is in a table folder (:class:`WriteSchemaError` when its columns differ).
 - ``delta:path`` (or ``format="delta"``): one Delta Lake table per table under ``path``
   (``deltalake``, the ``delta`` extra): ACID appends that any Delta reader sees, runs last; a failed
   append deletes its rows again; replace appends the new run, then deletes the others' rows (runs
@@ -36,7 +40,8 @@ Schema (stable: it does not depend on the metrics, the k values or the conventio
     excluded: run_id, run_name, code, reason, n_users (Result.excluded: every user a mean left out)
 
 The knobs are stored once per run (``convention_knobs`` as JSON, sorted keys); ``run_name`` is the
-run's name in a multi-run evaluate (NULL for one run); ``inputs_fingerprint`` a SHA-256 of the
+run's name in a multi-run evaluate (one run: ``Result.run_name``, the recommendations
+file's stem, else "run"); ``inputs_fingerprint`` a SHA-256 of the
 canonical input tables; ``user_id`` and ``item_id`` text; ``value`` NULL where undefined. Appending to a table or
 dataset with other columns raises :class:`WriteSchemaError` before anything is written.
 """
@@ -47,9 +52,11 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import re
+import socket
 import time
 import uuid
 from datetime import datetime, timezone
@@ -57,6 +64,7 @@ from pathlib import Path
 
 import polars as pl
 
+from . import _duckdb_connect
 from .errors import InvalidIdentifierError, MissingDependencyError, ParameterError, WriteError, WriteLockedError, \
     WriteSchemaError
 
@@ -88,7 +96,13 @@ _SQL_TYPES = {  # polars dtype -> (PostgreSQL, DuckDB, Delta), as information_sc
 TARGETS_HINT = ("Write to a postgresql:// URI or an open psycopg connection, a .duckdb/.db file, a "
                 ".parquet/.csv/.jsonl dataset path, or delta:PATH.")
 _FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "ndjson", ".ndjson": "ndjson"}
-_PREFIX = re.compile(r"^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,40})?$")
+_RUN_FILE = re.compile(r"run-\d{8}T\d{12}Z-[0-9a-f]{32}\.(?:parquet|csv|jsonl)")  # a dataset's files, by name
+STAGING = ".rankwise-staging"  # a dataset's hidden folder of files being written (renamed into place when whole)
+_HOST = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname()) or "host"
+# staged: <table>.<file>.<host>.<pid>.tmp in STAGING (before: .<file>.<pid>.tmp in the table's folder)
+_STAGED = re.compile(r"[a-z_]*\.(?:" + _RUN_FILE.pattern + r")\.(?:(?P<host>.+)\.)?(?P<pid>\d+)\.tmp")
+_PREFIX = re.compile(r"(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,40})?")  # fullmatch
+_log = logging.getLogger("rankwise")
 LOCK_RETRIES = 8  # DuckDB: 0.025 + 0.05 + ... + 3.2 s (6.4 s) of waiting for another writer
 LOCK_WAIT = 0.025
 
@@ -137,10 +151,11 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     run_at = (run_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
     names = list(result.prepared) or [None]
     ids = {name: uuid.uuid4().hex for name in names}
+    labels = {name: name if name is not None else getattr(result, "run_name", None) or "run" for name in names}
     knobs = json.dumps({k: _jsonable(v) for k, v in result.convention.knobs().items()}, sort_keys=True)
     metrics, ks = ",".join(result.request.names), ",".join(map(str, result.request.ks))
     rows = _per_user_rows(result)
-    run, run_id = _run_columns(rows, ids)
+    run, run_id = _run_columns(rows, ids, labels)
     per_user = rows.select(run_id.alias("run_id"), run.alias("run_name"), "user_id", "metric",
                                              "k", "value").cast(PER_USER_SCHEMA)
     summary = result.summary.with_columns(run_id.alias("run_id"), run.alias("run_name")) \
@@ -148,34 +163,35 @@ def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
         .cast(SUMMARY_SCHEMA)
     n_users = _n_users(result)
     runs = pl.DataFrame([{
-        "run_id": ids[name], "run_name": name, "run_at": run_at, "rankwise_version": __version__,
+        "run_id": ids[name], "run_name": labels[name], "run_at": run_at, "rankwise_version": __version__,
         "convention": result.convention.name, "convention_knobs": knobs,
         "inputs_fingerprint": result._fingerprints.get(name), "n_users": n_users.get(name, 0),
         "metrics": metrics, "ks": ks} for name in names], schema=RUNS_SCHEMA)
     excluded = result.excluded
-    run, run_id = _run_columns(excluded, ids)
+    run, run_id = _run_columns(excluded, ids, labels)
     out = {"runs": runs, "per_user": per_user, "summary": summary,  # who each mean left out, and why
            "excluded": excluded.select(run_id.alias("run_id"), run.alias("run_name"), "code", "reason",
                                        "n_users").cast(EXCLUDED_SCHEMA)}
     if getattr(result, "per_item", None) is not None:
         items = result.per_item
-        run, run_id = _run_columns(items, ids)
+        run, run_id = _run_columns(items, ids, labels)
         out["per_item"] = items.select(run_id.alias("run_id"), run.alias("run_name"),
                                        _as_text("item", items.schema["item"]).alias("item_id"), "k", "exposure",
                                        "popularity").cast(PER_ITEM_SCHEMA)
     if getattr(result, "segments", None) is not None and result.segments.width:
-        run, run_id = _run_columns(result.segments, ids)
+        run, run_id = _run_columns(result.segments, ids, labels)
         out["segments"] = result.segments.with_columns(run_id.alias("run_id"), run.alias("run_name")) \
             .with_columns(pl.col("value", "ci_low", "ci_high").fill_nan(None)).select(list(SEGMENTS_SCHEMA)) \
             .cast(SEGMENTS_SCHEMA)
     return out
 
 
-def _run_columns(frame: pl.DataFrame, ids: dict) -> tuple[pl.Expr, pl.Expr]:
-    """(run_name, run_id) of each row of a frame that has a run column when there are several runs."""
+def _run_columns(frame: pl.DataFrame, ids: dict, labels: dict) -> tuple[pl.Expr, pl.Expr]:
+    """(run_name, run_id) of each row of a frame that has a run column when there are several runs; one
+    run's name is ``labels[None]`` (``Result.run_name``: the recommendations file's stem, else "run")."""
     if "run" in frame.columns:
         return pl.col("run"), pl.col("run").replace_strict(ids, return_dtype=pl.String)
-    return pl.lit(None, dtype=pl.String), pl.lit(ids[None])
+    return pl.lit(labels[None], dtype=pl.String), pl.lit(ids[None])
 
 
 def _source(result):
@@ -217,8 +233,9 @@ def _per_user_rows(result) -> pl.DataFrame:
 
 
 def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", format: str | None = None,
-          run_at: datetime | None = None) -> dict:
-    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}.
+          run_at: datetime | None = None) -> Written:
+    """Write ``result`` to ``target`` (see the module docstring); returns {table: where it went}, whose
+    ``description`` (also logged at INFO on the "rankwise" logger) names the run and the tables.
 
     ``prefix`` names database tables only (a ParameterError elsewhere); a naive ``run_at`` is local time."""
     if mode not in ("append", "replace"):
@@ -236,12 +253,35 @@ def write(result, target, *, mode: str = "append", prefix: str = "rankwise_", fo
                              hint="Drop prefix=, or choose the path itself (e.g. analytics/rw.parquet).")
     tables = frames(result, run_at)
     if kind == "postgres":
-        return _postgres(where, schema, table_prefix, tables, mode)
-    if kind == "duckdb":
-        return _duckdb(Path(where), schema, table_prefix, tables, mode)
-    if kind == "delta":
-        return _delta(Path(where), tables, mode)
-    return _dataset(Path(where), kind, tables, mode)
+        out = _postgres(where, schema, table_prefix, tables, mode)
+    elif kind == "duckdb":
+        out = _duckdb(Path(where), schema, table_prefix, tables, mode)
+    elif kind == "delta":
+        out = _delta(Path(where), tables, mode)
+    else:
+        out = _dataset(Path(where), kind, tables, mode)
+    written = Written(out)
+    written.description = _describe(kind, where, table_prefix, tables, out)
+    _log.info("%s", written.description)
+    return written
+
+
+class Written(dict):
+    """{table: where it went}, and ``description``: one line naming the run(s) and the tables written."""
+
+    description: str = ""
+
+
+def _describe(kind: str, where, prefix: str, tables: dict, out: dict) -> str:
+    """E.g. "wrote run 'recs' to runs.duckdb:main: tables rankwise_runs, rankwise_per_user, ..."."""
+    names = tables["runs"]["run_name"].to_list()
+    runs = ("runs " if len(names) > 1 else "run ") + ", ".join(map(repr, names))
+    order = [name for name in TABLES if name in out]
+    if kind in ("postgres", "duckdb"):  # out: "<where>:<schema>.<table>" / "<host:port/db> <schema>.<table>"
+        location = out["runs"].removesuffix(prefix + "runs").removesuffix(".")
+        return f"wrote {runs} to {location}: tables {', '.join(prefix + name for name in order)}"
+    what = "Delta tables" if kind == "delta" else "folders"
+    return f"wrote {runs} to {where}: {what} {', '.join(name + ('' if kind == 'delta' else '/') for name in order)}"
 
 
 def target_kind(target: str, format: str | None = None) -> tuple[str, str]:
@@ -286,7 +326,7 @@ def _psycopg_connection(target):
 
 def _parse_prefix(prefix) -> tuple[str | None, str]:
     """'analytics.rankwise_' -> ('analytics', 'rankwise_'): letters, digits and underscores only."""
-    match = _PREFIX.match(prefix) if isinstance(prefix, str) else None
+    match = _PREFIX.fullmatch(prefix) if isinstance(prefix, str) else None
     if match is None:
         raise InvalidIdentifierError(
             f"prefix {prefix!r} is not a plain identifier prefix (optionally 'schema.').",
@@ -314,26 +354,29 @@ def _dataset(root: Path, fmt: str, tables: dict, mode: str) -> dict:
     run_id = tables["runs"]["run_id"][0]
     stamp = tables["runs"]["run_at"][0].strftime("%Y%m%dT%H%M%S%fZ")
     names = [name for name in WRITE_ORDER if name in tables]
-    for name in names:  # check every existing schema before writing anything
-        if mode == "append":
-            _check_dataset(root / name, fmt, suffix, TABLES[name])
+    for name in TABLES if mode == "replace" else names:  # every existing file checked before writing anything
+        _check_dataset(root / name, fmt, suffix, TABLES[name], mode)
+    _remove_abandoned(root)
+    staging = root / STAGING
     staged, out = {}, {}
     try:
-        for name in names:  # 1. every table to a hidden temporary file (no reader's glob matches it)
+        for name in names:  # 1. every table to a file in the hidden staging folder (no reader looks there)
             folder = root / name
             folder.mkdir(parents=True, exist_ok=True)
+            staging.mkdir(exist_ok=True)
             final = folder / f"run-{stamp}-{run_id}{suffix}"
-            staged[name] = (folder / f".{final.name}.{os.getpid()}.tmp", final)
+            staged[name] = (staging / f"{name}.{final.name}.{_HOST}.{os.getpid()}.tmp", final)
             _write_file(tables[name], staged[name][0], fmt)
-        for name in names:  # 2. rename into place, runs last: microseconds between them
+        for name in names:  # 2. rename into place (same file system), runs last: microseconds between them
             os.replace(*staged[name])
             out[name] = str(staged[name][1])
-        for folder in {root, *(root / name for name in names)}:
+        for folder in {root, staging, *(root / name for name in names)}:
             _fsync_directory(folder)
-        if mode == "replace":  # the new run is complete: now drop the others (old optional tables too),
-            for name in ("runs", *WRITE_ORDER[:-1]):  # runs first: an old run is incomplete before its rows go
-                for old in (root / name).glob(f"*{suffix}"):
-                    if name not in staged or old.name != staged[name][1].name:
+        if mode == "replace":  # the new run is complete: now drop rankwise's other files (old optional tables
+            for name in ("runs", *WRITE_ORDER[:-1]):  # too), runs first: an old run is incomplete before its rows go
+                folder = root / name
+                for old in sorted(folder.iterdir()) if folder.is_dir() else []:
+                    if _is_run_file(old.name, suffix) and (name not in staged or old.name != staged[name][1].name):
                         old.unlink(missing_ok=True)
     except BaseException as error:  # an error leaves nothing of this run behind (a kill -9: hidden .tmp files)
         if len(out) < len(names):
@@ -370,29 +413,76 @@ def _write_file(frame: pl.DataFrame, path: Path, fmt: str) -> None:
         os.fsync(handle.fileno())
 
 
-def _check_dataset(folder: Path, fmt: str, suffix: str, schema: dict) -> None:
+def _check_dataset(folder: Path, fmt: str, suffix: str, schema: dict, mode: str) -> None:
+    """Every file a reader's ``*<suffix>`` glob sees (hidden ones too) must have rankwise's columns
+    (append), or be one rankwise wrote (replace: rankwise's files go, anyone else's stays, so replace
+    refuses to start while one is there). A WriteSchemaError or WriteError names the file."""
     if folder.exists() and not folder.is_dir():
         raise WriteError(f"{str(folder)!r} should be a directory.", hint="Write to another path.")
-    existing = sorted(folder.glob(f"*{suffix}")) if folder.is_dir() else []
-    if fmt == "ndjson":  # a table of no rows is an empty file: no columns to check
-        existing = [path for path in existing if path.stat().st_size > 0]
-    if not existing:
-        return
+    existing = sorted(p for p in folder.iterdir() if p.name.endswith(suffix) and p.is_file()) if folder.is_dir() else []
+    expected = list(schema)
+    for path in existing:
+        ours = _is_run_file(path.name, suffix)
+        if mode == "replace" and ours:
+            continue  # replaced
+        columns = _file_columns(path, fmt) or expected  # an empty .jsonl file: no rows, no columns
+        if mode == "append" and ours:
+            _check(str(path), columns, expected)
+            continue
+        foreign = (f"It was not written by rankwise (its name is not run-<time>-<run id>{suffix}): rankwise "
+                   "neither writes beside it nor deletes it. Move it out of the folder, or write to another path.")
+        _check(str(path), columns, expected, hint=foreign)
+        if mode == "replace":  # rankwise's columns, someone else's file: replace would keep its rows
+            raise WriteError(f"{str(path)!r} was not written by rankwise: mode='replace' would leave its rows "
+                             "beside the new run.", hint=foreign)
+
+
+def _file_columns(path: Path, fmt: str) -> list | None:
+    """A dataset file's column names; None for an empty .jsonl file (a table of no rows)."""
     try:
         if fmt == "parquet":
             import pyarrow.parquet
 
-            columns = pyarrow.parquet.read_schema(existing[0]).names  # polars would glob a '[' in the path
-        elif fmt == "csv":
-            with existing[0].open() as handle:
-                columns = handle.readline().rstrip("\r\n").split(",")
-        else:
-            with existing[0].open() as handle:
-                columns = list(json.loads(handle.readline()))
+            return pyarrow.parquet.read_schema(path).names  # polars would glob a '[' in the path
+        with path.open() as handle:
+            line = handle.readline()
+        if fmt == "csv":
+            return line.rstrip("\r\n").split(",")
+        return None if not line.strip() else list(json.loads(line))
     except Exception as error:  # a corrupt file: say which
-        raise WriteError(f"cannot read {str(existing[0])!r} to check its columns: {error}",
+        raise WriteError(f"cannot read {str(path)!r} to check its columns: {error}",
                          hint="Remove the damaged file, or write to another path.") from error
-    _check(str(folder), columns, list(schema))
+
+
+def _is_run_file(name: str, suffix: str) -> bool:
+    """A file rankwise wrote: run-<UTC time>-<run id><suffix>."""
+    return name.endswith(suffix) and _RUN_FILE.fullmatch(name) is not None
+
+
+def _remove_abandoned(root: Path) -> None:
+    """Remove the staged files of writers that are gone (killed mid-write: ``kill -9``, a power loss):
+    those of this host whose process no longer runs; another host's are left alone (POSIX only)."""
+    if os.name != "posix":
+        return
+    for folder in (root / STAGING, *(root / name for name in TABLES)):  # earlier versions staged in the tables' folders
+        for path in folder.iterdir() if folder.is_dir() else []:
+            match = _STAGED.fullmatch(path.name)
+            if match and match["host"] in (None, _HOST) and not _alive(int(match["pid"])):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (signal 0 checks without sending; another user's counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # PermissionError: someone else's process
+        return True
+    return True
 
 
 def _write_error(path: Path, error: OSError) -> WriteError:
@@ -490,7 +580,7 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise _write_error(path, error) from error
-    con = _duckdb_connect(duckdb, path)
+    con = _open_duckdb(duckdb, path)
     try:
         con.execute("BEGIN TRANSACTION")
         # names qualified by the database too: DuckDB names it after the file, so a schema named like
@@ -535,13 +625,18 @@ def _duckdb(path: Path, schema: str | None, prefix: str, tables: dict, mode: str
         con.close()
 
 
-def _duckdb_connect(duckdb, path: Path):
-    """Open the file; another process holding it, or still writing a new file's headers (a file
-    shorter than DuckDB's three 4 KiB header blocks that DuckDB calls invalid), is waited for
-    (backoff), then WriteLockedError."""
+def _open_duckdb(duckdb, path: Path):
+    """Open the file (extensions neither installed nor loaded: a SQLite file fetched ``sqlite_scanner``);
+    another process holding it, or still writing a new file's headers (a file shorter than DuckDB's
+    three 4 KiB header blocks that DuckDB calls invalid), is waited for (backoff), then WriteLockedError.
+    A file of another known kind is a WriteError saying what it is."""
+    kind = _foreign_database(path)
+    if kind:
+        raise WriteError(f"{str(path)!r} is {kind}, not a DuckDB database.",
+                         hint="rankwise writes DuckDB files: write to a new .duckdb path.")
     for attempt in range(LOCK_RETRIES + 1):
         try:
-            return duckdb.connect(str(path))
+            return _duckdb_connect.connect(str(path))
         except duckdb.IOException as error:
             being_created = "not a valid duckdb database" in str(error).lower() and _size(path) < 3 * 4096
             if "lock" not in str(error).lower() and not being_created:
@@ -560,6 +655,19 @@ def _duckdb_connect(duckdb, path: Path):
             raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
                              hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
     raise AssertionError("unreachable")
+
+
+_MAGIC = {b"SQLite format 3\0": "a SQLite database", b"PAR1": "a Parquet file"}  # the file's first bytes
+
+
+def _foreign_database(path: Path) -> str | None:
+    """What ``path`` is when its first bytes say it is not a DuckDB database (None: unknown or absent)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    return next((kind for magic, kind in _MAGIC.items() if head.startswith(magic)), None)
 
 
 def _size(path: Path) -> int:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import numbers
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import polars as pl
@@ -58,6 +60,7 @@ class Result:
     per_item: pl.DataFrame | None = None  # beyond-accuracy inputs: (run,) item, k, exposure, popularity
     segments: pl.DataFrame | None = None  # segments=: (run,) segment, metric, k, value, n_users, ci_low, ci_high
     segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
+    run_name: str = field(default="run", repr=False)  # one run's name in write(): the recommendations file's stem
 
     @cached_property
     def per_user(self):
@@ -378,6 +381,8 @@ def evaluate(
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
                           memory_limit=memory_limit, confidence=confidence, beyond=beyond)
+    if None in runs and _is_path(recommendations):  # one run read from a file: named after it in write()
+        result = dataclasses.replace(result, run_name=Path(os.path.abspath(recommendations)).stem or "run")
     return result if segment_of is None else _with_segments(result, segment_of)
 
 
@@ -583,6 +588,11 @@ class Evaluator:
             prep = _beyond.with_scores(prep, self.recommendations, self.columns)
         return run_prepared({None: prep}, request, conv, self.engine, user_col=self.columns.user,
                             memory_limit=self.memory_limit, confidence=self.confidence, beyond=beyond)
+
+
+def _is_path(data) -> bool:
+    """A path to a file or directory (not a table name or query for backend='postgres')."""
+    return isinstance(data, os.PathLike) or (isinstance(data, str) and os.path.exists(data))
 
 
 def _runs(recommendations) -> dict:

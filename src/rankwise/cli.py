@@ -365,7 +365,9 @@ def _evaluate_command(args) -> int:
         if path:
             write_frame(frame, path)
     if args.output:
-        result.write(args.output)
+        written = result.write(args.output)
+        if not reader_left:
+            say(f"rankwise: {written.description}")  # the tables, named
     if reader_left:
         raise BrokenPipeError  # exit 141 (main)
     return 0
