@@ -253,3 +253,35 @@ def test_a_spark_dataframe_as_train_is_a_parameter_error_saying_what_to_pass(spa
     with pytest.raises(rankwise.ParameterError, match="train: a Spark DataFrame") as info:
         rankwise.evaluate(RECS, None, k=2, metrics=["novelty"], train=train, backend="spark")
     assert "Parquet" in info.value.hint
+
+
+def test_integer_ranks_past_2_53_are_compared_as_doubles_on_spark(spark):
+    """The README's limit, as it stands (issue 35): ranks 2^53 and 2^53 + 1 are one double, so Spark's
+    checks see a repeated rank; Polars compares the integers (item 10 first, not relevant: 0 by hand)."""
+    from rankwise.errors import DuplicateRankError
+
+    recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [2**53, 2**53 + 1]})
+    truth = pl.DataFrame({"user": [1], "item": [11]})
+    assert rankwise.evaluate(recs, truth, k=1, metrics=["precision"]).per_user["precision@1"].to_list() == [0.0]
+    r, t = _spark_frames(spark, recs, truth)
+    with pytest.raises(DuplicateRankError):
+        rankwise.evaluate(r, t, k=1, metrics=["precision"], backend="spark")
+
+
+def test_decimal_user_ids_keep_their_type_as_on_the_other_backends(spark):
+    """decimal(20,0) users (how Spark reads UInt64 ids) come back as Decimal(20, 0), as a Polars
+    Decimal(20, 0) column does on Polars and DuckDB (README, Spark)."""
+    import decimal
+
+    users = [decimal.Decimal(2**64 - 2), decimal.Decimal(5)]
+    r = spark.createDataFrame([(users[0], 10, 1), (users[1], 10, 1)], "user decimal(20,0), item long, rank long")
+    t = spark.createDataFrame([(users[0], 10), (users[1], 11)], "user decimal(20,0), item long")
+    got = rankwise.evaluate(r, t, k=1, metrics=["precision"], backend="spark").per_user
+    assert got.schema["user"] == pl.Decimal(20, 0)
+    # by hand: user 2^64 - 2 is shown item 10, its label: 1; user 5 is shown 10, labelled 11: 0
+    assert dict(zip(got["user"].to_list(), got["precision@1"].to_list())) == {users[0]: 1.0, users[1]: 0.0}
+    frame = pl.DataFrame({"user": pl.Series(users, dtype=pl.Decimal(20, 0)), "item": [10, 10], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": pl.Series(users, dtype=pl.Decimal(20, 0)), "item": [10, 11]})
+    for backend in ("polars", "duckdb"):
+        assert_frame_equal(got.sort("user"), rankwise.evaluate(frame, truth, k=1, metrics=["precision"],
+                                                               backend=backend).per_user.sort("user"))
