@@ -11,8 +11,9 @@ Drives Debian's ``chromium`` through the DevTools protocol over --remote-debuggi
 standard library only: no websocket client, no browser download). The network is cut (a dead proxy
 and a resolver that finds nothing), so the page must be self-contained. Exits 1, listing every
 problem, on: a console error, an uncaught exception, a browser log error, a failed request or any
-request that is not file:/data:/blob:/about:, no charts, or a chart with no drawn SVG/canvas of
-non-zero size. Prints the screenshot's path (a CI artefact).
+request that is not file:/data:/blob:/about:, no charts, a chart with no drawn SVG/canvas of
+non-zero size, or a table cell that wraps onto a second line at the width a report is read at
+(WIDTH, 1400 px). Prints the screenshot's path (a CI artefact), a full-page capture at that width.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 LOCAL = ("file:", "data:", "blob:", "about:")
+WIDTH = 1400  # CSS pixels: a laptop's browser window
 
 # What the page drew: per .chart element, its id, whether vega-embed finished, and the largest
 # SVG/canvas in it (size, number of drawn marks).
@@ -40,6 +42,18 @@ MEASURE = """JSON.stringify([...document.querySelectorAll('.chart')].map(el => {
             marks: g.querySelectorAll('path, rect, line, text').length};
   }).sort((a, b) => b.width * b.height - a.width * a.height);
   return {id: el.id, rendered: el.getAttribute('data-rendered') === '1', drawn: drawn[0] || null};
+}))"""
+
+
+# The visible table cells whose text runs onto a second line: some text box starts below where
+# another one ends (boxes of one line overlap vertically, whatever their font size).
+WRAPPED = """JSON.stringify([...document.querySelectorAll('td, th')].flatMap(cell => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const boxes = [...range.getClientRects()].filter(r => r.width > 0);
+  if (!boxes.length) return [];
+  const wrapped = Math.max(...boxes.map(r => r.top)) >= Math.min(...boxes.map(r => r.bottom)) - 1;
+  return wrapped ? [cell.textContent.trim().slice(0, 60)] : [];
 }))"""
 
 
@@ -60,7 +74,7 @@ class Browser:
                 "--no-default-browser-check", "--disable-background-networking", "--disable-extensions",
                 "--disable-component-update", "--disable-sync", "--metrics-recording-only",
                 "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-                "--window-size=1280,900", "about:blank"]
+                f"--window-size={WIDTH},900", "about:blank"]
         self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         os.close(to_chrome_r)
@@ -151,7 +165,7 @@ def check(report: Path, screenshot: Path, *, chromium: str = "chromium", timeout
             for domain in ("Runtime", "Log", "Network", "Page"):
                 browser.send(f"{domain}.enable")
             browser.send("Emulation.setDeviceMetricsOverride",
-                         {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+                         {"width": WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False})
             browser.send("Page.navigate", {"url": report.resolve().as_uri()})
             deadline, charts = time.monotonic() + timeout, []
             while time.monotonic() < deadline:
@@ -165,8 +179,10 @@ def check(report: Path, screenshot: Path, *, chromium: str = "chromium", timeout
             height = browser.send("Runtime.evaluate", {"expression": "document.documentElement.scrollHeight",
                                                        "returnByValue": True})["result"]["value"]
             browser.send("Emulation.setDeviceMetricsOverride",
-                         {"width": 1280, "height": int(height), "deviceScaleFactor": 1, "mobile": False})
+                         {"width": WIDTH, "height": int(height), "deviceScaleFactor": 1, "mobile": False})
             browser.pump(0.5)
+            wrapped = json.loads(browser.send("Runtime.evaluate", {"expression": WRAPPED,
+                                                                   "returnByValue": True})["result"]["value"])
             shot = browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             screenshot.write_bytes(base64.b64decode(shot["data"]))
@@ -175,6 +191,7 @@ def check(report: Path, screenshot: Path, *, chromium: str = "chromium", timeout
     problems, warnings = problems_in(browser.events)
     for warning in warnings:
         print(f"warning: {warning}")
+    problems += [f"a table cell wraps at {WIDTH} px: {text!r}" for text in wrapped]
     if not charts:
         problems.append("no charts (.chart elements) in the page")
     for chart in charts:

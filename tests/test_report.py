@@ -86,7 +86,7 @@ def _specs(page: str) -> dict:
 def _values(spec: dict) -> pl.DataFrame:
     """A chart spec's inline data (CSV text)."""
     assert spec["data"]["format"]["type"] == "csv"
-    return pl.read_csv(io.StringIO(spec["data"]["values"]))
+    return pl.read_csv(io.StringIO(spec["data"]["values"]), infer_schema_length=None)
 
 
 # ---------------------------------------------------------------- aggregates
@@ -145,20 +145,40 @@ def test_histogram_constant_values_fall_in_the_first_bin_and_all_undefined_is_em
 def test_differences_by_hand():
     long = pl.DataFrame({"run": ["a"] * 4 + ["b"] * 4, "user": [1, 2, 3, 4] * 2, "k": [3] * 8,
                          "m": [0.0, 0.5, 1.0, float("nan"), 1.0, 0.5, 0.0, 0.2]})
-    counts, hist = report.differences(long, "a", "b", 3, ["m"], "user", bins=4)
-    # user 4 is undefined in a: 3 paired users, diffs +1, 0, -1
-    assert counts.row(0, named=True) == {"metric": "m", "users": 3, "better": 1, "same": 1, "worse": 1,
-                                         "mean_diff": 0.0}
-    # changed users only, 4 bins over [-1, 1]: edges -1, -0.5, 0, 0.5, 1
-    assert hist["bin_start"].to_list() == [-1.0, -0.5, 0.0, 0.5]
-    assert hist["users"].to_list() == [1, 0, 0, 1]
-    assert hist["direction"].to_list() == ["a better", "a better", "b better", "b better"]
+    counts, hist = report.differences(long, [("a", "b")], [3], ["m"], "user", bins=4)
+    # user 4 is undefined in a: 3 paired users, d = b - a = +1, 0, -1
+    assert counts.row(0, named=True) == {"a": "a", "b": "b", "metric": "m", "k": 3, "users": 3, "b_better": 1,
+                                         "same": 1, "a_better": 1, "diff": 0.0, "lo": -1.0, "hi": 1.0}
+    # changed users only, 4 bins over [-1, 1] (edges -1, -0.5, 0, 0.5, 1), empty bins left out
+    assert hist["bin_start"].to_list() == [-1.0, 0.5] and hist["bin_end"].to_list() == [-0.5, 1.0]
+    assert hist["users"].to_list() == [1, 1]
+    assert hist["better"].to_list() == ["a", "b"]  # the run ahead on each side
 
 
 def test_differences_odd_bins_become_even_so_zero_is_an_edge():
     long = pl.DataFrame({"run": ["a", "b"] * 2, "user": [1, 1, 2, 2], "k": [1] * 4, "m": [0.0, 0.3, 0.5, 0.4]})
-    _, hist = report.differences(long, "a", "b", 1, ["m"], "user", bins=3)
-    assert hist.height == 4 and 0.0 in hist["bin_start"].to_list()
+    counts, hist = report.differences(long, [("a", "b")], [1], ["m"], "user", bins=3)
+    # d = +0.3, -0.1; 4 bins over [-0.3, 0.3]: edges -0.3, -0.15, 0, 0.15, 0.3
+    assert counts["lo"].to_list() == [-0.3] and counts["hi"].to_list() == [0.3]
+    assert hist["bin_start"].to_list() == pytest.approx([-0.15, 0.15]) and hist["users"].to_list() == [1, 1]
+
+
+def test_differences_every_pair_and_k_match_compare():
+    """compare()'s d is b - a per user, its diff their mean: the chart's means are those, per pair and k."""
+    rng = np.random.default_rng(3)
+    users = list(range(40)) * 3
+    long = pl.DataFrame({"run": ["x"] * 40 + ["y"] * 40 + ["z"] * 40, "user": users, "k": [5] * 120,
+                         "m": rng.random(120)}).with_columns(pl.col("m").round(1))
+    long = pl.concat([long, long.with_columns(k=pl.lit(10, pl.Int64), m=pl.col("m") * 2)])
+    counts, _ = report.differences(long, [("x", "y"), ("x", "z"), ("y", "z")], [5, 10], ["m"], "user")
+    for a, b, k, diff, users_, better, same, worse in counts.select(
+            "a", "b", "k", "diff", "users", "b_better", "same", "a_better").iter_rows():
+        xa = long.filter((pl.col("run") == a) & (pl.col("k") == k)).sort("user")["m"].to_numpy()
+        xb = long.filter((pl.col("run") == b) & (pl.col("k") == k)).sort("user")["m"].to_numpy()
+        d = xb - xa
+        assert diff == pytest.approx(d.mean(), abs=1e-15) and users_ == 40
+        assert (better, same, worse) == ((d > 1e-12).sum(), (abs(d) <= 1e-12).sum(), (d < -1e-12).sum())
+    assert counts.height == 6
 
 
 @pytest.mark.parametrize(("exposure", "gini", "curve"), [
@@ -200,7 +220,10 @@ def test_report_single_run(one, tmp_path):
     assert _write.fingerprint(one.prepared[None]) in page
     for knob, value in one.convention.knobs().items():
         assert f"<td>{knob}</td>" in page and repr(value).replace("'", "&#x27;") in page
-    assert "<td>outside_users</td>" in page  # the excluded frame, with its reasons
+    for code in one.excluded["code"]:  # the excluded frame, with its reasons (or "nobody")
+        assert f"<td>{code}</td>" in page
+    assert one.excluded.height or "<p class='note'>nobody</p>" in page
+    assert f"convention <code>{one.convention.name}</code>" in page  # the summary names its convention
     assert rankwise.__version__ in text and "users evaluated" in text
     assert set(_specs(page)) == {"curves", "distribution"}  # no comparison or catalog panels
     assert "Runs compared" not in page and "Beyond accuracy" not in page
@@ -214,6 +237,11 @@ def test_report_distribution_spec_has_k_selector_and_chosen_k(one, tmp_path):
     (param,) = spec["params"]
     assert param["value"] == 1 and param["bind"]["options"] == [1, 2]
     values = _values(spec)
+    # step lines: a point per bin at its start, then one closing the last bin at its end
+    closing = values.filter(pl.col("x") == pl.col("bin_end"))
+    ends = values.group_by("metric", "k").agg(pl.col("bin_end").max())
+    assert sorted(closing.select("metric", "k", "bin_end").rows()) == sorted(ends.rows())  # one per (metric, k)
+    values = values.filter(pl.col("x") == pl.col("bin_start"))
     # 3 users, 20 bins per (metric, k): shares add to 1
     by = values.group_by("metric", "k").agg(pl.col("share").sum(), pl.col("users").sum())
     assert by["users"].to_list() == [3] * 4 and by["share"].to_list() == pytest.approx([1.0] * 4)
@@ -230,9 +258,11 @@ def test_report_several_runs_escapes_names_and_compares(two, tmp_path):
     assert "<b>a</b>" not in page.split("<script")[0] and "&lt;b&gt;a&lt;/b&gt;" in page
     assert page.count("class='sig'>*") == 1  # only the significant row is marked
     # per user at k=1: user 1 gets item 11 first in b (a hit: precision 0 -> 1), user 2 loses it (1 -> 0)
-    table = page[page.index("per user at k=1"):]
+    table = page[page.index("the counts of every pair at k=1"):]
     row = table[table.index("<td>precision</td>"):table.index("</tr>", table.index("<td>precision</td>"))]
-    assert row == "<td>precision</td><td>3</td><td>1</td><td>1</td><td>1</td><td>0.0000</td>"
+    # (metric, run_a, run_b, users, b_better, same, a_better, diff): d = +1, -1, 0
+    assert row == ("<td>precision</td><td>&lt;b&gt;a&lt;/b&gt;</td><td>b</td><td>3</td><td>1</td><td>1</td><td>1</td>"
+                   "<td>0.0000</td>")
     assert set(_specs(page)) == {"curves", "distribution", "difference"}
     # inside the JSON specs every '<' is escaped: the run name can neither close the script element nor
     # open an HTML comment ('<!--<script' put the tokenizer in its double-escaped state: no chart drew)
@@ -296,8 +326,8 @@ def test_save_png_and_svg(one, tmp_path):
 def test_html_table_compact_and_escaped(two):
     page = report.html_table(two)
     assert "&lt;b&gt;a&lt;/b&gt;" in page and "<b>a</b>" not in page
-    assert page.count("<tr>") == 1 + 4  # header + (2 runs x 2 metrics)
-    assert "<th>@1</th><th>@2</th>" in page
+    assert page.count("<tr") == 1 + 4  # header + (2 metrics x 2 k), the runs side by side
+    assert "<th class='key'>metric</th><th class='key'>k</th>" in page and "@1" not in page
     assert "excluded from the means" not in page or "n_users" in page
 
 
@@ -407,8 +437,8 @@ def catalog_only(tmp_path_factory):
 def test_report_of_catalog_metrics_only_shows_them_and_skips_the_per_user_sections(catalog_only, tmp_path):
     page = report.build(catalog_only, tmp_path / "r.html").read_text()
     # by hand: at k=1 a shows {10, 13} (2/5), b {11, 12, 13} (3/5); at k=2 both {10, 11, 12, 13} (4/5)
-    assert "<td>a</td><td>item_coverage</td><td>0.4000 </td><td>0.8000 </td>" in page
-    assert "<td>b</td><td>item_coverage</td><td>0.6000 </td><td>0.8000 </td>" in page
+    assert "<td class='key'>item_coverage</td><td class='key'>1</td><td>0.4000 </td><td>0.6000 </td>" in page
+    assert "<td class='key'></td><td class='key'>2</td><td>0.8000 </td><td>0.8000 </td>" in page
     assert "No per-user metric was evaluated" in page and "Runs compared" not in page
     assert "curves" not in _specs(page) and "distribution" not in _specs(page)
     single = rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["item_coverage"],
@@ -477,3 +507,168 @@ def test_chart_data_is_inline_csv_text_that_reads_back_as_the_frame():
     back = pl.read_csv(io.StringIO(data["values"]))
     assert back["run"].to_list() == ["<b>a</b>", "b,c", 'q"'] and back["k"].to_list() == [1, 2, 3]
     assert back["value"].to_list() == [0.5, None, 1e-17]
+
+
+# ---------------------------------------------------------------- the example's three runs, read at a glance
+
+# Okabe & Ito (2008), "Color Universal Design": the eight colours of their colour-blind-safe palette
+OKABE_ITO = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
+
+
+@pytest.fixture(scope="module")
+def example():
+    root = ROOT / "examples"
+    runs = {name: root / f"{file}.parquet" for name, file in
+            (("model", "recommendations"), ("popular", "popular"), ("shuffled", "shuffled"))}
+    return rankwise.evaluate(runs, root / "ground_truth.parquet", k=[1, 5, 10], metrics=["precision", "ndcg", "mrr"])
+
+
+@pytest.fixture(scope="module")
+def example_page(example, tmp_path_factory):
+    return report.build(example, tmp_path_factory.mktemp("report") / "r.html", k=5).read_text()
+
+
+class _Rows(HTMLParser):
+    """The rows of the first table after a marker, as lists of cell texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self._cell, self.done = [], None, False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr" and not self.done:
+            self.rows.append([])
+        elif tag in ("td", "th") and not self.done:
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and not self.done:
+            self.rows[-1].append(self._cell.strip())
+            self._cell = None
+        elif tag == "table":
+            self.done = True
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def _table_after(page: str, marker: str) -> list[list[str]]:
+    parser = _Rows()
+    parser.feed(page[page.index(marker):])
+    return parser.rows
+
+
+def test_summary_has_the_runs_side_by_side_with_the_summary_values(example, example_page):
+    rows = _table_after(example_page, "<h2>Summary</h2>")
+    header, body = rows[0], rows[1:]
+    assert header == ["metric", "k", "model", "popular", "shuffled", "users"]
+    assert len(body) == 3 * 3  # a row per metric and k, not per run
+    metric = None
+    for cells in body:
+        metric = cells[0] or metric  # the metric's name on its first row only
+        for run, cell in zip(("model", "popular", "shuffled"), cells[2:5]):
+            row = example.summary.filter((pl.col("run") == run) & (pl.col("metric") == metric)
+                                         & (pl.col("k") == int(cells[1]))).row(0, named=True)
+            assert cell == f"{row['value']:.4f} [{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
+
+
+def test_difference_chart_holds_compare_diff_for_every_pair_and_k(example, example_page, tmp_path):
+    spec = _specs(example_page)["difference"]
+    means = _values(spec).filter(pl.col("kind") == "mean")
+    compared = example.compare()
+    got = {(a, b, m, k): d for a, b, m, k, d in means.select("a", "b", "metric", "k", "diff").iter_rows()}
+    want = {(a, b, m, k): d for a, b, m, k, d in compared.select("run_a", "run_b", "metric", "k", "diff").iter_rows()}
+    assert set(got) == set(want) and len(want) == 3 * 3 * 3  # every pair, metric and k
+    assert all(got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15) for key in want)
+    # selectors for the pair and k, starting at the first pair and the report's k
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["k_shown"]["value"] == 5 and params["k_shown"]["bind"]["options"] == [1, 5, 10]
+    assert params["pair_shown"]["bind"]["options"] == ["popular − model", "shuffled − model", "shuffled − popular"]
+    # each side named after the run better there, in that run's colour (no red/green)
+    bins = _values(spec).filter(pl.col("kind") == "bin")
+    assert ((bins["better"] == bins["b"]) == ((bins["bin_start"] + bins["bin_end"]) > 0)).all()
+    labels = means.filter((pl.col("a") == "model") & (pl.col("b") == "popular")).select("left", "right").row(0)
+    assert labels == ("← model better", "popular better →")
+    # compare(baseline=...): the pairs are the baseline against each other run
+    page = report.build(example, tmp_path / "b.html", compare={"baseline": "popular"}).read_text()
+    pairs = _values(_specs(page)["difference"]).select("a", "b").unique().sort("b").rows()
+    assert pairs == [("popular", "model"), ("popular", "shuffled")]
+
+
+def _run_scales(spec, found=None):
+    """Every scale in a spec whose domain is the runs: [(domain, range)]."""
+    found = [] if found is None else found
+    if isinstance(spec, dict):
+        scale = spec.get("scale")
+        if isinstance(scale, dict) and isinstance(scale.get("domain"), list) and "range" in scale:
+            found.append((spec.get("field"), scale["domain"], scale["range"]))
+        for value in spec.values():
+            _run_scales(value, found)
+    elif isinstance(spec, list):
+        for value in spec:
+            _run_scales(value, found)
+    return found
+
+
+def test_every_run_keeps_one_colour_blind_safe_colour_on_every_chart_and_table(example, example_page):
+    specs = _specs(example_page)
+    colour = {}
+    for name in ("curves", "distribution", "difference"):
+        scales = [(d, r) for field, d, r in _run_scales(specs[name]) if all(isinstance(c, str) and c.startswith("#")
+                                                                               for c in r)]
+        assert scales, name
+        for domain, colours in scales:
+            for run, c in zip(domain, colours):
+                assert colour.setdefault(run, c) == c, (name, run)
+    assert set(colour) == {"model", "popular", "shuffled"}
+    assert len(set(colour.values())) == 3 and {c.upper() for c in colour.values()} <= OKABE_ITO
+    for run, c in colour.items():  # the tables' swatch beside each run's name
+        assert f"<span class='swatch' style='background:{c}'></span>{run}" in example_page
+
+
+def test_curves_tell_runs_apart_and_draw_intervals(example, example_page):
+    spec = _specs(example_page)["curves"]
+    layers = spec["spec"]["layer"]
+    marks = [layer["mark"]["type"] for layer in layers]
+    assert marks == ["rule", "line", "point"]
+    rule = layers[0]["encoding"]
+    assert rule["y"]["field"] == "ci_low" and rule["y2"]["field"] == "ci_high"  # the interval, at every k
+    scales = {field: r for field, d, r in _run_scales(spec) if d == ["model", "popular", "shuffled"]}
+    shapes = [r for field, d, r in _run_scales(spec) if r and r[0] == "circle"]
+    dashes = [r for field, d, r in _run_scales(spec) if r and isinstance(r[0], list)]
+    assert scales and len(set(shapes[0])) == 3 and len({tuple(x) for x in dashes[0]}) == 3
+    # the runs drawn a little apart along k, each at its k within a few hundredths of the k range
+    values = _values(spec)
+    for (metric, k), part in values.group_by("metric", "k"):
+        assert part["x"].n_unique() == 3 and (part["x"] - k).abs().max() < 0.05 * (10 - 1)
+    # one k: the interval is still drawn (a rule from ci_low to ci_high)
+    single = rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=[1], metrics=["precision"])
+    texts = report.curves_chart(single.summary, ["precision"]).to_dict()
+    assert texts["spec"]["layer"][0]["mark"]["type"] == "rule"
+
+
+def test_distributions_are_step_lines_not_overlaid_bars(example_page):
+    layers = _specs(example_page)["distribution"]["spec"]["layer"]
+    visible = [layer["mark"] for layer in layers if layer["mark"].get("opacity", 1) > 0]
+    assert [(m["type"], m.get("interpolate")) for m in visible] == [("line", "step-after")]
+
+
+def test_the_vega_bundle_is_kept_on_disk(one, tmp_path, monkeypatch):
+    import vl_convert
+
+    monkeypatch.setenv("RANKWISE_CACHE_DIR", str(tmp_path / "cache"))
+    report._bundle.cache_clear()
+    try:
+        page = report.build(one, tmp_path / "a.html").read_text()
+        (cached,) = (tmp_path / "cache").glob("vega-bundle-*.js")
+        assert cached.read_text() in page and len(cached.read_text()) > 100_000
+        report._bundle.cache_clear()
+
+        def fail(**_):
+            raise AssertionError("built again")
+
+        monkeypatch.setattr(vl_convert, "javascript_bundle", fail)
+        assert cached.read_text() in report.build(one, tmp_path / "b.html").read_text()
+    finally:
+        report._bundle.cache_clear()

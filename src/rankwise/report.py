@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+import tempfile
 from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
@@ -126,33 +128,47 @@ def histogram(long: pl.DataFrame, metrics: list[str], *, bins: int = BINS, symme
     return out.sort(pl.col("metric").replace_strict(order), "run", "k", "bin_start", maintain_order=True)
 
 
-def differences(long: pl.DataFrame, a: str, b: str, k: int, metrics: list[str], user_col: str, *,
-                bins: int = BINS) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per-user diff = value in run b - value in run a at k, over users with both values defined.
+def differences(long: pl.DataFrame, pairs: list[tuple[str, str]], ks: list[int], metrics: list[str], user_col: str,
+                *, bins: int = BINS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-user d = value in run b - value in run a, for each pair (a, b) and k, over the users with both
+    values defined: ``Result.compare``'s d, so the mean of d is its ``diff`` (mean_b - mean_a).
 
-    Returns (counts: metric, users, better, same, worse, mean_diff) and the histogram of the diffs of
-    the users that changed (metric, bin_start, bin_end, users, direction), an even number of equal
-    bins over [-m, m], m = max |diff|, so no bin mixes better and worse. "same" = |diff| <= 1e-12 (float noise)."""
+    Returns (counts: a, b, metric, k, users, b_better, same, a_better, diff, lo, hi) and the histogram
+    of d over the users whose value changed (a, b, metric, k, bin_start, bin_end, users, better: the
+    run better in that bin); an even number of equal bins over [lo, hi] = [-m, m], m = max |d| at that
+    (metric, k) over every pair, so no bin mixes the two sides and 0 is an edge. Empty bins are left
+    out. "same" = |d| <= 1e-12 (float noise)."""
     def one(run):
-        return long.lazy().filter((pl.col("run") == run) & (pl.col("k") == k)).select(user_col, *metrics)
+        return long.lazy().filter((pl.col("run") == run) & pl.col("k").is_in(list(ks))).select(user_col, "k", *metrics)
 
-    paired = one(a).join(one(b), on=user_col, suffix="__b")
-    rows, hists = [], []
-    for m in metrics:
-        d = (paired.select(d=pl.col(f"{m}__b").cast(pl.Float64) - pl.col(m).cast(pl.Float64))
-             .filter(pl.col("d").is_not_nan() & pl.col("d").is_not_null()))
-        rows.append(d.select(metric=pl.lit(m), users=pl.len(), better=(pl.col("d") > 1e-12).sum(),
-                             same=(pl.col("d").abs() <= 1e-12).sum(), worse=(pl.col("d") < -1e-12).sum(),
-                             mean_diff=pl.col("d").mean()))
-        hists.append(d.filter(pl.col("d").abs() > 1e-12).select(pl.lit(m).alias("metric"), "d"))
-    counts = pl.concat(pl.collect_all(rows))
-    changed = pl.concat(pl.collect_all(hists)).with_columns(run=pl.lit("diff"), k=pl.lit(k, pl.Int64))
-    present = [m for m in metrics if m in set(changed["metric"].to_list())]
-    wide = changed.select("run", "k", *[pl.when(pl.col("metric") == m).then(pl.col("d")).alias(m) for m in present])
-    hist = histogram(wide, present, bins=bins + bins % 2, symmetric=True)
-    hist = hist.select("metric", "bin_start", "bin_end", "users").with_columns(
-        direction=pl.when((pl.col("bin_start") + pl.col("bin_end")) / 2 > 0).then(pl.lit(f"{b} better"))
-        .otherwise(pl.lit(f"{a} better")))
+    wide = pl.concat([
+        one(a).join(one(b), on=[user_col, "k"], suffix="__b").select(
+            pair=pl.lit(i), k=pl.col("k").cast(pl.Int64),
+            **{m: (pl.col(f"{m}__b").cast(pl.Float64) - pl.col(m).cast(pl.Float64)).fill_nan(None) for m in metrics})
+        for i, (a, b) in enumerate(pairs)])
+    d = wide.unpivot(index=["pair", "k"], on=metrics, variable_name="metric", value_name="d").drop_nulls("d")
+    counts = d.group_by("pair", "metric", "k").agg(
+        users=pl.len(), b_better=(pl.col("d") > 1e-12).sum(), same=(pl.col("d").abs() <= 1e-12).sum(),
+        a_better=(pl.col("d") < -1e-12).sum(), diff=pl.col("d").mean())
+    # the changed users' d, one column per metric (what histogram() bins), the pair as its "run"
+    changed = wide.with_columns(run=pl.col("pair").cast(pl.String),
+                                **{m: pl.when(pl.col(m).abs() > 1e-12).then(pl.col(m)) for m in metrics})
+    counts, changed = pl.collect_all([counts, changed])
+    present = [m for m in metrics if changed[m].drop_nulls().len()]
+    hist = histogram(changed, present, bins=bins + bins % 2, symmetric=True).with_columns(
+        pair=pl.col("run").cast(pl.Int64))
+    span = hist.group_by("metric", "k").agg(lo=pl.col("bin_start").min(), hi=pl.col("bin_end").max())
+    names = pl.DataFrame({"pair": range(len(pairs)), "a": [a for a, _ in pairs], "b": [b for _, b in pairs]},
+                         schema={"pair": pl.Int64, "a": pl.String, "b": pl.String})
+    order = {m: i for i, m in enumerate(metrics)}
+    counts = (counts.join(names, on="pair").join(span, on=["metric", "k"], how="left")
+              .sort(pl.col("metric").replace_strict(order), "pair", "k")
+              .select("a", "b", "metric", "k", "users", "b_better", "same", "a_better", "diff", "lo", "hi"))
+    hist = (hist.filter(pl.col("users") > 0).join(names, on="pair")
+            .with_columns(better=pl.when((pl.col("bin_start") + pl.col("bin_end")) / 2 > 0).then(pl.col("b"))
+                          .otherwise(pl.col("a")))
+            .sort(pl.col("metric").replace_strict(order), "pair", "k", "bin_start")
+            .select("a", "b", "metric", "k", "bin_start", "bin_end", "users", "better"))
     return counts, hist
 
 
@@ -222,89 +238,170 @@ def _chosen_k(result, k) -> int:
     return k
 
 
-def _pair(result, pair) -> tuple[str, str]:
+def _pairs(result, pair=None, compared: pl.DataFrame | None = None) -> list[tuple[str, str]]:
+    """The pairs (a, b) to difference, as ``compare()`` orders them: its rows' (run_a, run_b) when
+    given, else every pair a < b in run order; ``pair`` first (added when missing)."""
     runs = list(result.runs)
-    if pair is None:
-        return runs[0], runs[1]
-    if len(pair) != 2 or any(run not in runs for run in pair) or pair[0] == pair[1]:
+    if pair is not None and (len(pair) != 2 or any(run not in runs for run in pair) or pair[0] == pair[1]):
         raise ParameterError(f"pair={pair!r} must be two different runs of this Result, {runs}.",
                              hint=f"Pass e.g. pair=({runs[0]!r}, {runs[1]!r}).")
-    return tuple(pair)
+    if compared is not None and compared.height:
+        pairs = list(dict.fromkeys(compared.select("run_a", "run_b").iter_rows()))
+    else:
+        pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
+    if pair is not None:
+        pairs = [tuple(pair), *(p for p in pairs if p != tuple(pair))]
+    return pairs
 
 
-def _runs(alt, frame: pl.DataFrame, field: str = "run") -> tuple[dict, list]:
-    """The run colour encoding and tooltip; a single run's (its placeholder name, ONE_RUN, says
-    nothing) has no legend and no run in the tooltip."""
-    if frame["run"].unique().to_list() == [ONE_RUN]:
-        return {"color": alt.Color(f"{field}:N", legend=None)}, []
-    return {"color": alt.Color(f"{field}:N", title="run")}, ["run:N"]
+# Okabe & Ito's colour-blind-safe palette (yellow late: faint on white); a run's colour is its place
+# in the run order, the same on every chart and beside its name in the tables
+PALETTE = ("#0072B2", "#E69F00", "#CC79A7", "#009E73", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+_SHAPES = ("circle", "square", "triangle-up", "diamond", "cross", "triangle-down", "triangle-left", "triangle-right")
+_DASHES = ([1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [4, 4], [1, 3], [10, 2], [3, 1])
 
 
-def curves_chart(summary: pl.DataFrame, metrics: list[str]):
-    """Mean vs k per metric (one panel each), a line and its t interval band per run."""
+def run_colours(runs) -> dict[str, str]:
+    """{run: colour}: PALETTE in run order (cycled after eight runs)."""
+    return {run: PALETTE[i % len(PALETTE)] for i, run in enumerate(runs)}
+
+
+def _run_order(frame: pl.DataFrame, runs=None) -> list[str]:
+    return list(runs) if runs else frame["run"].unique(maintain_order=True).to_list()
+
+
+def _runs(alt, runs: list[str], *, field: str = "run", title: str | None = "run", shapes: bool = False,
+          dashes: bool = False) -> tuple[dict, list]:
+    """The run encodings (colour, and point shape / line dash) and tooltip; a single run's (its
+    placeholder name, ONE_RUN, says nothing) has no legend and no run in the tooltip. One scale
+    (domain = the runs in order) per channel, so a run looks the same on every chart."""
+    one = runs == [ONE_RUN]
+    legend = None if one else alt.Legend(title=title)
+    out = {"color": alt.Color(f"{field}:N", scale=alt.Scale(domain=runs, range=list(run_colours(runs).values())),
+                              legend=legend)}
+    if shapes:
+        out["shape"] = alt.Shape(f"{field}:N", scale=alt.Scale(domain=runs, range=[_SHAPES[i % 8] for i in
+                                                                                    range(len(runs))]), legend=legend)
+    if dashes:
+        out["strokeDash"] = alt.StrokeDash(f"{field}:N", scale=alt.Scale(domain=runs, range=[
+            _DASHES[i % 8] for i in range(len(runs))]), legend=legend)
+    return out, ([] if one else [f"{field}:N"])
+
+
+def curves_chart(summary: pl.DataFrame, metrics: list[str], runs=None):
+    """Mean vs k per metric (one panel each): per run a line (its own dash), points (its own shape)
+    and the confidence interval as an error bar at each k. Several runs are drawn a little apart
+    along k (the tooltip gives the true k), so that no run hides another."""
     alt = _altair()
     data = _with_run(summary).filter(pl.col("metric").is_in(metrics))
-    color, run = _runs(alt, data)
+    order = _run_order(data, runs)
     ks = sorted(data["k"].unique().to_list())  # ticks at the evaluated k (overlapping labels are dropped)
-    base = alt.Chart().encode(x=alt.X("k:Q", title="k", axis=alt.Axis(values=ks, format="d")), **color)
-    band = base.mark_area(opacity=0.2).encode(y="ci_low:Q", y2="ci_high:Q")
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("value:Q", title="mean"),
-        tooltip=[*run, "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"),
-                 alt.Tooltip("ci_low:Q", format=".4f"), alt.Tooltip("ci_high:Q", format=".4f"), "n_users:Q"])
-    return (alt.layer(band, line, data=_data(alt, data)).properties(width=210, height=150)
+    step = 0.012 * ((ks[-1] - ks[0]) if len(ks) > 1 else 1)
+    data = data.with_columns(x=pl.col("k") + step * (pl.col("run").replace_strict(
+        {run: i for i, run in enumerate(order)}, default=0, return_dtype=pl.Float64) - (len(order) - 1) / 2))
+    enc, run = _runs(alt, order, shapes=True, dashes=True)
+    tooltip = [*run, "metric:N", "k:Q", alt.Tooltip("value:Q", format=".4f"), alt.Tooltip("ci_low:Q", format=".4f"),
+               alt.Tooltip("ci_high:Q", format=".4f"), "n_users:Q"]
+    base = alt.Chart().encode(x=alt.X("x:Q", title="k", axis=alt.Axis(values=ks, format="d")),
+                              color=enc["color"], tooltip=tooltip)
+    bars = base.mark_rule(strokeWidth=1.5).encode(y="ci_low:Q", y2="ci_high:Q")
+    line = base.mark_line(strokeWidth=1.5).encode(y=alt.Y("value:Q", title="mean"), strokeDash=enc["strokeDash"])
+    points = base.mark_point(filled=True, size=40, opacity=1).encode(y="value:Q", shape=enc["shape"])
+    return (alt.layer(bars, line, points, data=_data(alt, data)).properties(width=210, height=150)
             .facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
-            .resolve_scale(y="independent").properties(title="Metric vs k (band: confidence interval)"))
+            .resolve_scale(y="independent")
+            .properties(title="Mean vs k (bars: confidence interval; runs drawn a little apart along k)"))
 
 
-def distribution_chart(hist: pl.DataFrame, metrics: list[str], ks: list[int], k: int):
-    """Share of users per value bin, per metric, one colour per run; a k selector (default k)."""
+def distribution_chart(hist: pl.DataFrame, metrics: list[str], ks: list[int], k: int, runs=None):
+    """Share of users per value bin, per metric: one step line per run (its colour and dash; lines
+    do not blend as overlaid bars do); a k selector (default k)."""
     alt = _altair()
     pick = alt.param(name="k_shown", value=k, bind=alt.binding_select(options=ks, name="k "))
-    color, run = _runs(alt, hist)
-    chart = alt.Chart(_data(alt, hist)).mark_rect(opacity=0.55).encode(
-        x=alt.X("bin_start:Q", title="per-user value"), x2="bin_end:Q",
-        y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), y2=alt.datum(0), **color,
+    order = _run_order(hist, runs)
+    enc, run = _runs(alt, order, dashes=True)
+    # a step line holds each bin's share from its start to the next; a last point closes the last bin
+    last = hist.filter(pl.col("bin_end") == pl.col("bin_end").max().over("run", "metric", "k"))
+    steps = pl.concat([hist.with_columns(x=pl.col("bin_start")), last.with_columns(x=pl.col("bin_end"))])
+    x = alt.X("x:Q", title="per-user value")
+    line = alt.Chart().mark_line(interpolate="step-after", strokeWidth=1.5).encode(
+        x=x, y=alt.Y("share:Q", title="share of users", axis=alt.Axis(format="%")), **enc)
+    hover = alt.Chart().mark_rect(opacity=0).encode(  # the tooltip of each bin (invisible)
+        x=alt.X("bin_start:Q"), x2="bin_end:Q", y="share:Q", y2=alt.datum(0),
         tooltip=[*run, "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
-                 alt.Tooltip("bin_end:Q", format=".4g"), "users:Q", alt.Tooltip("share:Q", format=".1%")],
-    ).properties(width=210, height=150)
-    return (chart.facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
+                 alt.Tooltip("bin_end:Q", format=".4g"), "users:Q", alt.Tooltip("share:Q", format=".1%")])
+    return (alt.layer(hover, line, data=_data(alt, steps.sort("run", "metric", "k", "x", maintain_order=True)))
+            .properties(width=210, height=150)
+            .facet(facet=alt.Facet("metric:N", sort=metrics, title=None), columns=4)
             .add_params(pick).transform_filter("datum.k == k_shown")
             .resolve_scale(x="independent", y="independent")
             .properties(title=alt.TitleParams(  # the k shown, also in an exported image (no selector there)
                 alt.expr("'Per-user values at k=' + k_shown + ' (users with a defined value)'"))))
 
 
-def difference_chart(hist: pl.DataFrame, metrics: list[str], a: str, b: str, k: int):
-    """Histogram of per-user b - a at k, users that changed; colour = which run is better."""
+def difference_chart(counts: pl.DataFrame, hist: pl.DataFrame, metrics: list[str], ks: list[int], k: int,
+                     runs=None, pair: tuple[str, str] | None = None):
+    """Per metric, the histogram of per-user d = b - a (``compare()``'s d) over the users that changed,
+    each side in the colour of the run better there and named under the axis; a dashed rule at the mean
+    of d over every paired user (``compare()``'s diff) and a grey one at 0. Selectors for the pair
+    (default ``pair``, else the first) and k (default k)."""
     alt = _altair()
-    chart = alt.Chart(_data(alt, hist)).mark_rect(stroke="white", strokeWidth=0.5).encode(
-        x=alt.X("bin_start:Q", title=f"{b} - {a} per user"), x2="bin_end:Q", y=alt.Y("users:Q", title="users"),
-        y2=alt.datum(0),
-        color=alt.Color("direction:N", title=None, scale=alt.Scale(domain=[f"{a} better", f"{b} better"],
-                                                                   range=["#d62728", "#2ca02c"])),
-        tooltip=["metric:N", alt.Tooltip("bin_start:Q", format=".4g"), alt.Tooltip("bin_end:Q", format=".4g"),
-                 "users:Q"],
-    ).properties(width=210, height=150)
-    present = [m for m in metrics if m in hist["metric"].to_list()]
-    return (chart.facet(facet=alt.Facet("metric:N", sort=present, title=None), columns=4)
+    label = pl.format("{} − {}", "b", "a")
+    counts, hist = counts.with_columns(pair=label), hist.with_columns(pair=label)
+    pairs = counts["pair"].unique(maintain_order=True).to_list()
+    shown = f"{pair[1]} − {pair[0]}" if pair else pairs[0]
+    pick_pair = alt.param(name="pair_shown", value=shown, bind=alt.binding_select(options=pairs, name="pair (b − a) "))
+    pick_k = alt.param(name="k_shown", value=k, bind=alt.binding_select(options=ks, name="k "))
+    order = runs or list(dict.fromkeys([*counts["a"], *counts["b"]]))
+    counts = counts.with_columns(left=pl.format("← {} better", "a"), right=pl.format("{} better →", "b"))
+    data = pl.concat([hist.with_columns(kind=pl.lit("bin")), counts.with_columns(kind=pl.lit("mean"))],
+                     how="diagonal_relaxed")
+    width, height = 210, 150
+    x = alt.X("bin_start:Q", title=None)
+    bars = alt.Chart().transform_filter("datum.kind == 'bin'").mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=x, x2="bin_end:Q", y=alt.Y("users:Q", title="users"), y2=alt.datum(0),
+        color=alt.Color("better:N", legend=None, scale=alt.Scale(domain=order, range=list(  # sides named below
+            run_colours(order).values()))),
+        tooltip=["pair:N", "metric:N", "k:Q", alt.Tooltip("bin_start:Q", format=".4g"),
+                 alt.Tooltip("bin_end:Q", format=".4g"), "users:Q", "better:N"])
+    means = alt.Chart().transform_filter("datum.kind == 'mean'")
+    span = means.mark_rule(opacity=0).encode(x="lo:Q", x2="hi:Q", y=alt.datum(0))  # keeps 0 in the middle
+    zero = means.mark_rule(color="#999999").encode(x=alt.datum(0))
+    mean = means.mark_rule(color="black", strokeDash=[4, 2], strokeWidth=1.5).encode(
+        x="diff:Q", tooltip=["pair:N", "metric:N", "k:Q", alt.Tooltip("diff:Q", format=".4f", title="diff (mean d)"),
+                             alt.Tooltip("users:Q", title="paired users"), alt.Tooltip("b_better:Q", title="b better"),
+                             "same:Q", alt.Tooltip("a_better:Q", title="a better")])
+    left = means.mark_text(align="left", baseline="top", fontSize=11).encode(
+        x=alt.value(0), y=alt.value(height + 22), text=alt.Text("left:N"))
+    right = means.mark_text(align="right", baseline="top", fontSize=11).encode(
+        x=alt.value(width), y=alt.value(height + 22), text=alt.Text("right:N"))
+    present = [m for m in metrics if m in set(counts["metric"].to_list())]
+    return (alt.layer(span, bars, zero, mean, left, right, data=_data(alt, data)).properties(width=width, height=height)
+            .facet(facet=alt.Facet("metric:N", sort=present, title=None), columns=4)
+            .add_params(pick_pair, pick_k).transform_filter("datum.pair == pair_shown && datum.k == k_shown")
             .resolve_scale(x="independent", y="independent")
-            .properties(title=f"Who changed at k={k}: {b} - {a} (users whose value differs)"))
+            .properties(title=alt.TitleParams(alt.expr(
+                "'Per-user difference ' + pair_shown + ' at k=' + k_shown + ': bars, the users whose value '"
+                " + 'changed; dashed line, the mean over every paired user = compare()\\'s diff'"))))
 
 
-def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame, k: int | None = None):
+def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame, k: int | None = None, runs=None):
     """Lorenz curve of exposure per run (at k, in the title), with the equality diagonal; Gini in the legend."""
     alt = _altair()
     one = gini["run"].to_list() == [ONE_RUN]
     labels = gini.select("run", label=pl.format("curve Gini {}", pl.col("gini").round(3)) if one
                          else pl.format("{} (curve Gini {})", "run", pl.col("gini").round(3)))
+    order = _run_order(gini, runs)
+    colours = run_colours(order)
+    labels = labels.sort(pl.col("run").replace_strict({r: i for i, r in enumerate(order)}, default=len(order)))
     data = points.join(labels, on="run", maintain_order="left")
     diagonal = alt.Chart(_data(alt, pl.DataFrame({"x": [0.0, 1.0]}))).mark_line(
         strokeDash=[4, 4], color="gray").encode(x="x:Q", y="x:Q")
     curve = alt.Chart(_data(alt, data)).mark_line().encode(
         x=alt.X("item_share:Q", title="share of items (least exposed first)", axis=alt.Axis(format="%")),
         y=alt.Y("exposure_share:Q", title="share of exposure", axis=alt.Axis(format="%")),
-        color=alt.Color("label:N", title=None if one else "run"),
+        color=alt.Color("label:N", title=None if one else "run", scale=alt.Scale(
+            domain=labels["label"].to_list(), range=[colours.get(r, PALETTE[0]) for r in labels["run"]])),
         tooltip=[*([] if one else ["run:N"]), alt.Tooltip("item_share:Q", format=".1%"),
                  alt.Tooltip("exposure_share:Q", format=".1%")])
     title = "Exposure Lorenz curve" + ("" if k is None else f" at k={k}")
@@ -314,8 +411,9 @@ def lorenz_chart(points: pl.DataFrame, gini: pl.DataFrame, k: int | None = None)
 def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[str] | None = None,
          pair: tuple[str, str] | None = None, bins: int = BINS, max_points: int = MAX_POINTS):
     """An Altair chart of a Result: kind = "curves" (mean vs k), "distribution" (per-user histogram
-    at k), "difference" (per-user b - a at k for a pair of runs), "lorenz" (exposure, needs
-    result.per_item). Show it in a notebook, or ``save(chart, "x.png" | "x.svg")``."""
+    at k), "difference" (per-user b - a for every pair of runs, or ``pair``, at each k, as
+    ``compare()`` computes it), "lorenz" (exposure, needs result.per_item). Show it in a notebook, or
+    ``save(chart, "x.png" | "x.svg")`` (an image shows the selectors' defaults: k, and pair)."""
     kinds = ("curves", "distribution", "difference", "lorenz")
     if kind not in kinds:
         raise ParameterError(f"Unknown plot kind {kind!r}.", hint=f"Use one of: {', '.join(kinds)}.")
@@ -326,22 +424,22 @@ def plot(result, kind: str = "curves", *, k: int | None = None, metrics: list[st
             raise ParameterError(f"metrics {unknown} are not in this Result.", hint=f"Choose from {names}.")
         names = list(metrics)
     k = _chosen_k(result, k)
+    runs, ks = list(result.runs) or None, list(result.request.ks)
     if kind == "curves":
-        return curves_chart(result.summary, names)
+        return curves_chart(result.summary, names, runs)
     if kind == "distribution":
-        return distribution_chart(histogram(_long(result), names, bins=bins), names, list(result.request.ks), k)
+        return distribution_chart(histogram(_long(result), names, bins=bins), names, ks, k, runs)
     if kind == "difference":
         if len(result.runs) < 2:
             raise ParameterError("kind='difference' needs a Result with several runs.",
                                  hint="Evaluate {'a': recs_a, 'b': recs_b} to compare two runs.")
-        a, b = _pair(result, pair)
-        _, hist = differences(_long(result), a, b, k, names, result.user_col, bins=bins)
-        return difference_chart(hist, names, a, b, k)
+        counts, hist = differences(_long(result), _pairs(result, pair), ks, names, result.user_col, bins=bins)
+        return difference_chart(counts, hist, names, ks, k, runs, pair)
     per_item = getattr(result, "per_item", None)
     if not isinstance(per_item, pl.DataFrame):
         raise ParameterError("kind='lorenz' needs result.per_item (item exposure), which this Result lacks.",
                              hint="Evaluate with the beyond-accuracy metrics (a catalog) to get per_item.")
-    return lorenz_chart(*lorenz(per_item, k, max_points=max_points), k if "k" in per_item.columns else None)
+    return lorenz_chart(*lorenz(per_item, k, max_points=max_points), k if "k" in per_item.columns else None, runs)
 
 
 def _vl_version(vlc) -> str | None:
@@ -397,8 +495,54 @@ def _table(frame: pl.DataFrame, *, cls: str = "", max_rows: int = 200) -> str:
     return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-def summary_grid(summary: pl.DataFrame, keys: tuple[str, ...] = ()) -> str:
-    """The summary as a table: a row per [run,] keys..., metric, a column per k; cell = mean and its CI."""
+def _swatch(run: str, colours: dict) -> str:
+    colour = colours.get(run)
+    return (f"<span class='swatch' style='background:{colour}'></span>" if colour else "") + html.escape(str(run))
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "<td></td>"
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    ci = "" if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) else \
+        f"<span class='ci'>[{_fmt(lo)}, {_fmt(hi)}]</span>"
+    return f"<td>{_fmt(row['value'])} {ci}</td>"
+
+
+def _users(counts: list) -> str:
+    """One number when every count is the same, else one per count in column order."""
+    return _fmt(counts[0]) if len(set(counts)) == 1 else " / ".join(_fmt(n) for n in counts)
+
+
+def summary_grid(summary: pl.DataFrame, keys: tuple[str, ...] = (), runs=None) -> str:
+    """The summary as a table, each cell the mean and its CI. Several runs: the runs side by side, a
+    column each (its colour beside its name), a row per keys..., metric and k. One run: a row per
+    keys..., metric, a column per k."""
+    frame = _with_run(summary)
+    order = _run_order(frame, runs)
+    order = [run for run in order if run in set(frame["run"].to_list())]
+    if len(order) < 2:
+        return _grid_by_k(summary, keys)
+    colours = run_colours(_run_order(frame, runs))
+    head = "".join(f"<th class='key'>{html.escape(key)}</th>" for key in keys) + \
+        "<th class='key'>metric</th><th class='key'>k</th>" + \
+        "".join(f"<th>{_swatch(run, colours)}</th>" for run in order) + "<th>users</th>"
+    rows, previous = [], None
+    for (*key, metric, k), part in frame.group_by(*keys, "metric", "k", maintain_order=True):
+        cells = {row["run"]: row for row in part.iter_rows(named=True)}
+        first = (*key, metric) != previous  # the metric's name on its first row only
+        previous = (*key, metric)
+        counts = [cells[run]["n_users"] for run in order if run in cells] if "n_users" in part.columns else [None]
+        rows.append(f"<tr class='{'first' if first else ''}'>"
+                    + "".join(f"<td class='key'>{html.escape(str(v)) if first else ''}</td>" for v in key)
+                    + f"<td class='key'>{html.escape(str(metric)) if first else ''}</td>"
+                    + f"<td class='key'>{html.escape(str(k))}</td>"
+                    + "".join(_cell(cells.get(run)) for run in order) + f"<td>{_users(counts)}</td></tr>")
+    return f"<table class='summary runs'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _grid_by_k(summary: pl.DataFrame, keys: tuple[str, ...] = ()) -> str:
+    """A row per [run,] keys..., metric, a column per k."""
     frame = _with_run(summary)
     ks = sorted(frame["k"].unique().to_list(), key=lambda k: (k is None, k))
     multi = "run" in summary.columns
@@ -407,22 +551,32 @@ def summary_grid(summary: pl.DataFrame, keys: tuple[str, ...] = ()) -> str:
     rows = []
     for (run, *key, metric), part in frame.group_by("run", *keys, "metric", maintain_order=True):
         cells = {row["k"]: row for row in part.iter_rows(named=True)}
-        tds = []
-        for k in ks:
-            row = cells.get(k)
-            if row is None:
-                tds.append("<td></td>")
-                continue
-            lo, hi = row.get("ci_low"), row.get("ci_high")
-            ci = "" if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) else \
-                f"<span class='ci'>[{_fmt(lo)}, {_fmt(hi)}]</span>"
-            tds.append(f"<td>{_fmt(row['value'])} {ci}</td>")
-        # the users in each mean: one number when every k has the same, else one per k in column order
         counts = [cells[k]["n_users"] for k in ks if k in cells] if "n_users" in part.columns else [None]
-        users = _fmt(counts[0]) if len(set(counts)) == 1 else " / ".join(_fmt(n) for n in counts)
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in ([run] if multi else []) + key)
-                    + f"<td>{html.escape(str(metric))}</td>" + "".join(tds) + f"<td>{users}</td></tr>")
+                    + f"<td>{html.escape(str(metric))}</td>" + "".join(_cell(cells.get(k)) for k in ks)
+                    + f"<td>{_users(counts)}</td></tr>")
     return f"<table class='summary'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _comparison_grid(table, colours: dict) -> str:
+    """A ComparisonTable (``Result.table``'s, at one k) with the runs as columns: a row per metric, each cell
+    the mean, its interval and the letters of the runs it is significantly better than."""
+    frame = table.frame
+    runs = frame["run"].unique(maintain_order=True).to_list()
+    letters = dict(frame.select("run", "letter").unique("run", keep="first").iter_rows())
+    head = "<th class='key'>metric</th>" + "".join(
+        f"<th>{html.escape(letters.get(run) or '')} {_swatch(run, colours)}</th>" for run in runs)
+    rows = []
+    for (metric, k), part in frame.group_by("metric", "k", maintain_order=True):
+        cells = {row["run"]: row for row in part.iter_rows(named=True)}
+        tds = []
+        for run in runs:
+            row = cells.get(run)
+            mark = f" <b class='letters'>{html.escape(row['better_than'])}</b>" if row and row["better_than"] else ""
+            tds.append(_cell(row)[:-5] + mark + "</td>" if row else "<td></td>")
+        rows.append(f"<tr><td class='key'>{html.escape(str(metric))}</td>{''.join(tds)}</tr>")
+    return (f"<table class='compare runs'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<p class='note'>{html.escape(table.footnote)}</p>")
 
 
 def html_table(result) -> str:
@@ -440,14 +594,17 @@ def html_table(result) -> str:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#222}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#222;
+padding:0 12px}
 h1{font-size:22px}h3{font-size:14px;margin:16px 0 4px}
 h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}
-td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}
+.wide{overflow-x:auto}table{border-collapse:collapse;font-size:13px;margin:6px 0}
+td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f6f6f6}td:first-child,th:first-child{text-align:left}.ci{color:#888;font-size:11px}
+td.key,th.key{text-align:left}table.runs tr.first td{border-top:1px solid #ccc}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px}.letters{color:#333}
 .note{color:#666;font-size:12px}.card{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;font-size:13px}
-.card div:nth-child(odd){color:#666}code{font-size:12px}.chart{margin:8px 0}.sig{color:#2ca02c;font-weight:bold}
+.card div:nth-child(odd){color:#666}code{font-size:12px}.chart{margin:8px 0}.sig{font-weight:bold}
 """
 
 
@@ -474,6 +631,11 @@ def _run_card(result, generated: str) -> str:
             f"{_table(knobs)}</details>")
 
 
+def _wide(table: str) -> str:
+    """A table that scrolls sideways when wider than the page (its cells never wrap)."""
+    return f"<div class='wide'>{table}</div>"
+
+
 def _comparison_table(frame: pl.DataFrame) -> str:
     """The comparison frame with a significance mark (* where ``significant``)."""
     if "significant" in frame.columns:
@@ -488,38 +650,41 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
 
     Sections: run card, summary with CIs (with ``result.segments`` the means per segment too), metric
     vs k curves, per-user distributions at k (a selector switches k), with several runs the
-    comparison (``result.compare()`` when present) and the per-user difference for ``pair`` (default
-    the first two runs), with ``result.per_item`` the exposure Lorenz curve, and catalog-level
+    comparison (``result.compare()`` when present: the runs side by side at k) and the per-user
+    difference ``compare()`` tests, for each of its pairs (every pair, or each run against
+    ``compare={"baseline": ...}``) at each k (selectors; ``pair`` is shown first), with ``result.per_item`` the exposure Lorenz curve, and catalog-level
     summary rows (with no per-user metric only those, and a note). k defaults to the largest evaluated;
     ``compare`` holds the options of ``result.compare`` (test, correction, alpha, ...)."""
     _altair()  # a missing extra fails before any work
     vlc = _vl_convert()
     k = _chosen_k(result, k)
     long, names = _long(result), metric_columns(result)
+    runs = list(result.runs) or None  # the run order: a run's colour on every chart and table
+    colours = run_colours(runs or [])
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = title or "rankwise report"
     sections, charts = [("Run", _run_card(result, generated))], {}
     if names:
-        sections.append(("Summary", "<p class='note'>mean over users with a defined value; [confidence interval]"
-                         "</p>" + summary_grid(result.summary.filter(pl.col("metric").is_in(names)))))
+        sections.append(("Summary", f"<p class='note'>mean over users with a defined value, under the convention "
+                         f"<code>{html.escape(result.convention.name)}</code>; [confidence interval]</p>" + _wide(summary_grid(result.summary.filter(pl.col("metric").is_in(names)), runs=runs))))
         if getattr(result, "segments", None) is not None:
             sections.append(("By segment", "<p class='note'>the same means per group of users (segments=); "
-                             "[confidence interval]</p>" + summary_grid(result.segments, ("segment",))))
-        charts = {"curves": curves_chart(result.summary, names),
+                             "[confidence interval]</p>" + _wide(summary_grid(result.segments, ("segment",), runs=runs))))
+        charts = {"curves": curves_chart(result.summary, names, runs),
                   "distribution": distribution_chart(histogram(long, names, bins=bins), names,
-                                                     list(result.request.ks), k)}
+                                                     list(result.request.ks), k, runs)}
         sections += [("Metric vs k", "<div class='chart' id='chart-curves'></div>"),
-                     ("Per-user distributions", "<p class='note'>binned in the engine: bars are shares of users; "
-                      "the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
+                     ("Per-user distributions", "<p class='note'>binned in the engine: each line is a run's share of users "
+                      "per value bin; the k selector is under the chart</p><div class='chart' id='chart-distribution'></div>")]
     else:
         sections.append(("Summary", "<p class='note'>No per-user metric was evaluated: the catalog metrics under "
                          "Beyond accuracy have one value per run, so there are no per-user means, distributions "
                          "or tests.</p>"))
     if len(result.runs) >= 2 and names:
-        a, b = _pair(result, pair)
-        counts, hist = differences(long, a, b, k, names, result.user_col, bins=bins)
         body = ""
         compared = comparison(result, compare)
+        pairs = _pairs(result, pair, compared)
+        counts, hist = differences(long, pairs, list(result.request.ks), names, result.user_col, bins=bins)
         if compared is not None:
             from ._table import from_pairs
 
@@ -527,24 +692,31 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
             table = from_pairs(result.summary.filter(pl.col("k") == k), compared.filter(pl.col("k") == k),
                                       result.runs, **{"test": "t", "correction": "holm", "alpha": 0.05, **options},
                                       confidence=getattr(result, "confidence", 0.95), note=result._no_letters_note())
-            body += (f"<h3>Comparison at k={k}</h3>{table._repr_html_()}<details><summary>every pair, metric "
-                     f"and k (* = significant)</summary>{_comparison_table(compared)}</details>")
+            body += (f"<h3>Comparison at k={k}</h3>{_wide(_comparison_grid(table, colours))}<details><summary>"
+                     f"every pair, metric and k (* = significant)</summary>{_wide(_comparison_table(compared))}"
+                     "</details>")
         elif not result._per_user_names():
             body += f"<p class='note'>No tests: {html.escape(result._one_value_per_run())}.</p>"
-        body += f"<h3>{html.escape(b)} vs {html.escape(a)} per user at k={k}</h3>{_table(counts)}"
-        if hist.height:
-            charts["difference"] = difference_chart(hist, names, a, b, k)
+        at_k = counts.filter(pl.col("k") == k).select(
+            "metric", "a", "b", "users", "b_better", "same", "a_better", "diff")
+        body += (f"<h3>Per user: b − a, as compare() computes it</h3><p class='note'>users whose value is higher "
+                 "in b (b_better), equal, or higher in a; diff = the mean of b − a over the users both runs "
+                 "scored. The chart's selectors switch the pair and k.</p>")
+        if counts.height:
+            charts["difference"] = difference_chart(counts, hist, names, list(result.request.ks), k, runs, pair)
             body += "<div class='chart' id='chart-difference'></div>"
+        body += (f"<details><summary>the counts of every pair at k={k}</summary>"
+                 f"{_wide(_table(at_k.rename({'a': 'run_a', 'b': 'run_b'})))}</details>")
         sections.append(("Runs compared", body))
     per_item = getattr(result, "per_item", None)
     catalog = catalog_rows(result)
     if isinstance(per_item, pl.DataFrame) or catalog is not None:
         body = ""
         if catalog is not None:
-            body += "<h3>Catalog metrics</h3><p class='note'>one value per run and k</p>" + summary_grid(catalog)
+            body += "<h3>Catalog metrics</h3><p class='note'>one value per run and k</p>" + _wide(summary_grid(catalog, runs=runs))
         if isinstance(per_item, pl.DataFrame) and per_item.height:
             points, gini = lorenz(per_item, k, max_points=max_points)
-            charts["lorenz"] = lorenz_chart(points, gini, k if "k" in per_item.columns else None)
+            charts["lorenz"] = lorenz_chart(points, gini, k if "k" in per_item.columns else None, runs)
             gini = gini.drop("run") if gini["run"].to_list() == [ONE_RUN] else gini
             body += (f"<h3>Exposure at k={k}</h3><p>The curve's Gini is 1 − 2 × the area under it, over the "
                      "items listed per item; the summary's <code>gini</code> follows the convention's "
@@ -583,5 +755,35 @@ def _json(spec: dict) -> str:
 
 @cache
 def _bundle(vlc, version: str | None) -> str:
-    """The Vega, Vega-Lite and vega-embed JavaScript as one inline script (vl-convert's bundle)."""
-    return vlc.javascript_bundle(vl_version=version).replace("</script", "<\\/script")
+    """The Vega, Vega-Lite and vega-embed JavaScript as one inline script (vl-convert's bundle).
+
+    vl-convert builds it anew on every call (~1.3 s, half of a report's time), so it is kept on disk,
+    one file per vl-convert and Vega-Lite version, in $RANKWISE_CACHE_DIR, else
+    $XDG_CACHE_HOME/rankwise or ~/.cache/rankwise (written atomically; a cache that cannot be read
+    or written is skipped)."""
+    from importlib.metadata import PackageNotFoundError, version as package_version
+
+    try:
+        key = f"vega-bundle-{package_version('vl-convert-python')}-{version or 'default'}.js"
+    except PackageNotFoundError:
+        key = None
+    folder = Path(os.environ.get("RANKWISE_CACHE_DIR") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rankwise")
+    if key:
+        try:
+            return (folder / key).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+    bundle = vlc.javascript_bundle(vl_version=version).replace("</script", "<\\/script")
+    if key:
+        part = None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, suffix=".part", delete=False) as out:
+                part = out.name
+                out.write(bundle)
+            os.replace(part, folder / key)
+        except OSError:
+            if part:
+                Path(part).unlink(missing_ok=True)
+    return bundle
