@@ -541,3 +541,79 @@ def test_a_parquet_directory_whose_files_differ_in_integer_width_is_one_table(tm
     pl.DataFrame({"user": [3], "item": ["x"], "rank": [1]}).write_parquet(directory / "c.parquet")
     with pytest.raises(rankwise.InputFileError, match="cannot be read as one table"):
         rankwise.evaluate(str(directory), TRUTH, k=2, backend=backend)
+
+
+# -- names validated whole (issue 35): "$" also matched before a trailing newline ------------------
+
+# every module-level pattern of the package that validates a name, with a name it accepts; a new
+# pattern must be listed here or in _NOT_NAMES (the test below fails until it is)
+_NAME_PATTERNS = {
+    "render._PREFIX": "rankwise_", "render._BARE": "items", "render._PLAIN_COLUMN": "user_id",
+    "metrics._F_BETA": "f2.5", "_write._PREFIX": "ds.eval_",
+    "_write._RUN_FILE": "run-20240101T000000000000Z-" + "0" * 32 + ".parquet",
+    "_write._STAGED": "per_user.run-20240101T000000000000Z-" + "0" * 32 + ".parquet.1234.tmp",
+}
+# patterns that find text inside a longer text (or, api._SIZE, trim whitespace on purpose)
+_NOT_NAMES = {"_inputs._GLOB", "_postgres_backend._QUERY", "_spark_backend._RELATIONS", "_sql_files._PARAMETER",
+              "_table._CONTROL", "api._SIZE", "cli._PY_ARG", "cli._PY_CODE"}
+
+
+def _package_patterns() -> dict:
+    import importlib
+    import pkgutil
+    import re
+
+    found = {}
+    for info in pkgutil.iter_modules(rankwise.__path__):
+        module = importlib.import_module(f"rankwise.{info.name}")
+        found.update({f"{info.name}.{attr}": (module, attr, value) for attr, value in vars(module).items()
+                      if isinstance(value, re.Pattern)})
+    return found
+
+
+def test_every_name_pattern_refuses_a_trailing_newline():
+    """render._PLAIN_COLUMN let user_col="uid\\n" through unquoted (DuckDB then read column uid) and
+    render._PREFIX accepted prefix "x\\n": a name is matched whole (fullmatch), never with match()."""
+    import inspect
+
+    patterns = _package_patterns()
+    unknown = sorted(set(patterns) - set(_NAME_PATTERNS) - _NOT_NAMES)
+    assert not unknown, f"classify these patterns in _NAME_PATTERNS or _NOT_NAMES: {unknown}"
+    for key, (module, attr, pattern) in patterns.items():
+        if key not in _NAME_PATTERNS:
+            continue
+        sample = _NAME_PATTERNS[key]
+        assert pattern.fullmatch(sample), key
+        for bad in (sample + "\n", sample + "\r\n", "\n" + sample):
+            assert pattern.fullmatch(bad) is None, (key, bad)
+        source = inspect.getsource(module)
+        assert f"{attr}.match(" not in source and f"{attr}.search(" not in source, f"{key}: use fullmatch"
+
+
+@pytest.mark.parametrize("prefix", ["x\n", "rankwise_\n"])
+def test_a_prefix_with_a_trailing_newline_is_refused(prefix):
+    """(schema= is SQL text, parsed by sqlglot's tokenizer: whitespace around a name is SQL's own.)"""
+    with pytest.raises(rankwise.ParameterError, match="Hint:"):
+        rankwise.sql(["precision"], k=2, prefix=prefix)
+
+
+def test_a_column_with_a_trailing_newline_is_not_read_as_another(tmp_path):
+    """user_col="user\\n" was rendered unquoted, so DuckDB read column user; quoted, it is missing."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE recommendations AS SELECT 1 AS \"user\", 10 AS item, 1 AS rank")
+    con.execute("CREATE TABLE ground_truth AS SELECT 1 AS \"user\", 10 AS item, 1.0 AS relevance")
+    script = rankwise.sql(["precision"], k=1, user_col="user\n")
+    with pytest.raises(duckdb.Error, match="user"):
+        con.execute(script)
+
+
+@pytest.mark.parametrize("argv", [["--relevance-col", "item"], ["--score-col", "user"], ["--user-col", "rank"],
+                                  ["--metrics", "ild", "--item-features", "f", "--feature-col", "item"]])
+def test_the_cli_sql_refuses_one_column_for_two_roles(capsys, argv):
+    """rankwise.sql(relevance_col="item") rendered a script reading item ids as relevance: every entry
+    point now uses evaluate()'s rule."""
+    from rankwise import cli
+
+    assert cli.main(["sql", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "ParameterError" in err and "name the same column" in err

@@ -161,6 +161,42 @@ def test_one_quoting_rule_for_the_callers_columns(dialect):
                       "feature": {False}, "value": {False}}
 
 
+def test_a_name_with_a_trailing_newline_is_quoted_as_it_is():
+    """``$`` matched before a trailing newline: "uid\\n" went out unquoted, so the engine read column uid."""
+    text = rankwise.sql(["precision"], k=2, user_col="uid\n")
+    names = {c.name for s in sqlglot.parse(text, read="duckdb") if s for c in s.find_all(exp.Column) if c.table == "src"}
+    assert "uid\n" in names and "uid" not in names
+
+
+# every pair of the script's column roles; rank and score never meet (ranks come from one of them)
+ROLES = ["user", "item", "rank", "score", "relevance", "feature", "value"]
+ROLE_PAIRS = [(a, b) for i, a in enumerate(ROLES) for b in ROLES[i + 1:] if {a, b} != {"rank", "score"}]
+
+
+@pytest.mark.parametrize("pair", ROLE_PAIRS, ids="-".join)
+def test_one_column_cannot_play_two_roles(pair):
+    """evaluate()'s rule (_inputs.check_roles): relevance_col="item" rendered a script that read the
+    item ids as relevance."""
+    names = {f"{role}_col": "shared" for role in pair}
+    tables = {**BEYOND_TABLES, "ground_truth": "g"}
+    with pytest.raises(rankwise.ParameterError, match=f"{pair[0]}_col and {pair[1]}_col name the same column "
+                                                      "'shared'"):
+        rankwise.sql(["precision", "ild"], k=2, tables=tables, **names)
+
+
+def test_roles_not_in_play_may_share_a_name():
+    """Ranks come from score_col when given (rank_col unused); feature_col / value_col name columns of
+    item_features only; relevance_col of the ground truth only."""
+    rankwise.sql(["precision"], k=2, score_col="rank")
+    rankwise.sql(["precision"], k=2, feature_col="item", value_col="user")
+    rankwise.sql(["novelty"], k=2, tables={"recommendations": "r", "train": "t"}, relevance_col="item")
+
+
+def test_the_cli_sql_refuses_one_column_for_two_roles(capsys):
+    assert main(["sql", "--relevance-col", "item"]) == 2
+    assert "--item-col and --relevance-col name the same column 'item'" in capsys.readouterr().err
+
+
 # -- declared gaps -----------------------------------------------------------------------------------
 
 

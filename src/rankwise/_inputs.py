@@ -52,17 +52,24 @@ class Columns:
     relevance: str = "relevance"
 
     def __post_init__(self):
-        names = {f.name: getattr(self, f.name) for f in fields(self) if not (f.name == "rank" and self.rank is None)}
-        for role, name in names.items():
-            if not isinstance(name, str):
-                raise ParameterError(f"{role}_col must be a column name (a string), got {name!r}.",
-                                     hint=f"Pass {role}_col='...'.")
-        shared = {n for n in names.values() if list(names.values()).count(n) > 1}
-        if shared:
-            roles = [f"{role}_col" for role, name in names.items() if name in shared]
+        check_roles({f"{f.name}_col": getattr(self, f.name) for f in fields(self)
+                     if not (f.name == "rank" and self.rank is None)})
+
+
+def check_roles(names: dict) -> None:
+    """One column, one role: each value of ``names`` (the parameter naming a role -> the column it
+    names; the caller passes the roles in play) is a column name, and no two are the same column,
+    else a ParameterError. evaluate(), rankwise.sql and rankwise.expr all check their names here."""
+    for role, name in names.items():
+        if not isinstance(name, str):
+            raise ParameterError(f"{role} must be a column name (a string), got {name!r}.",
+                                 hint=f"Pass {role}='...'.")
+    for column in dict.fromkeys(names.values()):
+        sharing = [role for role, name in names.items() if name == column]
+        if len(sharing) > 1:
             raise ParameterError(
-                f"{' and '.join(roles)} name the same column {sorted(shared)[0]!r}: each role needs its own column.",
-                hint="Give each of user_col=, item_col=, rank_col=, score_col=, relevance_col= a different name "
+                f"{' and '.join(sharing)} name the same column {column!r}: each role needs its own column.",
+                hint=f"Give each of {', '.join(f'{role}=' for role in names)} a different name "
                 "(rename the input's columns if one column would serve two roles).",
             )
 

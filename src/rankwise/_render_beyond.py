@@ -113,6 +113,9 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
                              f"{sorted(tables)}.", hint="E.g. tables={'recommendations': 'recs', 'train': 'train'}.")
     for key, table in tables.items():
         render.table_source(table, dialect, f"tables[{key!r}]")
+    features = "item_features" in tables  # the only input with feature and value columns
+    render.check_roles(user_col, item_col, rank_col, score_col, relevance_col if "ground_truth" in tables else None,
+                       feature_col if features else None, value_col if features else None)
     given = {"train": "train" in tables, "items": "items" in tables, "item_features": "item_features" in tables,
              "ground_truth": "ground_truth" in tables}
     for name in names:  # the same rule as evaluate(): a metric whose input is missing is refused

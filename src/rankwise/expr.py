@@ -16,9 +16,13 @@ Row rules (the convention's knobs, applied per row; NaN = undefined: ``.fill_nan
   makes rows without a single label NaN.
 * ``empty_labels`` / ``empty_predictions``: the value of a row with no relevant label / no
   recommendation (``'error'`` cannot be raised from inside an expression and is refused).
-* An expression cannot raise: a row that ``evaluate`` would reject (a repeated item in ``recs``
+* A row that ``evaluate`` would reject (a repeated item in ``recs``
   under ``duplicates='error'``, a repeated label, a null item, a relevance list of another length or
   with a null, NaN, infinite or negative value) is NaN. ``check_lists`` raises the typed error.
+* A DCG or ideal DCG too large for a double (``gain='exp2'``, a relevance above 1023) is no value:
+  ``dcg`` / ``ndcg`` raise ``NumericOverflowError`` when the query runs, as ``evaluate`` does.
+* ``recs``, ``truth`` and ``relevance`` name three different columns (evaluate's rule), else a
+  ``ParameterError``.
   ``duplicates='first_shift'`` keeps each item's first occurrence.
 * Items match as in ``evaluate``: list or array columns, text ids (String, Categorical, Enum) as
   text, integers of any width; items of different kinds (text vs integer, integer vs float) are a
@@ -64,7 +68,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from . import metrics as _metrics
-from ._inputs import common_integer, id_kind
+from ._inputs import check_roles, common_integer, id_kind
 from .conventions import Convention, resolve
 from .errors import (
     DtypeMismatchError,
@@ -72,6 +76,7 @@ from .errors import (
     InvalidRelevanceError,
     MissingColumnError,
     NullValueError,
+    NumericOverflowError,
     ParameterError,
 )
 
@@ -415,6 +420,21 @@ def _as_expr(value, what: str) -> pl.Expr:
                          hint=f'For example {what}="items" or {what}=pl.col("items").')
 
 
+def _column_name(value) -> str | None:
+    """The column a recs / truth / relevance argument names: a name, or a bare pl.col(name)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, pl.Expr) and value.meta.is_column():
+        return value.meta.output_name()
+    return None
+
+
+def _check_roles(recs, truth, relevance) -> None:
+    """recs, truth and relevance each read their own column (evaluate()'s rule, _inputs.check_roles)."""
+    named = {"recs": _column_name(recs), "truth": _column_name(truth), "relevance": _column_name(relevance)}
+    check_roles({role: name for role, name in named.items() if name is not None})
+
+
 def _item_type(recs: tuple[str, pl.DataType], truth: tuple[str, pl.DataType], rows=None) -> pl.DataType:
     """The one item type of two (name, list or array dtype) columns, by evaluate's id-kind rule
     (``_inputs.id_kind``): text ids (String, Categorical, Enum) are String, integers one width;
@@ -546,6 +566,10 @@ class _Rows:
 
     def __init__(self, recs, truth, relevance, convention):
         self.conv = _per_row(resolve(convention))
+        _check_roles(recs, truth, relevance)
+        self.names = {"recs": _column_name(recs) or "recs (an expression)",
+                      "truth": _column_name(truth) or "truth (an expression)",
+                      "rel": _column_name(relevance) or "relevance (an expression)"}
         self.raw_recs, self.raw_truth = _item_lists(_as_expr(recs, "recs"), _as_expr(truth, "truth"))
         self.rel = None if relevance is None else _relevance_list(_as_expr(relevance, "relevance"))
         self._derive()
@@ -821,8 +845,35 @@ class _Rows:
                  .when(F("n_rel") == 0).then(const[conv.empty_labels])
                  .when(F("n_recs") == 0).then(const[conv.empty_predictions])
                  .otherwise(formula.fill_null(NAN)))
-        stage = self._statistics(k, needed)
-        return stage.struct.with_fields(value=value.cast(pl.Float64)).struct.field("value").alias(f"{name}@{k}")
+        stage = self._statistics(k, needed).struct.with_fields(value=value.cast(pl.Float64))
+        sums = needed & {"dcg", "idcg"}  # the statistics a gain can overflow (relevance 1 earns at most 1)
+        if not sums or self.rel is None or conv.gain == "binary":
+            return stage.struct.field("value").alias(f"{name}@{k}")
+        # a scored row whose DCG or IDCG is not finite (2^2000 - 1 under exp2) raises, as evaluate() does
+        overflowed = F("scored") & (F("n_rel") > 0) & (F("n_recs") > 0) & ~pl.all_horizontal(
+            [F(s).is_finite().fill_null(True) for s in sorted(sums)])
+        report = pl.struct(recs=F("recs"), truth=F("truth"), rel=F("rel"), value=F("value"), overflowed=overflowed)
+        return stage.struct.with_fields(report=report).struct.field("report").map_batches(
+            _overflow_check(f"{name}@{k}", conv, self.names), return_dtype=pl.Float64,
+            is_elementwise=True).alias(f"{name}@{k}")
+
+
+def _overflow_check(metric: str, conv: Convention, names: dict):
+    """The value of each row of a (recs, truth, rel, value, overflowed) struct column; a
+    NumericOverflowError showing the rows when one overflowed (run when the query runs)."""
+    def check(report: pl.Series) -> pl.Series:
+        from ._shape import overflow_hint
+
+        rows = report.struct.unnest()
+        bad = rows.filter(pl.col("overflowed"))
+        if bad.height:
+            raise NumericOverflowError(
+                f"{metric}: {bad.height} row(s) have a non-finite DCG or ideal DCG (a number too large for a "
+                "double: it became inf or NaN).",
+                rows=bad.select(pl.col(field).alias(names[field]) for field in ("recs", "truth", "rel")).head(5),
+                hint=overflow_hint(conv, per_user=True))
+        return rows["value"]
+    return check
 
 
 # -- checks and DuckDB --------------------------------------------------------------------------
@@ -842,6 +893,7 @@ def check_lists(frame, recs: str, truth: str, relevance: str | None = None,
     ...
     """
     conv = resolve(convention)
+    _check_roles(recs, truth, relevance)
     lf = frame.lazy() if hasattr(frame, "lazy") else pl.LazyFrame(frame)
     cols = [recs, truth] + ([relevance] if relevance else [])
     schema = lf.collect_schema()

@@ -136,7 +136,7 @@ BEYOND_EVERY = ("duplicates", "ties", "min_score")
 BY_NAME = {m.name: m for m in REGISTRY}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
-_F_BETA = re.compile(r"^f(\d+(?:\.\d+)?)$", re.ASCII)
+_F_BETA = re.compile(r"f(\d+(?:\.\d+)?)\Z", re.ASCII)
 
 # Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
 # explain() read KNOBS_BY_METRIC.
@@ -173,7 +173,7 @@ def check_cutoffs(conv, ks, names) -> None:
 
 def internal_name(name: str) -> str:
     """The per-user column a metric lives in: every F-beta is "fbeta"."""
-    return "fbeta" if _F_BETA.match(name) else name
+    return "fbeta" if _F_BETA.fullmatch(name) else name
 
 
 def require_defined(conv, names) -> None:
@@ -205,7 +205,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
         if not isinstance(name, str):
             raise ParameterError(f"Metric names are strings, got {name!r}.")
         name = name.strip().lower()
-        match = _F_BETA.match(name)
+        match = _F_BETA.fullmatch(name)
         if match:
             beta = float(match.group(1))
             if beta <= 0:
@@ -213,7 +213,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
             betas.append(beta)
         elif name not in METRICS:
             base, _, cutoff = name.partition("@")
-            known = base in METRICS or _F_BETA.match(base) or base in (m.name for m in BEYOND)
+            known = base in METRICS or _F_BETA.fullmatch(base) or base in (m.name for m in BEYOND)
             raise ParameterError(
                 f"Unknown metric {name!r}.",
                 hint=f"Cutoffs go in k=, not in the name: metrics=[{base!r}], k={cutoff}." if cutoff.isdigit() and known else
@@ -227,14 +227,14 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
     if not seen:
         raise ParameterError("metrics is empty: nothing to compute.",
                              hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for all.")
-    spellings = [n for n in seen if _F_BETA.match(n)]
+    spellings = [n for n in seen if _F_BETA.fullmatch(n)]
     if len(spellings) > len(set(betas)) == 1:  # f1 and f1.0: one per-user column, one summary row
         raise ParameterError(
             f"{' and '.join(map(repr, spellings))} are the same metric (F-beta, beta = {betas[0]:g}).",
             hint=f"Name it once, e.g. metrics=[{spellings[0]!r}, ...].")
     if len(set(betas)) > 1:
         raise ParameterError(
-            f"One F-beta per evaluation, got {', '.join(n for n in seen if _F_BETA.match(n))}.",
+            f"One F-beta per evaluation, got {', '.join(n for n in seen if _F_BETA.fullmatch(n))}.",
             hint="Call evaluate() once per beta.",
         )
     return MetricRequest(tuple(seen), ks, betas[0] if betas else 1.0)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from . import _sql_files
+from . import _inputs, _sql_files
 from .conventions import Convention, resolve
 from .errors import InvalidIdentifierError, MissingDependencyError, ParameterError, RankwiseError, \
     UnsupportedSQLError
@@ -163,6 +163,7 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     """The :class:`Script` behind :func:`sql` (statements kept apart, for drivers that run one at a time)."""
     sqlglot, exp = _sqlglot()
     dialect = _check_dialect(dialect)
+    check_roles(user_col, item_col, rank_col, score_col, relevance_col)
     conv = resolve(convention)
     # a preset's metrics only, as evaluate(): metrics=None is those its library has, another is an error
     request = parse_request(metrics, k, conv.metrics, conv.name)
@@ -209,10 +210,20 @@ def render(metrics=None, k=10, convention: str | Convention = "default", dialect
     return Script(dialect, tuple(setup), per_user_sql, final, names, create_per_user, check)
 
 
+def check_roles(user_col, item_col, rank_col, score_col, relevance_col, feature_col=None, value_col=None) -> None:
+    """The script's column roles in play, each its own column (evaluate()'s rule, ``_inputs.check_roles``):
+    ranks come from ``score_col`` when given, else from ``rank_col``; None is a role not in play
+    (no relevance column; ``feature_col`` / ``value_col`` without item features)."""
+    roles = {"user_col": user_col, "item_col": item_col, "rank_col": rank_col if score_col is None else None,
+             "score_col": score_col, "relevance_col": relevance_col, "feature_col": feature_col,
+             "value_col": value_col}
+    _inputs.check_roles({role: name for role, name in roles.items() if name is not None})
+
+
 def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
     """Rendered names of the relations the script reads and writes, as dialect-ready text."""
     _, exp = _sqlglot()
-    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
         raise InvalidIdentifierError(
             f"prefix {prefix!r} is not a plain name start: letters, digits and _, not starting with a digit, "
             "at most 40 characters.", hint="E.g. prefix='rankwise_' or 'eval_'; put a schema in schema=.")
@@ -229,7 +240,7 @@ def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
     return out
 
 
-_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}\Z")
 
 
 def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None, f_name: str = "fbeta"):
@@ -544,7 +555,7 @@ def _source(table, dialect: str, what: str = "tables value"):
 _TABLE_HINT = ('Pass a table name (name, schema.name or catalog.schema.name; quote a part as the dialect '
                'quotes, e.g. "My Table" or `my-project`) or one SELECT/WITH query over tables; for anything '
                'else (a file, a table function, a UDF) create a view first and pass its name.')
-_BARE = re.compile(r"^[^\W\d]\w*$")  # an unquoted part: letters, digits, _ (not starting with a digit)
+_BARE = re.compile(r"[^\W\d]\w*\Z")  # an unquoted part: letters, digits, _ (not starting with a digit)
 # Spark reads `csv.<path>` (and parquet., json., ...) as files: such a schema is not a table's
 _SPARK_FILE_SOURCES = {"csv", "parquet", "json", "text", "orc", "avro", "binaryfile", "delta", "xml", "jdbc"}
 _FILE_FUNCTIONS = ("ReadCSV", "ReadParquet", "ToFile", "NextValueFor")  # sqlglot-known side effects
@@ -598,9 +609,9 @@ def _identifier(tokens, text: str, dialect: str, what: str, max_parts: int):
             problem = None if kind == "DOT" else f"{token.text!r} where a '.' or the end was expected"
         elif kind == "IDENTIFIER":
             parts.append(exp.Identifier(this=token.text, quoted=True))
-        elif kind == "VAR" and _BARE.match(token.text):
+        elif kind == "VAR" and _BARE.fullmatch(token.text):
             parts.append(exp.Identifier(this=token.text, quoted=False))
-        elif _BARE.match(token.text):
+        elif _BARE.fullmatch(token.text):
             problem = f"{token.text!r} is an SQL keyword (quote it as {dialect} quotes names)"
         else:
             problem = f"{token.text!r} is not a name part"
@@ -668,7 +679,7 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-_PLAIN_COLUMN = re.compile(r"^[a-z_][a-z0-9_]*$")
+_PLAIN_COLUMN = re.compile(r"[a-z_][a-z0-9_]*\Z")
 
 
 def _col(name: str):
@@ -676,7 +687,7 @@ def _col(name: str):
     each engine resolves it as it resolves the caller's own unquoted SQL (Snowflake reads ``item_id`` as
     ITEM_ID, PostgreSQL as item_id); any other name quoted, so it is matched exactly ("User", "item id")."""
     exp = _sqlglot()[1]
-    return exp.column(exp.to_identifier(name, quoted=not _PLAIN_COLUMN.match(name)), table="src")
+    return exp.column(exp.to_identifier(name, quoted=not _PLAIN_COLUMN.fullmatch(name)), table="src")
 
 
 def _recommendations_view(table, dialect, user_col, item_col, rank_col, score_col, conv: Convention,
