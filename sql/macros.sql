@@ -7,7 +7,7 @@
 -- to truth. Load with rankwise.expr.install_duckdb(con), or run this file: TEMP macros, for the connection only
 -- (nothing is written to the database file).
 -- Knobs are named parameters with the default convention's values (rankwise.conventions), e.g.
---   rankwise_map(items, relevant, 10, ap_denominator := 'n_rel', empty_labels := 'zero').
+--   rankwise_map(items, relevant, 10, ap_denominator := 'n_rel', empty_labels := 'nan').
 -- Row rules, as rankwise.expr: a NULL list = empty; both NULL = NaN (no such user); NaN = undefined;
 -- a row evaluate() would reject (a repeated item under duplicates := 'error', a repeated or NULL
 -- label, a NULL item) is NaN; duplicates := 'first_shift' keeps each item's first occurrence.
@@ -65,7 +65,7 @@ CREATE OR REPLACE TEMP MACRO rankwise__finish(recs, truth, n_rel, value, empty_l
          ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
 
 -- Precision@k = hits@k / den   (precision_denominator: k | min_k_len | min_k_nrel | min_k_candidates)
-CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
                                            empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('precision_denominator', precision_denominator,
@@ -81,7 +81,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denomi
         empty_labels, empty_predictions, duplicates) END;
 
 -- Recall@k = hits@k / n_rel
-CREATE OR REPLACE TEMP MACRO rankwise_recall(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_recall(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
                                         duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
@@ -93,7 +93,7 @@ CREATE OR REPLACE TEMP MACRO rankwise__f(p, r, beta) AS
     CASE WHEN p + r > 0 THEN (1.0 + beta * beta) * p * r / (beta * beta * p + r) ELSE 0.0 END;
 
 CREATE OR REPLACE TEMP MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := 'k',
-                                       empty_labels := 'nan', empty_predictions := 'zero', duplicates := 'error') AS
+                                       empty_labels := 'zero', empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__number('beta', beta, beta > 0, 'a finite number > 0')
       AND rankwise__knob('precision_denominator', precision_denominator,
@@ -104,7 +104,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precisi
                     rankwise_recall(recs, truth, k, duplicates := duplicates), beta),
         empty_labels, empty_predictions, duplicates) END;
 
-CREATE OR REPLACE TEMP MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
                                     empty_predictions := 'zero', duplicates := 'error') AS
     rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := precision_denominator,
                    empty_labels := empty_labels, empty_predictions := empty_predictions, duplicates := duplicates);
@@ -118,7 +118,7 @@ CREATE OR REPLACE TEMP MACRO rankwise__ap_den(r, truth, k, ap_denominator) AS
               ELSE least(k, len(r)) END AS DOUBLE);
 
 -- AP@k = sum over hit positions p of hits@p / p, / den: the j-th hit at position p adds j / p
-CREATE OR REPLACE TEMP MACRO rankwise_map(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
                                      empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
@@ -131,7 +131,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_map(recs, truth, k, ap_denominator := 'n_h
         empty_labels, empty_predictions, duplicates) END;
 
 -- AR@k = sum over hit positions p of hits@p / n_rel, / den (sum of j over the hits = h(h + 1) / 2)
-CREATE OR REPLACE TEMP MACRO rankwise_mar(recs, truth, k, ap_denominator := 'n_hits', empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_mar(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
                                      empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
@@ -145,7 +145,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_mar(recs, truth, k, ap_denominator := 'n_h
         empty_labels, empty_predictions, duplicates) END;
 
 -- RR@k = 1 / the first hit position (within k when rr_cutoff, else anywhere), 0 without one
-CREATE OR REPLACE TEMP MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'zero',
                                      empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('rr_cutoff', rr_cutoff, [true, false]) THEN
@@ -155,7 +155,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, emp
         empty_labels, empty_predictions, duplicates) END;
 
 -- DCG@k = sum over hit positions p of 1 / log_b(p + 1) (relevance 1: every gain rule gives 1)
-CREATE OR REPLACE TEMP MACRO rankwise_dcg(recs, truth, k, log_base := 2.718281828459045, empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_dcg(recs, truth, k, log_base := 2.0, empty_labels := 'zero',
                                      empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1') THEN
@@ -169,8 +169,8 @@ CREATE OR REPLACE TEMP MACRO rankwise__ratio(dcg, idcg, zero_ideal) AS
     CASE WHEN idcg > 0 THEN dcg / idcg WHEN zero_ideal = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END;
 
 -- NDCG@k = DCG@k / IDCG@k; IDCG = ones over hits@k (predictions_topk), min(k, n_rel) (labels) or k (k_ones)
-CREATE OR REPLACE TEMP MACRO rankwise_ndcg(recs, truth, k, log_base := 2.718281828459045, ideal := 'predictions_topk',
-                                      zero_ideal := 'zero', empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg(recs, truth, k, log_base := 2.0, ideal := 'labels',
+                                      zero_ideal := 'zero', empty_labels := 'zero', empty_predictions := 'zero',
                                       duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
@@ -186,7 +186,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg(recs, truth, k, log_base := 2.7182818
         empty_labels, empty_predictions, duplicates) END;
 
 -- Hit rate@k = 1 if any of the top k is relevant
-CREATE OR REPLACE TEMP MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
                                           duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
@@ -194,7 +194,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_hit_rate(recs, truth, k, empty_labels := '
         empty_labels, empty_predictions, duplicates) END;
 
 -- R-precision@k = hits within the top m / m, m = min(k, n_rel)
-CREATE OR REPLACE TEMP MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'nan', empty_predictions := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
                                              duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
     rankwise__finish(recs, truth, len(coalesce(truth, [])),
@@ -210,16 +210,6 @@ CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS
          WHEN gain = 'linear' THEN CAST(r AS DOUBLE)
          ELSE pow(2.0, CAST(r AS DOUBLE)) - 1.0 END;
 
--- a graded DCG or ideal DCG: an error naming the metric and the row's relevance when it is not finite (under
--- gain 'exp2' a relevance above 1023 overflows 2^relevance - 1), as evaluate() raises NumericOverflowError
-CREATE OR REPLACE TEMP MACRO rankwise__finite(value, metric, rel, gain) AS
-    CASE WHEN value IS NULL OR isfinite(value) THEN value
-         ELSE error(format('rankwise: {} overflowed: a DCG too large for a double (the row''s relevance: {}). {}',
-                           metric, CAST(rel AS VARCHAR),
-                           CASE WHEN gain = 'exp2' THEN 'gain := ''exp2'' gives 2^relevance - 1, which overflows above '
-                                    || 'relevance 1023: use gain := ''linear'', or rescale the relevance.'
-                                ELSE 'Rescale the relevance values to a smaller range.' END)) END;
-
 CREATE OR REPLACE TEMP MACRO rankwise__n_rel_graded(rel, relevance_threshold) AS
     len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold));
 
@@ -234,8 +224,8 @@ CREATE OR REPLACE TEMP MACRO rankwise__dcg_graded(r, truth, rel, k, gain, log_ba
              / (ln(p + 1.0) / ln(log_base)))), 0.0);
 
 -- DCG@k with graded relevance
-CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
-                                            relevance_threshold := 0.0, empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
+                                            relevance_threshold := 0.0, empty_labels := 'zero',
                                             empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
@@ -243,15 +233,14 @@ CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'e
       AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0, 'a finite number >= 0') THEN
     CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
-        rankwise__finite(rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base,
-                                              relevance_threshold), 'rankwise_dcg_graded', rel, gain),
+        rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- NDCG@k with graded relevance; the ideal: the top-k recommended gains sorted (predictions_topk), all the
 -- labels' gains sorted and cut at k (labels), or k gains of 1 (k_ones)
-CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'exp2', log_base := 2.718281828459045,
-                                             ideal := 'predictions_topk', zero_ideal := 'zero',
-                                             relevance_threshold := 0.0, empty_labels := 'nan',
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
+                                             ideal := 'labels', zero_ideal := 'zero',
+                                             relevance_threshold := 0.0, empty_labels := 'zero',
                                              empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
@@ -263,9 +252,8 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
     CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
         rankwise__ratio(
-            rankwise__finite(rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base,
-                                                  relevance_threshold), 'rankwise_ndcg_graded', rel, gain),
-            rankwise__finite(CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
+            rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
+            CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
                  ELSE coalesce(list_sum(list_transform(
                      list_slice(list_reverse_sort(
                          CASE WHEN ideal = 'labels'
@@ -273,8 +261,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
                               ELSE list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
                                        lambda x: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), x)],
                                                            gain, relevance_threshold)) END), 1, k),
-                     lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, 'rankwise_ndcg_graded', rel, gain),
-            zero_ideal),
+                     lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, zero_ideal),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's

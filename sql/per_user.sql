@@ -6,7 +6,7 @@
 --   ground_truth(user_id, item_id, relevance)     one row per judged item; a NULL item_id marks a
 --                                                 user with no labels (its relevance is ignored)
 --   cutoffs(k)                                    one row per cutoff
--- Parameters (the Convention knobs, see rankwise.conventions; defaults = reference document 000):
+-- Parameters (the Convention knobs, see rankwise.conventions; their defaults: Convention()):
 --   $users                 'union' | 'labels' | 'predictions' | 'intersection' (a user with an
 --                          empty list is in that input)
 --   $unjudged              'keep' | 'drop' (leave out users without a single judged item)

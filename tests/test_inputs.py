@@ -88,7 +88,8 @@ def test_polars_rows_come_in_k_user_order(ideal):
     lists = lists.with_columns(pl.when(pl.col("user") % 11 == 0).then(pl.lit([], pl.List(pl.Int64)))
                                .otherwise("item").alias("item"))
     truth = pl.DataFrame({"user": users[50:][::-1], "item": [[u % 7, 30] for u in users[50:][::-1]]})
-    res = rankwise.evaluate(lists, truth, k=[5, 1, 2], convention=rankwise.Convention(ideal=ideal), backend="polars")
+    conv = rankwise.Convention(users="union", ideal=ideal)  # every user of either input has rows
+    res = rankwise.evaluate(lists, truth, k=[5, 1, 2], convention=conv, backend="polars")
     keys = res.long.select("k", "user")
     assert keys.height == 300 * 3 and keys.equals(keys.sort("k", "user"))
 
@@ -108,7 +109,8 @@ def test_scores_rank_descending_with_documented_ties(backend):
 def test_user_dtype_and_name_are_kept(backend):
     recs = RECS.with_columns(pl.col("user").cast(pl.String)).rename({"user": "customer"})
     truth = TRUTH.with_columns(pl.col("user").cast(pl.String)).rename({"user": "customer"})
-    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=backend, user_col="customer")
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=backend, user_col="customer",
+                            convention=rankwise.Convention(users="union"))
     assert res.per_user.schema["customer"] == pl.String
     assert res.per_user["customer"].to_list() == ["1", "2", "3", "4"]
 
@@ -139,7 +141,7 @@ def test_cli_prints_summary_and_writes_frames(tmp_path, capsys):
     TRUTH.write_csv(tmp_path / "t.csv")  # integer ids are a DtypeMismatchError)
     code = cli.main([
         "evaluate", str(tmp_path / "r.csv"), str(tmp_path / "t.csv"), "--k", "1,3",
-        "--metrics", "precision,ndcg", "--backend", "duckdb",
+        "--metrics", "precision,ndcg", "--backend", "duckdb", "--convention", "recommended_ideal",
         "--per-user", str(tmp_path / "pu.parquet"), "--summary", str(tmp_path / "s.csv"),
     ])
     out = capsys.readouterr().out
@@ -208,7 +210,8 @@ def test_a_named_rank_score_or_relevance_column_must_exist():
     IDCG = 7/ln 2 + 1/ln 3), a misspelt rank_col ranked by the score column. The defaults may be absent."""
     recs = pl.DataFrame({"user": [1, 1], "item": [1, 2], "rank": [1, 2], "score": [0.1, 0.9]})
     truth = pl.DataFrame({"user": [1, 1], "item": [1, 2], "rating": [1.0, 3.0]})
-    graded = rankwise.evaluate(recs, truth, k=2, metrics=["ndcg"], relevance_col="rating")
+    graded = rankwise.evaluate(recs, truth, k=2, metrics=["ndcg"], relevance_col="rating",
+                               convention=rankwise.Convention(gain="exp2", log_base=math.e))
     dcg, idcg = 1 / math.log(2) + 7 / math.log(3), 7 / math.log(2) + 1 / math.log(3)
     assert graded.summary["value"].item() == pytest.approx(dcg / idcg)
     for kw, what in [({"relevance_col": "ratng"}, "ground truth"), ({"rank_col": "rnk"}, "recommendations"),

@@ -1,6 +1,7 @@
-"""Presets on reference document 000's five users against the values the libraries themselves
-returned (conventions.md section 3, recorded from live runs at the versions listed there), the
-divergences we refuse to copy, explain(), and the generated docs page."""
+"""Presets on the review's five worked users (tests/test_review_tables.py) against the values the
+libraries themselves returned (conventions.md section 3, recorded from live runs at the versions listed
+there), the divergences we refuse to copy, explain(), the default convention as the libraries' vote, and
+the generated docs page."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import Convention, _docs
+from rankwise import Convention, _docs, _presets
 
 RECS = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 6, 8], [1, 2, 3, 4, 5], [], [1, 2, 3, 4], []]})
 TRUTH = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 2, 3, 4, 5, 6], [2, 4, 6], [2, 4, 6], [], []]})
@@ -45,7 +46,7 @@ LONG_FORM = {"evidently", "replay", "rectools", "recbole", "trec_eval"}
 
 @pytest.mark.heavy  # Spark/PostgreSQL: tests/test_engines.py runs the same SQL under every convention
 @pytest.mark.parametrize("preset", sorted(LIBRARY_VALUES))
-def test_preset_reproduces_library_on_document_000(preset, backend):
+def test_preset_reproduces_library_on_the_review_users(preset, backend):
     recs, truth = RECS, TRUTH
     if preset in LONG_FORM:
         truth = TRUTH.filter(pl.col("item").list.len() > 0)
@@ -57,8 +58,8 @@ def test_preset_reproduces_library_on_document_000(preset, backend):
             assert got[(metric, k)] == pytest.approx(expected, abs=5e-4), (metric, k)
 
 
-def test_explain_default_vs_ranx_names_the_two_causes():
-    ex = rankwise.explain(RECS, TRUTH, a="default", b="ranx", metric="map", k=5)
+def test_explain_recommended_ideal_vs_ranx_names_the_two_causes():
+    ex = rankwise.explain(RECS, TRUTH, a="recommended_ideal", b="ranx", metric="map", k=5)
     assert ex.value_a == pytest.approx(1 / 2) and ex.value_b == pytest.approx(2 / 15)
     causes = {r["knob"]: r["share"] for r in ex.table.iter_rows(named=True) if r["effect"] != 0}
     assert set(causes) == {"ap_denominator", "empty_labels"}
@@ -95,10 +96,10 @@ def test_divergence_evidently_map_stays_within_one():
 
 
 def test_compare_conventions_side_by_side():
-    table = rankwise.compare_conventions(RECS, TRUTH, k=[3, 5], presets=["default", "ranx", "spark"])
-    assert table.columns == ["metric", "k", "default", "ranx", "spark"]
+    table = rankwise.compare_conventions(RECS, TRUTH, k=[3, 5], presets=["recommended_ideal", "ranx", "spark"])
+    assert table.columns == ["metric", "k", "recommended_ideal", "ranx", "spark"]
     row = table.filter(pl.col("metric") == "map", pl.col("k") == 5).row(0, named=True)
-    assert row["default"] == pytest.approx(1 / 2) and row["spark"] == pytest.approx(.14667, abs=1e-5)
+    assert row["recommended_ideal"] == pytest.approx(1 / 2) and row["spark"] == pytest.approx(.14667, abs=1e-5)
     assert table.filter(pl.col("metric") == "mrr")["spark"].is_null().all()
 
 
@@ -151,7 +152,7 @@ def test_compare_conventions_keeps_beyond_metrics_of_derived_conventions():
     assert coverage[evidently] == 1.0 and coverage[nats] == 1.0
     assert tail[evidently] is None and tail[nats] is not None
     for preset in rankwise.PRESETS.values():  # each library's beyond-accuracy note is in its notes
-        if preset.name != "default" and set(preset.metrics) & set(rankwise.BEYOND_METRICS):
+        if preset.name not in _presets.NOT_LIBRARIES and set(preset.metrics) & set(rankwise.BEYOND_METRICS):
             assert "Beyond accuracy (run live" in preset.notes, preset.name
 
 
@@ -171,36 +172,36 @@ def test_compare_conventions_refuses_two_conventions_of_one_name():
     three, a silent '<name>_right' column with two)."""
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "rank": [1, 2, 1]})
     truth = pl.DataFrame({"user": [1, 1, 2], "item": [2, 1, 3], "relevance": [3.0, 1.0, 1.0]})
-    for presets in ([Convention(name="x"), Convention(gain="linear", name="x")],
-                    [Convention(name="x"), Convention(gain="linear", name="x"), Convention(gain="binary", name="x")]):
+    for presets in ([Convention(name="x"), Convention(gain="exp2", name="x")],
+                    [Convention(name="x"), Convention(gain="exp2", name="x"), Convention(gain="binary", name="x")]):
         with pytest.raises(rankwise.ParameterError, match="named 'x'"):
             rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"], presets=presets)
-    for linear in (Convention(gain="linear"), Convention().replace(gain="linear")):
-        table = rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"], presets=[Convention(), linear])
-        assert table.columns == ["metric", "k", "default", "default gain='linear'"]
+    for exp2 in (Convention(gain="exp2"), Convention().replace(gain="exp2")):
+        table = rankwise.compare_conventions(recs, truth, k=2, metrics=["dcg"], presets=[Convention(), exp2])
+        assert table.columns == ["metric", "k", "default", "default gain='exp2'"]
 
 
 def test_a_convention_built_with_other_knobs_is_not_named_default():
-    """Convention(gain='linear') was named 'default' (and written to the warehouse as convention =
+    """Convention(gain='exp2') was named 'default' (and written to the warehouse as convention =
     'default'): it is named as replace() names it; a name given stays."""
-    assert Convention(gain="linear").name == "default gain='linear'"
-    assert Convention(gain="linear", log_base=2).name == "default gain='linear' log_base=2"
-    assert Convention(gain="linear", name="mine").name == "mine"
+    assert Convention(gain="exp2").name == "default gain='exp2'"
+    assert Convention(gain="exp2", log_base=3).name == "default gain='exp2' log_base=3"
+    assert Convention(gain="exp2", name="mine").name == "mine"
     assert Convention().name == "default"
     recs = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
-    result = rankwise.evaluate(recs, recs, k=1, metrics=["dcg"], convention=Convention(gain="linear"))
+    result = rankwise.evaluate(recs, recs, k=1, metrics=["dcg"], convention=Convention(gain="exp2"))
     from rankwise import _write
-    assert _write.frames(result)["runs"]["convention"].to_list() == ["default gain='linear'"]
+    assert _write.frames(result)["runs"]["convention"].to_list() == ["default gain='exp2'"]
 
 
 def test_explain_names_the_mixes_that_leave_the_split_undefined():
     """One user, its only label of relevance 0.5: under relevance_threshold=1 it has no relevant label,
-    so with users='union' and empty_labels='nan' no user has a precision (a NaN mean). Shapley effects
-    through such a mix are undefined: NaN, and the note says which mixes, instead of NaN silently.
-    A knob that cannot move precision (gain) has no row: the note names it."""
+    so with users='union' and empty_labels='nan' (recommended_ideal) no user has a precision (a NaN
+    mean). Shapley effects through such a mix are undefined: NaN, and the note says which mixes, instead
+    of NaN silently. A knob that cannot move precision (gain) has no row: the note names it."""
     recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
     truth = pl.DataFrame({"user": [1], "item": [10], "relevance": [0.5]})
-    ex = rankwise.explain(recs, truth, a="default", b="ranx", metric="precision", k=2)
+    ex = rankwise.explain(recs, truth, a="recommended_ideal", b="ranx", metric="precision", k=2)
     assert (ex.value_a, ex.value_b) == (0.5, 0.0)  # 1 hit of 2; ranx: not relevant, scored 0
     assert "relevance_threshold" in ex.note and "no user has a defined precision@2" in ex.note
     effects = dict(ex.table.select("knob", "effect").iter_rows())
@@ -244,7 +245,7 @@ def test_the_readme_preset_table_lists_each_presets_metrics():
             rankwise.PRESETS}
     assert set(rows) == set(rankwise.PRESETS)
     for name, listed in rows.items():
-        if name == "default":
+        if name in _presets.NOT_LIBRARIES:
             assert listed == "all"
             continue
         want = ", ".join(public.get(m, m) for m in rankwise.PRESETS[name].metrics if m in public)
@@ -257,8 +258,8 @@ def test_explain_note_names_the_base_mix():
     conventions (empty_labels 'nan') and in every mix, the base (no knob switched) included."""
     recs = pl.DataFrame({"user": [1, 1], "item": [10, 11], "rank": [1, 2]})
     truth = pl.DataFrame({"user": [1], "item": [10], "relevance": [0.0]})
-    ex = rankwise.explain(recs, truth, a="default", b="ranx", metric="map", k=5)
-    assert "default's own values (no knob switched)" in ex.note
+    ex = rankwise.explain(recs, truth, a="recommended_ideal", b="ranx", metric="map", k=5)
+    assert "recommended_ideal's own values (no knob switched)" in ex.note
     assert "with ;" not in ex.note and "with  " not in ex.note
 
 
@@ -318,3 +319,102 @@ def test_compare_conventions_and_explain_say_they_take_one_run():
         with pytest.raises(ParameterError, match="one run") as info:
             call()
         assert "recommendations['a']" in str(info.value)
+
+
+# -- the default convention: the libraries' vote -------------------------------------------------------
+
+def test_the_default_is_the_libraries_vote():
+    """Convention()'s knobs are written in conventions.py; they must be what _presets.vote gives over the
+    library presets, with the overrides docs/metrics.md explains. Change a preset (or a default) and this
+    fails until the two agree again."""
+    assert Convention().knobs() == _presets.voted_default()
+    assert rankwise.PRESETS["default"].knobs() == Convention().knobs()
+    votes = _presets.vote()
+    for knob, (value, why) in _presets.OVERRIDES.items():
+        assert value != votes[knob].winner and why, knob  # an override that changes nothing is noise
+        assert value in rankwise.knob_documentation()[knob][0], knob
+
+
+def test_the_vote_counts_only_presets_with_a_metric_the_knob_moves():
+    """kaggle has only MAP: it has no say on NDCG's ideal; default and recommended_ideal never vote."""
+    names = {p.name for p in _presets.voters("ideal")}
+    assert "kaggle" not in names and "surprise" not in names and "ranx" in names
+    assert not names & set(_presets.NOT_LIBRARIES)
+    assert {p.name for p in _presets.voters("users")} == set(rankwise.PRESETS) - set(_presets.NOT_LIBRARIES)
+
+
+def test_the_vote_breaks_ties_with_trec_eval_and_ranx_then_the_first_listed_value():
+    """Four made-up presets with MAP: 2 vote n_rel, 2 min_k_nrel. When trec_eval and ranx are the two
+    n_rel voters, n_rel wins; when they split, the value listed first of the tied ones (n_rel comes before
+    min_k_nrel in the knob's values)."""
+    def lib(name, ap):
+        return Convention(name=name, metrics=("map",), ap_denominator=ap)
+
+    shared = {p.name: p for p in (lib("trec_eval", "n_rel"), lib("ranx", "n_rel"), lib("a", "min_k_nrel"),
+                                   lib("b", "min_k_nrel"))}
+    v = _presets.vote(shared)["ap_denominator"]
+    assert (v.winner, v.rule) == ("n_rel", "tie: the value trec_eval and ranx share")
+    split = {p.name: p for p in (lib("trec_eval", "min_k_nrel"), lib("ranx", "n_rel"), lib("a", "min_k_nrel"),
+                                  lib("b", "n_rel"))}
+    v = _presets.vote(split)["ap_denominator"]
+    assert (v.winner, v.rule) == ("n_rel", "tie: the value listed first")
+    three = {**split, "c": lib("c", "k")}  # no tie among the leaders: the most votes win, k has 1
+    assert _presets.vote(three)["ap_denominator"].winner == "n_rel"
+    majority = {**shared, "c": lib("c", "min_k_nrel")}
+    assert (_presets.vote(majority)["ap_denominator"].winner, _presets.vote(majority)["ap_denominator"].rule) == \
+        ("min_k_nrel", "")
+
+
+def test_the_default_on_the_review_users_by_hand():
+    """The default on the review's five users at k = 5: users 1-5 are all in the ground truth (4 and 5 with
+    no label score 0, as user 3 without a list does). User 1: [1, 6, 8] against {1..6}, hits at 1 and 2;
+    user 2: [1..5] against {2, 4, 6}, hits at 2 and 4. AP / min(k, n_rel): 1: (1/1 + 2/2) / 5,
+    2: (1/2 + 2/4) / 3. NDCG, linear gain on 0/1 labels, log2, ideal from the labels cut at 5:
+    1: (1 + 1/log2 3) / sum_{i<=5} 1/log2(i+1), 2: (1/log2 3 + 1/log2 5) / (1 + 1/log2 3 + 1/log2 4)."""
+    res = rankwise.evaluate(RECS, TRUTH, k=5, metrics=["map", "ndcg"])
+    got = dict(res.summary.select("metric", "value").iter_rows())
+    d = [1 / math.log2(i + 1) for i in range(1, 6)]
+    assert got["map"] == pytest.approx((2 / 5 + 1 / 3) / 5, rel=1e-12)
+    assert got["ndcg"] == pytest.approx(((d[0] + d[1]) / sum(d) + (d[1] + d[3]) / sum(d[:3])) / 5, rel=1e-12)
+    assert res.summary["n_users"].to_list() == [5, 5]
+
+
+def test_the_default_lies_within_the_libraries_on_the_bundled_example():
+    """NDCG@10 and MAP@10 on examples/: the default's value lies between the smallest and the largest of
+    the library presets that define the metric; recommended_ideal's (the review's definitions) lies above
+    every library's, the gap the default used to have."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    recs, truth = pl.read_parquet(root / "recommendations.parquet"), pl.read_parquet(root / "ground_truth.parquet")
+
+    def at10(convention, metric):
+        res = rankwise.evaluate(recs, truth, k=10, metrics=[metric], convention=convention)
+        return res.summary["value"].item()
+
+    for metric in ("ndcg", "map"):
+        libraries = [at10(name, metric) for name, p in rankwise.PRESETS.items()
+                     if name not in _presets.NOT_LIBRARIES and metric in p.metrics]
+        assert len(libraries) >= 8, metric
+        assert min(libraries) <= at10("default", metric) <= max(libraries), metric
+        assert at10("recommended_ideal", metric) > max(libraries), metric
+
+
+def test_the_duckdb_macros_default_to_the_default_convention():
+    """sql/macros.sql writes each knob's default as a named parameter: every one is Convention()'s."""
+    import re
+
+    from rankwise import _sql_files
+
+    default = Convention().knobs()
+    headers = re.findall(r"CREATE OR REPLACE TEMP MACRO (rankwise_\w+)\((.*?)\) AS", _sql_files.read("macros"), re.S)
+    seen = set()
+    for name, params in headers:
+        for knob, literal in re.findall(r"(\w+) := ('[^']*'|[-\d.e]+|true|false)", params):
+            if knob not in default:
+                continue  # beta
+            value = {"true": True, "false": False}.get(literal, literal.strip("'"))
+            want = default[knob]
+            if isinstance(want, (int, float)) and not isinstance(want, bool):
+                value = float(value)
+            assert value == want, (name, knob, value, want)
+            seen.add(knob)
+    assert {"ap_denominator", "ideal", "gain", "log_base", "empty_labels"} <= seen

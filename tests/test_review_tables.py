@@ -1,6 +1,8 @@
-"""Reference document 000's five users at k = 1, 3, 5: every table cell, on every backend.
+"""The five worked users of a widely read review of recommender-metric definitions, at k = 1, 3, 5:
+every table cell, on every backend, under the preset that holds the review's definitions
+(``recommended_ideal``: the ideal DCG from the recommended items' own gains, AP over the hits).
 
-Expected values are the document's own fractions (mean RR@3 corrected to 1/2, see the README).
+Expected values are the review's own fractions (mean RR@3 corrected to 1/2, see the README).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import pytest
 
 import rankwise
 
+CONVENTION = "recommended_ideal"
 RECS = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 6, 8], [1, 2, 3, 4, 5], [], [1, 2, 3, 4], []]})
 TRUTH = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 2, 3, 4, 5, 6], [2, 4, 6], [2, 4, 6], [], []]})
 NAN = float("nan")
@@ -36,7 +39,7 @@ PER_USER = {
     },
     "hit_rate": {1: (1, 1, 1), 2: (0, 1, 1), 3: (0, 0, 0)},
 }
-# the document's "Mean" rows (MRR@3 = 1/2: the document's 0.333 is an arithmetic slip)
+# the review's "Mean" rows (MRR@3 = 1/2: the review's 0.333 is an arithmetic slip)
 MEANS = {
     "precision": (1 / 3, 1 / 3, 4 / 15),
     "recall": (1 / 18, 2 / 9, 1 / 3),
@@ -59,7 +62,8 @@ def inputs(request):
 
 
 def test_per_user_cells(inputs, backend):
-    res = rankwise.evaluate(*inputs, k=list(KS), metrics=list(PER_USER), backend=backend)
+    res = rankwise.evaluate(*inputs, k=list(KS), metrics=list(PER_USER), convention=CONVENTION,
+                            backend=backend)
     table = {row["user"]: row for row in res.per_user.iter_rows(named=True)}
     for metric, users in PER_USER.items():
         for user, values in users.items():
@@ -71,7 +75,7 @@ def test_per_user_cells(inputs, backend):
 
 
 def test_means_and_counts(inputs, backend):
-    res = rankwise.evaluate(*inputs, k=list(KS), metrics=list(MEANS), backend=backend)
+    res = rankwise.evaluate(*inputs, k=list(KS), metrics=list(MEANS), convention=CONVENTION, backend=backend)
     got = {(r["metric"], r["k"]): (r["value"], r["n_users"]) for r in res.summary.iter_rows(named=True)}
     for metric, values in MEANS.items():
         for k, expected in zip(KS, values):
@@ -81,7 +85,7 @@ def test_means_and_counts(inputs, backend):
 
 
 def test_users_without_labels_are_reported(backend):
-    res = rankwise.evaluate(RECS, TRUTH, k=3, backend=backend)
+    res = rankwise.evaluate(RECS, TRUTH, k=3, convention=CONVENTION, backend=backend)
     reasons = dict(res.excluded.select("reason", "n_users").iter_rows())
     assert reasons["no relevant label (empty_labels='nan')"] == 2
     assert res.per_user.height == 5

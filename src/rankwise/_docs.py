@@ -6,6 +6,7 @@ is what this produces, so the page cannot drift from the code.
 
 from __future__ import annotations
 
+from . import _presets
 from .compare import defines
 from .conventions import PRESETS, Convention, knob_documentation
 from .metrics import BEYOND, KNOBS_BY_METRIC, REGISTRY
@@ -61,6 +62,35 @@ def _side_example(metric: str) -> str:
             f"{value:.6g} under the default convention.")
 
 
+def _vote_section() -> list[str]:
+    """The default convention's vote per knob (``_presets.vote``), with the overrides and why."""
+    libraries = [name for name in PRESETS if name not in _presets.NOT_LIBRARIES]
+    out = [
+        "## The default convention: the libraries' vote",
+        "",
+        "`Convention()`, the `default` preset, is the definition the field shares: for each knob, the value",
+        f"most of the {len(libraries)} library presets use. A preset votes on a knob only if it has a metric the knob",
+        "moves (a preset without NDCG has no say on `ideal`). Where the votes split evenly, the value",
+        "trec_eval and ranx share wins; where they do not both vote, the tied value listed first among the",
+        "knob's values. `default` and `recommended_ideal` (the definitions of a widely read review of",
+        "recommender-metric definitions with five-user worked tables) do not vote. A few beyond-accuracy",
+        "knobs keep another value, said in the last column. `tests/test_presets.py` checks `Convention()`",
+        "against this vote.",
+        "",
+        "| knob | votes | vote | default |",
+        "|---|---|---|---|",
+    ]
+    default = Convention()
+    for knob, v in _presets.vote().items():
+        votes = "; ".join(f"`{value!r}` {len(names)} ({', '.join(names)})" for value, names in v.counts.items())
+        won = f"`{v.winner!r}`" + (f" ({v.rule})" if v.rule else "")
+        kept = f"`{getattr(default, knob)!r}`"
+        if knob in _presets.OVERRIDES:
+            kept += f": overridden, {_presets.OVERRIDES[knob][1]}"
+        out.append(f"| `{knob}` | {votes} | {won} | {kept} |")
+    return out + [""]
+
+
 def render() -> str:
     knobs = knob_documentation()
     out = [
@@ -71,6 +101,7 @@ def render() -> str:
         "top k, n_rel = the user's relevant labels, n = list length. Users with no relevant label or no",
         "recommendation take the values of `empty_labels` / `empty_predictions` for every metric.",
         "",
+        *_vote_section(),
         "## Knobs",
         "",
         "| knob | default | values | meaning |",

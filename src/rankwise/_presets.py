@@ -10,9 +10,11 @@ beyond-accuracy metrics too (after the accuracy ones), its notes say how they we
 from __future__ import annotations
 
 import math
+from collections import Counter
+from dataclasses import dataclass
 
-from .conventions import Convention
-from .metrics import BEYOND, USER_LEVEL
+from .conventions import Convention, knob_documentation
+from .metrics import BEYOND, KNOBS_BY_METRIC, USER_LEVEL
 
 _ALL = USER_LEVEL + tuple(m.name for m in BEYOND)  # every accuracy and beyond-accuracy metric
 
@@ -26,9 +28,23 @@ PRESETS: dict[str, Convention] = {
     for p in (
         _preset(
             "default", _ALL,
-            """Reference document 000: users in either input; no relevant label -> undefined (left out
-            of means); labels but no list -> 0; precision / k; AP / hits; F per user; NDCG with gain
-            2^rel - 1, natural log, ideal = the top-k recommended gains sorted.""",
+            """The definition the field shares: for each knob, the value most of the library presets use
+            (ties: the value trec_eval and ranx share), three beyond-accuracy knobs excepted (the vote
+            per knob and why: docs/metrics.md, "The default convention"). The ground-truth users; no
+            relevant label or no list -> 0; precision / k; AP / min(k, |relevant|); F per user; NDCG
+            with linear gain, log2, ideal = the user's labels sorted, cut at k.""",
+        ),
+        _preset(
+            "recommended_ideal", _ALL,
+            """The definitions of a widely read review of recommender-metric definitions with five-user
+            worked tables (tests/test_review_tables.py checks every cell): the ideal DCG from the top-k
+            recommended items' own gains sorted (a list of hits scores NDCG 1, whatever it missed) and
+            AP over the hits in the top k; users in either input; no relevant label -> undefined (left
+            out of means); labels but no list -> 0; gain 2^rel - 1 (the review's binary gain on 0/1
+            labels), natural log. No library computes NDCG or MAP this way; the beyond-accuracy knobs
+            are the default's.""",
+            users="union", empty_labels="nan", ap_denominator="n_hits", gain="exp2", log_base=math.e,
+            ideal="predictions_topk",
         ),
         _preset(
             "ranx", ("precision", "recall", "fbeta", "map", "mrr", "dcg", "ndcg", "hit_rate", "r_precision"),
@@ -61,7 +77,7 @@ PRESETS: dict[str, Convention] = {
             relevance). Divergence, not copied: Spark counts a repeated predicted item every time
             (precision, recall, AP and NDCG above 1); rankwise rejects repeats (duplicates='error').""",
             users="union", empty_labels="zero", empty_predictions="zero", ap_denominator="min_k_nrel",
-            gain="binary", ideal="labels",
+            gain="binary", log_base=math.e, ideal="labels",
         ),
         _preset(
             "torchmetrics", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate"),
@@ -97,7 +113,7 @@ PRESETS: dict[str, Convention] = {
             tied scores.""",
             users="labels", empty_labels="nan", empty_predictions="zero", precision_denominator="min_k_candidates",
             ap_denominator="n_rel", f_aggregation="of_means", gain="linear", log_base=2.0, ideal="labels",
-            cold_items="drop", catalog="train", gini="recommended_n1", ild_denominator="n_u",
+            arp_popularity="users", cold_items="drop", catalog="train", gini="recommended_n1", ild_denominator="n_u",
             ild_short="zero", personalization_lists="full",
         ),
         _preset(
@@ -179,3 +195,71 @@ PRESETS: dict[str, Convention] = {
         ),
     )
 }
+
+
+# -- the default convention is the libraries' vote ------------------------------------------------------
+
+NOT_LIBRARIES = ("default", "recommended_ideal")  # presets that reproduce no library: they do not vote
+TIE_BREAKERS = ("trec_eval", "ranx")
+
+# knobs whose default is not the vote's winner: {knob: (the default, why)}
+OVERRIDES = {
+    "catalog": ("items", "'items' is the train items whenever no item table is given, the only catalog "
+                "Evidently, RePlay and MS Recommenders accept, so it agrees with all five voters on their own "
+                "inputs; 'train' would silently ignore an item table passed as items="),
+    "catalog_outside": ("ignore", "'count' lets item_coverage, a share of the catalog, exceed 1"),
+    "personalization_lists": ("actual", "'full' (Evidently's S = U_R k) is exact only when every list holds k "
+                              "items; with shorter lists the value can exceed 1"),
+}
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One knob's vote: ``counts`` maps each value to the library presets using it (most first),
+    ``winner`` is the value with the most, ``rule`` says how a tie was broken ("" when none)."""
+
+    knob: str
+    counts: dict
+    winner: object
+    rule: str
+
+
+def voters(knob: str, presets: dict[str, Convention] | None = None) -> list[Convention]:
+    """The library presets that vote on ``knob``: those with a metric the knob moves
+    (``metrics.KNOBS_BY_METRIC``), so a preset without NDCG has no say on ``ideal``."""
+    presets = PRESETS if presets is None else presets
+    return [p for name, p in presets.items() if name not in NOT_LIBRARIES
+            and any(knob in KNOBS_BY_METRIC[m] for m in (p.metrics or KNOBS_BY_METRIC))]
+
+
+def vote(presets: dict[str, Convention] | None = None) -> dict[str, Vote]:
+    """Per knob, the value most library presets use. A tie goes to the value trec_eval and ranx share
+    when both vote for one of the tied values, else to the tied value listed first among the knob's
+    allowed values (the knobs where only two libraries vote, neither of them trec_eval or ranx)."""
+    presets = PRESETS if presets is None else presets
+    out = {}
+    for knob, (allowed, _) in knob_documentation().items():
+        voting = voters(knob, presets)
+        if not voting:
+            continue  # no library has a metric it moves: no vote (voted_default then lacks it)
+        tally = Counter(getattr(p, knob) for p in voting)
+        order = list(allowed) if isinstance(allowed, tuple) else []
+        ranked = sorted(tally, key=lambda v: (-tally[v], order.index(v) if v in order else len(order)))
+        tied = [v for v in ranked if tally[v] == tally[ranked[0]]]
+        shared = {getattr(p, knob) for p in voting if p.name in TIE_BREAKERS}
+        both = len([p for p in voting if p.name in TIE_BREAKERS]) == len(TIE_BREAKERS)
+        if len(tied) == 1:
+            winner, rule = tied[0], ""
+        elif both and len(shared) == 1 and next(iter(shared)) in tied:
+            winner, rule = next(iter(shared)), "tie: the value trec_eval and ranx share"
+        else:
+            winner, rule = tied[0], "tie: the value listed first"
+        counts = {v: [p.name for p in voting if getattr(p, knob) == v] for v in ranked}
+        out[knob] = Vote(knob, counts, winner, rule)
+    return out
+
+
+def voted_default(presets: dict[str, Convention] | None = None) -> dict:
+    """The default's knobs as the vote gives them, with ``OVERRIDES`` applied: ``Convention()`` must equal
+    this (tests/test_presets.py)."""
+    return {knob: OVERRIDES[knob][0] if knob in OVERRIDES else v.winner for knob, v in vote(presets).items()}

@@ -1,7 +1,8 @@
 """Conventions: every definitional choice a ranking metric makes, as one named field.
 
-A :class:`Convention` is a frozen bundle of knob values. ``Convention()`` is reference document
-000's convention (the ``default`` preset). Derive variants with ``conv.replace(field=value)``.
+A :class:`Convention` is a frozen bundle of knob values. ``Convention()`` is the ``default`` preset:
+for each knob, the value most of the libraries the presets reproduce use (``_presets.vote``; the vote
+per knob is in docs/metrics.md). Derive variants with ``conv.replace(field=value)``.
 
 Both engines read the same knobs: the Polars plan branches on them in Python, the SQL receives them
 as bound parameters (see :meth:`Convention.sql_parameters`), so one convention means one thing.
@@ -23,10 +24,10 @@ def _knob(default, values, doc):
 
 @dataclass(frozen=True)
 class Convention:
-    """The definitional choices behind every metric (defaults: reference document 000)."""
+    """The definitional choices behind every metric (defaults: the libraries' vote, docs/metrics.md)."""
 
     users: str = _knob(
-        "union",
+        "labels",
         ("union", "labels", "predictions", "intersection"),
         "which users are evaluated: everyone in either input, users in the ground truth, users in "
         "the recommendations, or users in both (a user given with an empty list is in that input)",
@@ -38,7 +39,7 @@ class Convention:
         "ignores queries with no relevance information)",
     )
     empty_labels: str = _knob(
-        "nan",
+        "zero",
         ("nan", "zero", "one", "error"),
         "value of every metric for a user with no relevant item (nan = undefined, excluded from means)",
     )
@@ -54,7 +55,7 @@ class Convention:
         "min(k, number of items recommended or relevant)",
     )
     ap_denominator: str = _knob(
-        "n_hits",
+        "min_k_nrel",
         ("n_hits", "n_rel", "min_k_nrel", "k", "min_k_len"),
         "AP@k and AR@k divide their sum over hit positions by: hits@k, number relevant, "
         "min(k, number relevant), k, or min(k, list length); a zero denominator gives 0",
@@ -65,19 +66,19 @@ class Convention:
         "F-beta mean: mean of per-user F, or F of mean precision and mean recall",
     )
     gain: str = _knob(
-        "exp2",
+        "linear",
         ("binary", "linear", "exp2"),
         "DCG gain of an item with relevance r: 1 if relevant else 0, r, or 2^r - 1",
     )
     log_base: float = _knob(
-        math.e,
+        2.0,
         "a number > 1",
         "DCG discount of position i is log_b(i + 1) = ln(i + 1) / ln(b)",
     )
     ideal: str = _knob(
-        "predictions_topk",
+        "labels",
         ("predictions_topk", "labels", "k_ones"),
-        "IDCG@k from: the top-k recommended items' gains sorted descending (document 000), "
+        "IDCG@k from: the top-k recommended items' gains sorted descending (preset recommended_ideal), "
         "all the user's labels sorted by gain, cut at k, or k slots of gain 1 (k <= 10000)",
     )
     zero_ideal: str = _knob(
@@ -124,13 +125,13 @@ class Convention:
         "U_T counts the same way (train users, or train rows)",
     )
     arp_popularity: str = _knob(
-        "users",
+        "rows",
         ("users", "rows"),
         "pop(i) for arp: distinct train users (Evidently, Elliot) or train rows (RecTools "
         "AvgRecPopularity, RecBole AveragePopularity)",
     )
     serendipity_popularity: str = _knob(
-        "users",
+        "rows",
         ("users", "rows"),
         "pop(i) whose dense rank serendipity compares with the list rank: distinct train users, or "
         "train rows (RecTools Serendipity)",
@@ -209,7 +210,7 @@ class Convention:
         "(MS), or 0 (RecTools, Evidently)",
     )
     long_tail: str = _knob(
-        "head_share",
+        "tail_items",
         ("head_share", "tail_items"),
         "long_tail_share's tail: items outside the short head, the most popular train items (pop desc, "
         "ties by id) until they hold long_tail_ratio of sum pop, a cold item is tail (Elliot APLT); or "
@@ -217,7 +218,7 @@ class Convention:
         "item with pop <= ratio when ratio > 1, a cold item is never tail (RecBole TailPercentage)",
     )
     long_tail_ratio: float = _knob(
-        0.8,
+        0.1,
         "a number > 0",
         "head_share: the share of interactions the short head holds (Elliot 0.8); tail_items: the "
         "tail share of train items (RecBole tail_ratio 0.1), or a popularity bound if > 1",
@@ -250,7 +251,7 @@ class Convention:
                 )
         # the numeric knobs are finite real numbers: the one rule every engine and the SQL renderer rely on
         _number("log_base", self.log_base, "> 1", lambda v: v > 1,
-                "e.g. 2 (log2: trec_eval, sklearn) or math.e (the default).")
+                "e.g. 2 (log2: the default, trec_eval, sklearn) or math.e (natural log).")
         if self.min_score is not None:
             _number("min_score", self.min_score, "", lambda v: True,
                     "None keeps every item (a NaN or infinite min_score would drop every item).")
