@@ -210,6 +210,16 @@ CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS
          WHEN gain = 'linear' THEN CAST(r AS DOUBLE)
          ELSE pow(2.0, CAST(r AS DOUBLE)) - 1.0 END;
 
+-- a graded DCG or ideal DCG: an error naming the metric and the row's relevance when it is not finite (under
+-- gain 'exp2' a relevance above 1023 overflows 2^relevance - 1), as evaluate() raises NumericOverflowError
+CREATE OR REPLACE TEMP MACRO rankwise__finite(value, metric, rel, gain) AS
+    CASE WHEN value IS NULL OR isfinite(value) THEN value
+         ELSE error(format('rankwise: {} overflowed: a DCG too large for a double (the row''s relevance: {}). {}',
+                           metric, CAST(rel AS VARCHAR),
+                           CASE WHEN gain = 'exp2' THEN 'gain := ''exp2'' gives 2^relevance - 1, which overflows above '
+                                    || 'relevance 1023: use gain := ''linear'', or rescale the relevance.'
+                                ELSE 'Rescale the relevance values to a smaller range.' END)) END;
+
 CREATE OR REPLACE TEMP MACRO rankwise__n_rel_graded(rel, relevance_threshold) AS
     len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold));
 
@@ -233,7 +243,8 @@ CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'l
       AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0, 'a finite number >= 0') THEN
     CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
-        rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
+        rankwise__finite(rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base,
+                                              relevance_threshold), 'rankwise_dcg_graded', rel, gain),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- NDCG@k with graded relevance; the ideal: the top-k recommended gains sorted (predictions_topk), all the
@@ -252,8 +263,9 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
     CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
         rankwise__ratio(
-            rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base, relevance_threshold),
-            CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
+            rankwise__finite(rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base,
+                                                  relevance_threshold), 'rankwise_ndcg_graded', rel, gain),
+            rankwise__finite(CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
                  ELSE coalesce(list_sum(list_transform(
                      list_slice(list_reverse_sort(
                          CASE WHEN ideal = 'labels'
@@ -261,7 +273,8 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
                               ELSE list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
                                        lambda x: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), x)],
                                                            gain, relevance_threshold)) END), 1, k),
-                     lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, zero_ideal),
+                     lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, 'rankwise_ndcg_graded', rel, gain),
+            zero_ideal),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's

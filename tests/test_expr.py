@@ -22,6 +22,7 @@ from rankwise.errors import (
     DuplicateItemError,
     InvalidRelevanceError,
     MissingColumnError,
+    NumericOverflowError,
     ParameterError,
 )
 
@@ -475,3 +476,84 @@ def test_novelty_n_users_may_be_a_numpy_number_or_an_expression():
     df = pl.DataFrame({"p": [[4, 1, None]], "u": [8]})  # -log2(4/8) = 1, -log2(1/8) = 3, cold: 3
     for n_users in (np.int64(8), np.float32(8.0), pl.col("u")):
         assert df.select(expr.novelty("p", k=3, n_users=n_users)).item() == pytest.approx(7 / 3, rel=1e-12)
+
+
+# -- an overflowing gain raises, as evaluate() does (issue 35) -----------------------------------
+
+EXP2 = rankwise.Convention(gain="exp2", log_base=2)  # explicit knobs: position 1 discounts by 1/log2(2) = 1
+OVERFLOW = pl.DataFrame({"g": [1, 2], "r": [[1, 2, 3], [1, 2, 3]], "t": [[1], [3]], "rel": [[2000.0], [1.0]]})
+
+
+@pytest.mark.parametrize("k", [2, expr.POSITIONAL_MAX_K + 1])  # both ways of reading positions
+@pytest.mark.parametrize("name", ["dcg", "ndcg"])
+def test_an_exp2_overflow_raises_when_the_query_runs(name, k):
+    """2^2000 - 1 is inf as a double: the row was inf (dcg) or NaN (ndcg), and .fill_nan(None).mean()
+    left it out of the mean without a word."""
+    metric = getattr(expr, name)("r", "t", k=k, relevance="rel", convention=EXP2)
+    with pytest.raises(NumericOverflowError, match=rf"{name}@{k}: 1 row\(s\)") as info:
+        OVERFLOW.select(metric)
+    assert "[2000.0]" in str(info.value) and "Hint: gain='exp2'" in str(info.value)
+    with pytest.raises(NumericOverflowError):  # lazy, grouped, streaming: the same error when it runs
+        OVERFLOW.lazy().group_by("g").agg(metric.fill_nan(None).mean()).collect(engine="streaming")
+    with pytest.raises(NumericOverflowError):
+        OVERFLOW.select(expr.metrics("r", "t", k=[1, k], metrics=["precision", name], relevance="rel",
+                                     convention=EXP2))
+
+
+def test_an_ideal_dcg_that_overflows_raises():
+    """ideal='labels': the recommended label earns 1, the unrecommended one 2^2000 - 1 = inf, so the
+    ratio was 1 / inf = 0, a plausible number."""
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 5]], "rel": [[1.0, 2000.0]]})
+    with pytest.raises(NumericOverflowError, match="ndcg@1"):
+        df.select(expr.ndcg("r", "t", k=1, relevance="rel", convention=EXP2.replace(ideal="labels")))
+
+
+def test_exp2_below_the_limit_and_other_metrics_are_numbers():
+    df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[1]], "rel": [[1000.0]]})
+    # 2^1000 - 1 rounds to 2^1000 (finite); the one relevant label is first, so NDCG is 1
+    assert df.select(expr.dcg("r", "t", k=2, relevance="rel", convention=EXP2),
+                     expr.ndcg("r", "t", k=2, relevance="rel", convention=EXP2)).row(0) == (2.0 ** 1000, 1.0)
+    # precision never reads a gain: no error on the overflowing row (hits 1 of 2, 0 of 2)
+    assert OVERFLOW.select(expr.precision("r", "t", k=2, relevance="rel", convention=EXP2)).to_series().to_list() \
+        == [0.5, 0.0]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT rankwise_dcg_graded(r, t, rel, 2, gain := 'exp2') FROM v",
+    "SELECT rankwise_ndcg_graded(r, t, rel, 2, gain := 'exp2') FROM v",
+    "SELECT avg(rankwise_ndcg_graded(r, t, rel, 2, gain := 'exp2', ideal := 'labels')) FROM v",
+])
+def test_the_graded_macros_fail_on_an_exp2_overflow(query):
+    con = duckdb.connect()
+    expr.install_duckdb(con)
+    con.execute("CREATE TEMP VIEW v AS SELECT * FROM (VALUES ([1, 2, 3], [3], [1.0]), ([1, 2, 3], [1], [2000.0])) "
+                "t(r, t, rel)")
+    with pytest.raises(duckdb.Error, match=r"overflowed.*\[2000\.0\].*gain := 'exp2'"):
+        con.execute(query).fetchall()
+    # below the limit: 2^1000 at position 1 over log2(2) = 1
+    assert con.execute("SELECT rankwise_dcg_graded([1, 2], [1], [1000.0], 2, gain := 'exp2', log_base := 2), "
+                       "rankwise_ndcg_graded([1, 2], [1], [1000.0], 2, gain := 'exp2', log_base := 2)"
+                       ).fetchone() == (2.0 ** 1000, 1.0)
+
+
+# -- one column, one role (issue 35): evaluate()'s rule ------------------------------------------
+
+@pytest.mark.parametrize("recs,truth,relevance,pair", [
+    ("r", "r", None, "recs and truth"),
+    ("r", "t", "t", "truth and relevance"),
+    ("r", "t", "r", "recs and relevance"),
+    (pl.col("r"), "r", None, "recs and truth"),
+    ("r", pl.col("t"), pl.col("t"), "truth and relevance"),
+])
+def test_one_column_cannot_play_two_roles(recs, truth, relevance, pair):
+    with pytest.raises(ParameterError, match=f"{pair} name the same column"):
+        expr.precision(recs, truth, k=2, relevance=relevance)
+    if all(isinstance(c, str) or c is None for c in (recs, truth, relevance)):
+        with pytest.raises(ParameterError, match=f"{pair} name the same column"):
+            expr.check_lists(pl.DataFrame({"r": [[1]], "t": [[1]]}), recs, truth, relevance)
+
+
+def test_an_expression_over_the_truth_column_may_be_the_relevance():
+    df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 3]]})  # relevance 1 per label: hit at 2 of 2 labels
+    rel = pl.col("t").list.eval(pl.lit(1.0))
+    assert df.select(expr.recall("r", "t", k=2, relevance=rel)).item() == 0.5
