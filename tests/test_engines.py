@@ -559,3 +559,18 @@ def test_spark_backend_beyond_metrics_equal_polars(spark_session):
     from test_beyond import _only_what_was_asked
 
     _only_what_was_asked(recs_in, list(ks), side, "spark")
+
+
+@pytest.mark.engines("duckdb", "postgres", "spark")  # the engines evaluate() runs COUNTS_SQL on
+def test_the_user_counts_hold_the_longest_list(engine):
+    """evaluate() warns when k is above every list: the engines count the longest list (the largest
+    n_recs) with the users, in the same query, also for rows left in the engine (collect=False)."""
+    from rankwise._engine import COUNTS, COUNTS_SQL
+
+    rows = pl.DataFrame({"user_id": [1, 1, 2, 2, 3, 3], "k": [1, 5] * 3, "n_recs": [4, 4, 0, 0, 7, 7],
+                         "n_rel": [1, 1, 2, 2, 0, 0], "ndcg": [0.5, 0.6, 0.0, 0.0, None, None]},
+                        schema_overrides={"ndcg": pl.Float64})
+    for name, frame, expected in (("rw_counts", rows, (3, 1, 1, 0, 7)), ("rw_none", rows.head(0), (0, 0, 0, 0, 0))):
+        engine.load(name, frame)
+        got = engine.query(COUNTS_SQL.format(per_user=engine.qualified(name)))
+        assert dict(zip(got.columns, got.row(0))) == dict(zip(COUNTS, expected))  # by hand: user 3 has 7 items

@@ -279,3 +279,71 @@ def test_an_empty_untyped_pandas_frame_says_why_its_rank_is_float():
     typed = empty.astype({"user": "int64", "item": "int64", "rank": "int64"})
     assert rankwise.evaluate(typed, TRUTH, k=1, metrics=["precision"]).summary["n_users"].to_list() == [
         TRUTH["user"].n_unique()]
+
+
+# -- messages and guards (issue 37) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "suggested"), [
+    ({"metrics": ["ndgc"]}, "'ndcg'"),
+    ({"metrics": ["Recal"]}, "'recall'"),
+    ({"metrics": ["novelti"]}, "'novelty'"),
+    ({"convention": "ranks"}, "'ranx'"),
+    ({"backend": "duckbd"}, "'duckdb'"),
+])
+def test_an_unknown_name_suggests_the_closest(kwargs, suggested):
+    """metrics=['ndgc'] listed every known name but did not say which was meant."""
+    msg = _raises(rankwise.ParameterError, **kwargs)
+    assert f"Did you mean {suggested}?" in msg
+
+
+def test_an_unknown_knob_or_option_suggests_the_closest():
+    with pytest.raises(rankwise.ParameterError, match="Did you mean [^?]*'gain'"):
+        rankwise.PRESETS["default"].replace(gian="linear")
+    res = rankwise.evaluate({"a": RECS, "b": RECS}, TRUTH, k=2, metrics=["precision"])
+    with pytest.raises(rankwise.ParameterError, match="Did you mean 'holm'"):
+        res.compare(correction="hollm")
+    with pytest.raises(rankwise.ParameterError, match="Did you mean 'precision'"):
+        res.compare(metrics=["precison"])
+
+
+def test_a_name_close_to_nothing_gets_no_suggestion():
+    msg = _raises(rankwise.ParameterError, metrics=["zzzz"])
+    assert "Did you mean" not in msg and "Known metrics" in msg
+
+
+def _cutoff_warnings(caught):
+    return [str(w.message) for w in caught if issubclass(w.category, rankwise.errors.CutoffWarning)]
+
+
+def test_k_above_every_list_warns_once_naming_the_longest_list(backend):
+    """k = 100 on 4-item lists gave P@100 = 0.01 without a word."""
+    import warnings
+
+    recs = pl.DataFrame({"user": [1, 1, 1, 1, 2, 2], "item": [10, 11, 12, 13, 10, 11], "rank": [1, 2, 3, 4, 1, 2]})
+    truth = pl.DataFrame({"user": [1, 2, 2], "item": [11, 10, 99]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = rankwise.evaluate(recs, truth, k=[2, 50, 100], metrics=["precision"], backend=backend)
+    (message,) = _cutoff_warnings(caught)  # once, for every k above
+    assert "k = 50, 100" in message and "the longest list has 4 items" in message
+    # by hand: one hit per user, divided by k = 100
+    assert res.summary.filter(pl.col("k") == 100)["value"].item() == pytest.approx(0.01)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rankwise.evaluate(recs, truth, k=[2, 4], metrics=["precision"], backend=backend)  # 4: the longest list
+    assert _cutoff_warnings(caught) == []
+
+
+def test_k_above_every_list_of_one_run_names_that_run():
+    import warnings
+
+    long = pl.DataFrame({"user": [1, 1, 1, 1], "item": [10, 11, 12, 13], "rank": [1, 2, 3, 4]})
+    short = long.filter(pl.col("rank") <= 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rankwise.evaluate({"long": long, "short": short}, pl.DataFrame({"user": [1], "item": [11]}), k=3,
+                          metrics=["precision"])
+    (message,) = _cutoff_warnings(caught)
+    assert "k = 3 in run 'short' (the longest list has 2 items)" in message and "'long'" not in message
+    assert caught[0].filename == __file__  # points at the caller's line, not inside rankwise

@@ -51,7 +51,7 @@ def test_a_user_missing_from_one_run_is_scored_by_that_runs_rule(backend):
     assert summary[("full", "precision")] == (1.0, 2)
     assert summary[("partial", "precision")] == (1.0, 1)  # user 2 has no recommendation: left out, counted
     excluded = {(r["run"], r["code"]): r["n_users"] for r in res.excluded.iter_rows(named=True)}
-    assert excluded[("partial", "no_predictions")] == 1 and excluded[("full", "no_predictions")] == 0
+    assert excluded[("partial", "no_predictions")] == 1 and ("full", "no_predictions") not in excluded  # 0: no row
 
 
 @pytest.mark.parametrize("bad", [{}, {"": "x"}, {1: "x"}])
@@ -208,7 +208,8 @@ def test_segment_summary_is_the_oracles_mean_and_t_interval_per_segment(backend)
         assert row["n_users"] == len(values)
         assert row["value"] == pytest.approx(values.mean(), rel=1e-12)
         low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
-        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-9)
+        # recall and ndcg lie in [0, 1]: so does the interval
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((max(low, 0.0), min(high, 1.0)), rel=1e-9)
     no_segment = res.excluded.filter(pl.col("code") == "no_segment")["n_users"].item()
     assert no_segment == sum(1 for u in naive if u not in segment_of)
 
@@ -353,7 +354,7 @@ def test_segment_users_outside_the_evaluations_integer_type_are_not_evaluated_us
     res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], segments=table)
     # by hand: user 1 hits at rank 1 (precision 1), user 2 misses (0)
     assert res.segments.select("segment", "value", "n_users").rows() == [("x", 1.0, 1), ("y", 0.0, 1)]
-    assert res.excluded.filter(pl.col("code") == "no_segment")["n_users"].to_list() == [0]
+    assert res.excluded.filter(pl.col("code") == "no_segment").height == 0  # nobody left out: no row
 
 
 def test_segments_edge_cases_are_parameter_errors_or_empty_frames():
@@ -381,3 +382,83 @@ def test_an_input_error_in_one_of_several_runs_names_the_run(backend):
     with pytest.raises(rankwise.DuplicateItemError) as info:
         rankwise.evaluate(repeated, truth, k=1, backend=backend)
     assert info.value.problem.startswith("recommendations:")  # one run: nothing to name
+
+
+# -- issue 37: what compare leaves out, excluded without zero rows, segments by any column, table width --
+
+
+def test_compare_names_the_catalog_metrics_it_leaves_out():
+    """compare() dropped gini without a word when it was asked for beside per-user metrics."""
+    import warnings
+
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [11, 10]})
+    train = pl.DataFrame({"user": [7, 8], "item": [10, 11]})
+    res = rankwise.evaluate({"x": recs, "y": recs}, truth, k=2, metrics=["ndcg", "gini", "item_coverage"],
+                            train=train)
+    with pytest.warns(rankwise.errors.LeftOutWarning, match=r"compare\(\) left out gini, item_coverage "
+                                                              r"\(catalog-level\)"):
+        out = res.compare()
+    assert set(out["metric"]) == {"ndcg"}
+    with pytest.warns(rankwise.errors.LeftOutWarning, match=r"bootstrap\(\) left out gini"):
+        res.bootstrap(50)
+    with warnings.catch_warnings():  # naming the metrics is not leaving any out; the table's footnote says it
+        warnings.simplefilter("error", rankwise.errors.LeftOutWarning)
+        res.compare(metrics=["ndcg"])
+        assert "No letters for gini, item_coverage (catalog-level)" in res.table().footnote
+
+
+def test_excluded_lists_only_reasons_that_leave_someone_out(backend):
+    """res.excluded listed 'outside_users ... 0'; with nobody left out it is empty, same columns and types."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [10, 10], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 11]})
+    schema = {"code": pl.String, "reason": pl.String, "n_users": pl.Int64}
+    one = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], backend=backend)
+    assert one.excluded.schema == schema and one.excluded.height == 0
+    both = rankwise.evaluate({"a": recs, "b": recs}, truth, k=1, metrics=["precision"], backend=backend)
+    assert both.excluded.schema == {"run": pl.String, **schema} and both.excluded.height == 0
+    # user 3 has labels only: outside users='intersection' (by hand, one user), the only row
+    conv = rankwise.Convention(users="intersection")
+    res = rankwise.evaluate(recs, truth.vstack(pl.DataFrame({"user": [3], "item": [10]})), k=1,
+                            metrics=["precision"], convention=conv, backend=backend)
+    assert res.excluded.select("code", "n_users").rows() == [("outside_users", 1)]
+
+
+def test_segments_by_any_column_name():
+    """A (user, country) table failed: the column had to be named 'segment'."""
+    recs = pl.DataFrame({"user": [1, 2, 3], "item": [10, 10, 10], "rank": [1, 1, 1]})
+    truth = pl.DataFrame({"user": [1, 2, 3], "item": [10, 11, 10], "country": ["fr", "de", "fr"]})
+    users = pl.DataFrame({"user": [1, 2, 3], "country": ["fr", "de", "fr"], "age": [30, 40, 50]})
+    # precision@1 by hand: users 1 and 3 (fr) hit, user 2 (de) misses
+    expected = [("country", "de", 0.0, 1), ("country", "fr", 1.0, 2)]
+    for segments in ((users, "country"), users.select("user", "country"), "country"):
+        res = rankwise.evaluate(recs, truth if isinstance(segments, str) else truth.select("user", "item"), k=1,
+                                metrics=["precision"], segments=segments)
+        assert res.segments.select("segment_by", "segment", "value", "n_users").rows() == expected
+    res = rankwise.evaluate(recs, truth, k=1, metrics=["precision"], segments=(users, "age"))
+    assert res.segments.select("segment_by", "segment").rows() == [("age", "30"), ("age", "40"), ("age", "50")]
+    with pytest.raises(rankwise.MissingColumnError, match=r"segments=\(table, 'country'\)") as info:
+        rankwise.evaluate(recs, truth, k=1, segments=users)  # two candidate columns: name one
+    with pytest.raises(rankwise.MissingColumnError, match="Did you mean 'country'"):
+        rankwise.evaluate(recs, truth, k=1, segments=(users, "contry"))
+    with pytest.raises(rankwise.ParameterError, match=r"\(table, column name\)"):
+        rankwise.evaluate(recs, truth, k=1, segments=(users, "country", "age"))
+
+
+def test_the_table_fits_the_width_in_blocks_of_whole_metrics():
+    """Ten metrics printed ~290-character lines."""
+    _, _, recs_a, truth = _inputs(1)
+    _, _, recs_b, _ = _inputs(2)
+    res = rankwise.evaluate({"pop": recs_a, "als": recs_b}, truth, k=[3, 5])
+    for width in (80, 140):
+        text = res.table().text(width=width)
+        assert max(map(len, text.splitlines())) <= width
+        blocks = [b.splitlines() for b in text.split("\n\n")[:-1]]  # the footnote last
+        assert len(blocks) > 1 and all(b[0].startswith("run") and len(b) == 4 for b in blocks)
+        shown = [c for b in blocks for c in b[0].split()[1:]]
+        assert shown == [f"{m}@{k}" for m in rankwise.METRICS for k in (3, 5)]  # every column once, in order
+        for block in blocks:  # a metric's columns stay together
+            metrics = [c.split("@")[0] for c in block[0].split()[1:]]
+            assert all(metrics.count(m) == 2 for m in metrics)
+    one_line = res.table().text(width=10_000).split("\n\n")
+    assert len(one_line) == 2  # wide enough: one block and the footnote

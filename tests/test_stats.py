@@ -525,3 +525,69 @@ def test_table_says_when_the_letters_pair_fewer_users_than_the_means():
     # by hand: a's mean over its 4 users = (0 + 0 + 1 + 1) / 4 = 0.5; b's over its 2 users = 1; paired (1, 2): 0 vs 1
     assert "0.5000" in text and "1.0000" in text
     assert "pairs only the users both runs scored (down to 2 users)" in text
+
+
+# -- intervals within the metric's range (issue 37) -----------------------------------------------
+
+
+def test_within_range_clips_each_metric_to_its_bounds_and_a_difference_to_twice_them():
+    frame = pl.DataFrame({"metric": ["recall", "dcg", "recall", "other"], "ci_low": [-0.137, -0.5, 0.2, -9.0],
+                          "ci_high": [1.387, 7.0, float("nan"), 9.0]})
+    bounds = {"recall": (0.0, 1.0), "dcg": (0.0, None), "other": (None, None)}
+    out = stats.within_range(frame, bounds.get)
+    assert out.select("ci_low", "ci_high").rows()[:2] == [(0.0, 1.0), (0.0, 7.0)]
+    assert out["ci_low"][2] == 0.2 and math.isnan(out["ci_high"][2])  # NaN stays NaN
+    assert out.row(3) == ("other", -9.0, 9.0)
+    diff = stats.within_range(frame, bounds.get, difference=True)  # recall - recall lies in [-1, 1]
+    assert diff.select("ci_low", "ci_high").rows()[:2] == [(-0.137, 1.0), (-0.5, 7.0)]
+
+
+def _four_users():
+    """Recall@2 of 4 users by hand: 1, 1, 1/2, 0; DCG@2 (binary gain, log2): 1, 1, 1, 0."""
+    recs = pl.DataFrame({"user": [1, 2, 3, 3, 4], "item": [1, 1, 1, 2, 5], "rank": [1, 1, 1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2, 3, 3, 4], "item": [1, 1, 1, 3, 6]})
+    return recs, truth
+
+
+def test_the_summary_interval_of_recall_over_four_users_stays_in_0_1(backend):
+    """Recall over 4 users printed 0.625 [-0.137, 1.387]."""
+    import rankwise
+
+    recs, truth = _four_users()
+    conv = rankwise.Convention(gain="binary", log_base=2.0)
+    res = rankwise.evaluate(recs, truth, k=2, metrics=["recall", "dcg"], convention=conv, backend=backend)
+    rows = {r["metric"]: r for r in res.summary.iter_rows(named=True)}
+    low, high = scipy.stats.t.interval(0.95, 3, loc=0.625, scale=scipy.stats.sem([1, 1, 0.5, 0]))
+    assert low < 0 and high > 1  # the t interval leaves [0, 1]
+    assert rows["recall"]["value"] == pytest.approx(0.625)
+    assert (rows["recall"]["ci_low"], rows["recall"]["ci_high"]) == (0.0, 1.0)
+    # DCG is only bounded below: 0.75 +- t * 0.5 / 2 is clipped at 0, not at 1
+    low, high = scipy.stats.t.interval(0.95, 3, loc=0.75, scale=scipy.stats.sem([1, 1, 1, 0]))
+    assert low < 0 and high > 1
+    assert (rows["dcg"]["ci_low"], rows["dcg"]["ci_high"]) == pytest.approx((0.0, high), rel=1e-12)
+
+
+def test_segment_compare_and_bootstrap_intervals_stay_in_range():
+    import rankwise
+
+    truth = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 1, 1]})
+    # hit_rate@1 by hand: a = 0, 0, 1, 0; b = 1, 1, 0, 1; differences b - a: 1, 1, -1, 1
+    a = pl.DataFrame({"user": [1, 2, 3, 4], "item": [2, 2, 1, 2], "rank": [1, 1, 1, 1]})
+    b = pl.DataFrame({"user": [1, 2, 3, 4], "item": [1, 1, 2, 1], "rank": [1, 1, 1, 1]})
+    segments = pl.DataFrame({"user": [1, 2, 3, 4], "segment": ["x"] * 4})
+    res = rankwise.evaluate({"a": a, "b": b}, truth, k=1, metrics=["hit_rate"], segments=segments)
+    row = res.compare(test="t").row(0, named=True)
+    low, high = scipy.stats.t.interval(0.95, 3, loc=0.5, scale=scipy.stats.sem([1, 1, -1, 1]))
+    assert low < -1 and high > 1  # a difference of two means in [0, 1] lies in [-1, 1]
+    assert (row["diff"], row["ci_low"], row["ci_high"]) == (0.5, -1.0, 1.0)
+    assert res.compare(by_segment=True).select("ci_low", "ci_high").row(0) == (-1.0, 1.0)
+    seg = res.segments.filter(pl.col("run") == "a").row(0, named=True)
+    low, high = scipy.stats.t.interval(0.95, 3, loc=0.25, scale=scipy.stats.sem([0, 0, 1, 0]))
+    assert low < 0 and high > 1  # 0.25 +- 3.18 * 0.25 leaves [0, 1] on both sides
+    assert (seg["ci_low"], seg["ci_high"]) == (0.0, 1.0)
+    # the basic bootstrap interval 2 mean - q: below 0 for run a before clipping
+    raw = stats.bootstrap(res.long, "user", ["hit_rate"], 2000, method="basic", runs=["a", "b"])
+    assert raw.filter(pl.col("run") == "a")["ci_low"].item() < 0
+    boot = res.bootstrap(2000, method="basic")
+    assert boot.filter(pl.col("run") == "a")["ci_low"].item() == 0.0
+    assert ((boot["ci_low"] >= 0) & (boot["ci_high"] <= 1)).all()

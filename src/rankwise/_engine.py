@@ -36,6 +36,7 @@ COUNTS = {
     "no_labels": "users with no relevant label (n_rel = 0)",
     "no_predictions": "users with relevant labels and no recommendation (n_rel > 0, n_recs = 0)",
     "zero_ideal": "users with labels and recommendations whose NDCG is undefined at some k",
+    "longest": "the longest recommendation list (the largest n_recs; 0 without users)",
 }
 # An empty-input rule that can be 'error', and the users it applies to (SQL and Polars, one place)
 EMPTY_RULES = (
@@ -92,8 +93,9 @@ COUNTS_SQL = """
 SELECT CAST(COUNT(*) AS BIGINT) AS users,
        CAST(COALESCE(SUM(u.no_labels), 0) AS BIGINT) AS no_labels,
        CAST(COALESCE(SUM(u.no_predictions), 0) AS BIGINT) AS no_predictions,
-       CAST(COALESCE(SUM(u.zero_ideal), 0) AS BIGINT) AS zero_ideal
-FROM (SELECT p.user_id,
+       CAST(COALESCE(SUM(u.zero_ideal), 0) AS BIGINT) AS zero_ideal,
+       CAST(COALESCE(MAX(u.n_recs), 0) AS BIGINT) AS longest
+FROM (SELECT p.user_id, MAX(p.n_recs) AS n_recs,
              MAX(CASE WHEN p.n_rel = 0 THEN 1 ELSE 0 END) AS no_labels,
              MAX(CASE WHEN p.n_rel > 0 AND p.n_recs = 0 THEN 1 ELSE 0 END) AS no_predictions,
              MAX(CASE WHEN p.n_rel > 0 AND p.n_recs > 0 AND p.ndcg IS NULL THEN 1 ELSE 0 END) AS zero_ideal
@@ -124,6 +126,7 @@ def polars_counts(long: pl.DataFrame) -> dict[str, int]:
         user.filter(first_k & (pl.col("n_rel") > 0) & (pl.col("n_recs") == 0)).n_unique().alias("no_predictions"),
         user.filter((pl.col("n_rel") > 0) & (pl.col("n_recs") > 0) & pl.col("ndcg").is_null())
         .n_unique().alias("zero_ideal"),
+        pl.col("n_recs").max().fill_null(0).alias("longest"),
     ).row(0, named=True)
     return {name: int(row[name]) for name in COUNTS}
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 import math
 import re
+import shutil
+import textwrap
 from dataclasses import dataclass
 
 import polars as pl
@@ -50,16 +52,18 @@ class ComparisonTable:
         marks = f" {row['better_than']}" if row["better_than"] else ""
         return value + interval + marks
 
-    def text(self) -> str:
+    def text(self, width: int | None = None) -> str:
+        """The table as text within ``width`` characters (default: the terminal's width, 100 when the
+        output is not a terminal): blocks of whole metrics (every k of one metric together), each
+        starting with the run column, then the footnote wrapped to the same width."""
         header, rows = self.cells()
         header, rows = [*map(printable, header)], [[*map(printable, row)] for row in rows]  # (widths as shown)
+        width = width or shutil.get_terminal_size((100, 24)).columns
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-        def line(r):
-            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-
-        return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows), "",
-                          printable(self.footnote)])
+        lines = []
+        for block in _blocks(header, widths, width):
+            lines += [*_lines([header, *rows], widths, [0, *block]), ""]
+        return "\n".join(lines + textwrap.wrap(printable(self.footnote), max(width, 20)))
 
     __repr__ = __str__ = text
 
@@ -69,6 +73,35 @@ class ComparisonTable:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
         return (f"<table class='rankwise-comparison'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
                 f"<p style='font-size:smaller'>{html.escape(self.footnote)}</p>")
+
+
+def _blocks(header: list[str], widths: list[int], width: int) -> list[list[int]]:
+    """The value columns (indices 1..) in blocks that fit ``width`` beside the run column: whole metrics
+    (the columns of one "metric@k" prefix) while they fit, a metric wider than a block split by k."""
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(header[1:], start=1):
+        groups.setdefault(name.rsplit("@", 1)[0], []).append(i)
+    room = max(width - widths[0], 1)  # what the run column leaves
+    blocks, current, used = [], [], 0
+    for columns in groups.values():
+        need = sum(widths[i] + 2 for i in columns)
+        if current and used + need > room:  # this metric starts a new block
+            blocks, current, used = blocks + [current], [], 0
+        for i in columns:  # (a metric wider than a whole block is split by k)
+            if current and used + widths[i] + 2 > room:
+                blocks, current, used = blocks + [current], [], 0
+            current.append(i)
+            used += widths[i] + 2
+    return blocks + [current] if current else blocks or [[]]
+
+
+def _lines(table: list[list[str]], widths: list[int], columns: list[int]) -> list[str]:
+    """The header, a rule and the rows of ``table`` (header first) in ``columns``: the first left-aligned."""
+    def line(r):
+        return "  ".join(r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i]) for i in columns)
+
+    header, *rows = table
+    return [line(header), line(["-" * w for w in widths]), *map(line, rows)]
 
 
 def build(summary: pl.DataFrame, letters: pl.DataFrame | None, footnote: str, confidence: float,

@@ -23,9 +23,9 @@ from ._polars_backend import PolarsEngine
 from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
 from .conventions import Convention, resolve
-from .errors import ParameterError, naming_run
+from .errors import CutoffWarning, LeftOutWarning, ParameterError, did_you_mean, naming_run, warn
 from .metrics import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, internal_name, parse_request,
-                      require_defined)
+                      require_defined, value_range)
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
 ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
@@ -58,9 +58,14 @@ class Result:
     prepared: dict[str | None, Prepared] = field(default_factory=dict, repr=False)  # for write()'s fingerprint
     confidence: float = 0.95  # the level of summary's intervals
     per_item: pl.DataFrame | None = None  # beyond-accuracy inputs: (run,) item, k, exposure, popularity
-    segments: pl.DataFrame | None = None  # segments=: (run,) segment, metric, k, value, n_users, ci_low, ci_high
+    segments: pl.DataFrame | None = None  # segments=: (run,) segment_by, segment, metric, k, value, n_users, ci_low,
+    # ci_high; segment_by names the grouping ("country" for segments=(table, "country") or ="country")
     segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
     run_name: str = field(default="run", repr=False)  # one run's name in write(): the recommendations file's stem
+
+    def __post_init__(self):
+        # excluded lists the reasons that leave someone out: a count of 0 is no reason (same columns when empty)
+        object.__setattr__(self, "excluded", self.excluded.filter(pl.col("n_users") > 0))
 
     @cached_property
     def per_user(self):
@@ -102,7 +107,16 @@ class Result:
         (1 + n_resamples)), "bootstrap"; correction "holm", "bonferroni" or None within a metric and k.
         Users are paired by id; a user is used where both runs have a value (n_users counts them).
         ``by_segment=True`` (an evaluate with ``segments=``): the same within each segment, a leading
-        ``segment`` column, corrections within each segment, metric and k."""
+        ``segment`` column, corrections within each segment, metric and k.
+        ci_low/ci_high never leave the range of a difference of two means: [-1, 1] for a metric in [0, 1].
+        With ``metrics=None``, the metrics that have one value per run (catalog-level ones such as gini,
+        an F of the means) are left out with a LeftOutWarning naming them."""
+        out = self._compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
+                            n_resamples=n_resamples, metrics=metrics, by_segment=by_segment)
+        self._warn_left_out("compare", metrics)
+        return out
+
+    def _compare(self, baseline, *, test, correction, alpha, seed, n_resamples, metrics, by_segment=False):
         from . import stats
 
         if by_segment:
@@ -112,31 +126,36 @@ class Result:
             long = self._long_with_runs().join(
                 self.segment_of,  # aligned to the users' type by _with_segments
                 on=self.user_col, how="inner")
-            parts = [self._with_long(part.drop("segment")).compare(
+            parts = [self._with_long(part.drop("segment"))._compare(
                 baseline, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
                 metrics=metrics).select(pl.lit(segment).alias("segment"), pl.all())
                 for (segment,), part in sorted(long.partition_by("segment", as_dict=True).items())]
             if not parts:  # no evaluated user is in a segment: no rows, the frame's columns
-                return self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
-                                    n_resamples=n_resamples, metrics=metrics).head(0).select(
+                return self._compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
+                                     n_resamples=n_resamples, metrics=metrics).head(0).select(
                     pl.lit(None, pl.String).alias("segment"), pl.all())
             return pl.concat(parts)
         if len(self.runs) < 2:
             raise ParameterError("compare needs at least two runs; this result has one run.",
                                  hint="Evaluate several runs at once: rankwise.evaluate({'a': recs_a, 'b': recs_b}, truth, ...).")
-        return stats.compare(self._long_with_runs(), self.user_col, self._metric_names(metrics), baseline=baseline,
-                             test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
-                             confidence=self.confidence, runs=self.runs, ks=self.request.ks)
+        pairs = stats.compare(self._long_with_runs(), self.user_col, self._metric_names(metrics), baseline=baseline,
+                              test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples,
+                              confidence=self.confidence, runs=self.runs, ks=self.request.ks)
+        return _within_range(pairs, self.convention, difference=True)
 
     def bootstrap(self, n_resamples: int = 1000, *, seed=0, method: str = "percentile", metrics=None) -> pl.DataFrame:
         """Bootstrap intervals of each mean, resampling its users (runs, metrics and ks valued for the same
         users share the draws): (run,) metric, k, value, ci_low, ci_high, n_users; method "percentile",
-        "basic" or "bca"; reproducible with ``seed``. The level is the result's ``confidence``."""
+        "basic" or "bca"; reproducible with ``seed``. The level is the result's ``confidence``; an interval
+        never leaves the metric's range. ``metrics=None`` leaves out (with a LeftOutWarning) the metrics
+        with one value per run."""
         from . import stats
 
         out = stats.bootstrap(self._long_with_runs(), self.user_col, self._metric_names(metrics), n_resamples,
                               seed=seed, confidence=self.confidence, method=method, runs=self.runs or None,
                               ks=self.request.ks)
+        self._warn_left_out("bootstrap", metrics)
+        out = _within_range(out, self.convention)
         return out if self.runs else out.drop("run")
 
     def table(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
@@ -152,8 +171,8 @@ class Result:
         if not self._per_user_names():  # the values, without letters
             return _table.build(self.summary, None, f"No tests: {self._one_value_per_run()}.", self.confidence,
                                 digits)
-        pairs = self.compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,
-                             n_resamples=n_resamples)
+        pairs = self._compare(baseline, test=test, correction=correction, alpha=alpha, seed=seed,  # (the footnote
+                              n_resamples=n_resamples, metrics=None)  # names what has no letters)
         return _table.from_pairs(self.summary, pairs, self.runs, test=test, correction=correction, alpha=alpha,
                                  confidence=self.confidence, digits=digits, note=self._no_letters_note())
 
@@ -200,6 +219,12 @@ class Result:
             if f_of_means else [])
         return f"{' and '.join(why)}: one value per run, no per-user values to pair or resample"
 
+    def _warn_left_out(self, method: str, metrics) -> None:
+        """A LeftOutWarning when ``metrics=None`` left out metrics evaluated (one value per run)."""
+        if metrics is None and set(self.request.names) - set(self._per_user_names()):
+            warn(f"{method}() left out {self._one_value_per_run()}. Result.summary has their values.",
+                 LeftOutWarning)
+
     def _no_letters_note(self) -> str:
         """A footnote sentence naming the metrics a comparison table shows without letters (one value
         per run: catalog-level, an F of the means), or ""."""
@@ -229,7 +254,7 @@ class Result:
         if not_evaluated:
             raise ParameterError(f"metrics {not_evaluated} are not in this result (it has "
                                  f"{', '.join(self.request.names)}).",
-                                 hint="Name metrics the result was evaluated with, without @k (the cutoffs are "
+                                 hint=did_you_mean(not_evaluated[0], self.request.names) + "Name metrics the result was evaluated with, without @k (the cutoffs are "
                                       "its k); to test another metric, evaluate it.")
         unknown = [m for m in wanted if m not in names]
         if unknown:
@@ -315,9 +340,12 @@ def evaluate(
         score_entropy: from the recommendations' score column) are summary rows only;
         ``Result.per_item`` holds each item's exposure and popularity (``write`` stores it too).
         ``ground_truth`` may be None when only metrics that do not read it are asked for.
-    segments : a table (user, segment) or the name of a ground-truth column: ``Result.segments`` holds
-        every per-user mean per segment with its t interval; users in no segment are counted in
-        ``excluded`` (code no_segment); ``Result.compare(by_segment=True)`` tests within segments.
+    segments : a table (user, segment), a table of the user column and one other column (user,
+        country), a table and its segment column ``(table, "country")``, or the name of a ground-truth
+        column: ``Result.segments`` holds every per-user mean per segment with its t interval, its
+        ``segment`` column the values and ``segment_by`` the grouping's name ("country"); users in no
+        segment are counted in ``excluded`` (code no_segment); ``Result.compare(by_segment=True)``
+        tests within segments.
 
     Examples
     --------
@@ -378,19 +406,21 @@ def evaluate(
             prepared[name] = native.get(name) or prepare(_from_spark(recs), truth, columns, conv)
     if beyond is not None and "score_entropy" in beyond.names:  # the scores ride along with the canonical rows
         prepared = {name: _beyond.with_scores(prep, _from_spark(runs[name]), columns) for name, prep in prepared.items()}
-    segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)
+    segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)  # (table, name)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
                           memory_limit=memory_limit, confidence=confidence, beyond=beyond)
     if None in runs and _is_path(recommendations):  # one run read from a file: named after it in write()
         result = dataclasses.replace(result, run_name=Path(os.path.abspath(recommendations)).stem or "run")
-    return result if segment_of is None else _with_segments(result, segment_of)
+    return result if segment_of is None else _with_segments(result, *segment_of)
 
 
-def _with_segments(result: Result, segment_of: pl.DataFrame) -> Result:
-    """The result with its per-segment summary and the users in no segment counted."""
+def _with_segments(result: Result, segment_of: pl.DataFrame, segment_by: str) -> Result:
+    """The result with its per-segment summary (the grouping named ``segment_by``) and the users in no
+    segment counted."""
     segment_of = _segments.aligned(segment_of, result.long.schema[result.user_col], result.user_col)
     names = result._metric_names(None)
-    table = _segments.summary(result.long, segment_of, result.user_col, names, result.confidence)
+    table = _within_range(_segments.summary(result.long, segment_of, result.user_col, names, result.confidence,
+                                            segment_by), result.convention)
     runs = result.runs or (None,)
     counts = []
     for run in runs:
@@ -407,24 +437,50 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
                  beyond: BeyondPlan | None = None) -> Result:
     """Every run's prepared inputs through the engine, then the result shaped ({None: prep} = one run).
     ``beyond``: a :class:`BeyondPlan` when beyond-accuracy metrics are asked for."""
-    shaped = {}
+    shaped, longest = {}, {}
     for name, prep in _progress.progress(prepared.items(), desc="runs", enabled=None if len(prepared) > 1 else False):
         with naming_run(name):
-            shaped[name] = _run_one(prep, request, conv, engine, user_col, collect, memory_limit, confidence, beyond)
+            shaped[name], longest[name] = _run_one(prep, request, conv, engine, user_col, collect, memory_limit,
+                                                   confidence, beyond)
+    _warn_cutoffs(request.ks, longest)
     if beyond is not None:
         request = MetricRequest((*([] if beyond.only else request.names), *beyond.names), request.ks, request.beta)
     if None in shaped:
-        return Result(*shaped[None][:3], conv, request, user_col, prepared, confidence, shaped[None][3])
-    long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
-    per_item = None if beyond is None else _shape.stack({name: parts[3] for name, parts in shaped.items()})
-    return Result(long, summary, excluded, conv, request, user_col, prepared, confidence, per_item)
+        long, summary, excluded, per_item = shaped[None]
+    else:
+        long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
+        per_item = None if beyond is None else _shape.stack({name: parts[3] for name, parts in shaped.items()})
+    return Result(long, _within_range(summary, conv), excluded, conv, request, user_col, prepared, confidence,
+                  per_item)
+
+
+def _within_range(frame: pl.DataFrame, conv: Convention, difference: bool = False) -> pl.DataFrame:
+    """``frame``'s intervals (ci_low, ci_high) clipped to each metric's range under ``conv``: the one rule
+    for the summary, segments, bootstrap and compare (``stats.within_range``, the registry's bounds)."""
+    from . import stats
+
+    return stats.within_range(frame, lambda name: value_range(name, conv), difference=difference)
+
+
+def _warn_cutoffs(ks, longest: dict) -> None:
+    """One CutoffWarning for the cutoffs above every list of a run (``longest``: {run: its longest list,
+    None when not counted}): there every list is whole, and a k-denominator only shrinks the metric."""
+    above = {run: (n, [k for k in ks if k > n]) for run, n in longest.items() if n and n < max(ks)}
+    if not above:
+        return
+    where = "; ".join(f"k = {', '.join(map(str, cutoffs))}{'' if run is None else f' in run {run!r}'} (the longest "
+                      f"list has {n} item{'s' if n > 1 else ''})" for run, (n, cutoffs) in above.items())
+    warn(f"k is above every recommendation list's length: {where}. At such k every list is whole: the hits stop "
+         "growing, and a metric that divides by k (precision with precision_denominator='k') only shrinks. "
+         "Ask for k up to the longest list, or check that the lists were not cut short.", CutoffWarning)
 
 
 def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, user_col: str, collect: bool,
              memory_limit, confidence: float, beyond: BeyondPlan | None) -> tuple:
-    """One run through the engine: (long rows, summary, excluded, per_item or None)."""
+    """One run through the engine: ((long rows, summary, excluded, per_item or None), the longest list
+    or None when only beyond-accuracy metrics are asked for)."""
     if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
-        return _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
+        return _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit), None
     out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
     try:
         _shape.check(out, conv, user_col)
@@ -442,7 +498,7 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
         raise
     if beyond is not None:
         parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
-    return parts
+    return parts, out.counts["longest"]
 
 
 def _beyond_in_place(engine) -> ParameterError:
@@ -620,7 +676,9 @@ def _engine(backend) -> Engine:
     if is_postgres_backend(backend):
         return PostgresEngine(backend)
     if not isinstance(backend, str) or backend not in ENGINES:
-        raise ParameterError(f"Unknown backend {backend!r}.", hint=f"Use one of: {', '.join(ENGINES)}.")
+        raise ParameterError(f"Unknown backend {backend!r}.",
+                             hint=did_you_mean(backend, ENGINES) + f"Use one of: {', '.join(ENGINES)}, or a "
+                                  "postgresql:// URI.")
     return ENGINES[backend]
 
 

@@ -15,7 +15,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 
-from .errors import ParameterError
+from .errors import ParameterError, did_you_mean
 
 
 def _knob(default, values, doc):
@@ -273,7 +273,7 @@ class Convention:
         if unknown:
             raise ParameterError(
                 f"Convention has no field {', '.join(sorted(unknown))}.",
-                hint=f"Fields: {', '.join(names)}.",
+                hint=did_you_mean(min(unknown), names) + f"Fields: {', '.join(names)}.",
             )
         knobs_changed = {k: v for k, v in changes.items() if k in self.knobs() and v != getattr(self, k)}
         if knobs_changed and "name" not in changes:
@@ -349,6 +349,7 @@ def resolve(convention: str | Convention) -> Convention:
         return PRESETS[convention]
     raise ParameterError(
         f"Unknown convention {convention!r}.",
-        hint=f"Use a Convention object or one of the presets: {', '.join(sorted(PRESETS))}.",
+        hint=did_you_mean(convention, PRESETS) + f"Use a Convention object or one of the presets: "
+             f"{', '.join(sorted(PRESETS))}.",
     )
 

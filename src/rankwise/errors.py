@@ -14,10 +14,20 @@
     │   ├── WriteSchemaError                 the target holds other columns
     │   └── WriteLockedError                 another writer holds the target
     └── MissingDependencyError (also ImportError)  an optional extra is not installed
+
+Warnings (``warnings.warn``; the CLI prints them as notes):
+
+    RankwiseWarning (also UserWarning)
+    ├── CutoffWarning        a k above every recommendation list's length
+    └── LeftOutWarning       Result.compare left some metrics out (one value per run: nothing to pair)
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import sys
+import warnings
 from contextlib import contextmanager
 
 
@@ -116,6 +126,37 @@ class WriteLockedError(WriteError):
 
 class MissingDependencyError(RankwiseError, ImportError):
     """An optional dependency is not installed."""
+
+
+class RankwiseWarning(UserWarning):
+    """Base class of every warning rankwise gives: a result that is computed but likely not what was meant."""
+
+
+class CutoffWarning(RankwiseWarning):
+    """A cutoff k is above every recommendation list's length: metrics that divide by k shrink with it."""
+
+
+class LeftOutWarning(RankwiseWarning):
+    """Result.compare left out metrics that have one value per run (catalog-level, an F of the means)."""
+
+
+def warn(message: str, category: type[RankwiseWarning]) -> None:
+    """``warnings.warn`` pointing at the caller's first line outside rankwise (the user's call), however
+    deep inside rankwise the warning is given."""
+    here, frame, level = os.path.dirname(os.path.abspath(__file__)), sys._getframe(0), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def did_you_mean(name, known) -> str:
+    """"Did you mean 'ndcg'? " when ``name`` is close to some of ``known`` (difflib, case-insensitive),
+    else "": the start of a hint, for every lookup of a name (metric, preset, knob, backend, option)."""
+    if not isinstance(name, str):
+        return ""
+    by_lower = {str(k).lower(): k for k in known}
+    close = difflib.get_close_matches(name.strip().lower(), list(by_lower), n=3, cutoff=0.6)
+    return f"Did you mean {' or '.join(repr(by_lower[c]) for c in close)}? " if close else ""
 
 
 @contextmanager

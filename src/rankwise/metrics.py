@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import _expressions as E
-from .errors import ParameterError
+from .errors import ParameterError, did_you_mean
 
 @dataclass(frozen=True)
 class Metric:
@@ -47,6 +47,9 @@ class Metric:
     build: the Polars expression of its per-user value over the per-(user, k) statistics
         (``rankwise._expressions``), given the convention, F-beta's beta and (optionally) where the
         statistics come from.
+    bounds: (low, high), the range of every per-user value, so of their mean (None: open on that
+        side), or a function of the convention giving it; intervals of the mean are clipped to it
+        (:func:`value_range`). A catalog-level metric has one value, no interval: no bounds.
     """
 
     name: str
@@ -57,6 +60,7 @@ class Metric:
     level: str = "user"
     needs: tuple[str, ...] = ("recommendations", "ground_truth")
     aggregate: str = "mean over users with a defined value"
+    bounds: tuple | Callable | None = (0.0, 1.0)
 
     @property
     def public_name(self) -> str:
@@ -84,9 +88,12 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("mrr", "MRR@k (per user: RR@k)",
            "1 / position of the first relevant item (within k if `rr_cutoff`), else 0",
            _ignore_beta(E.reciprocal_rank), ("rr_cutoff",)),
-    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", _ignore_beta(E.dcg), ("gain", "log_base")),
+    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", _ignore_beta(E.dcg), ("gain", "log_base"),
+           bounds=(0.0, None)),
+    # k slots of gain 1 are not an upper bound of graded gains (relevance 3 under exp2 earns 7 per slot)
     Metric("ndcg", "NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`",
-           _ignore_beta(E.ndcg), ("gain", "log_base", "ideal", "zero_ideal")),
+           _ignore_beta(E.ndcg), ("gain", "log_base", "ideal", "zero_ideal"),
+           bounds=lambda conv: (0.0, None) if conv.ideal == "k_ones" and conv.gain != "binary" else (0.0, 1.0)),
     Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0", _ignore_beta(E.hit_rate)),
     Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
            _ignore_beta(E.r_precision)),
@@ -102,19 +109,20 @@ BEYOND: tuple[Metric, ...] = (
     Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T), U_T = train users (train rows "
            "under popularity='rows')", None,
            ("popularity", "cold_items", "list_denominator", "novelty_normalize", "info_log_base"), needs=_TRAIN,
-           aggregate=_LISTS),
+           aggregate=_LISTS, bounds=lambda conv: (0.0, 1.0) if conv.novelty_normalize == "log_users" else (0.0, None)),
     Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0", None,
-           ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate=_LISTS),
+           ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate=_LISTS, bounds=(0.0, None)),
     Metric("long_tail_share", "Long-tail share@k", "share of L_u outside the short head (the most popular train "
            "items holding `long_tail_ratio` of the interactions)", None,
            ("popularity", "long_tail", "long_tail_ratio", "list_denominator"), needs=_TRAIN,
            aggregate=_LISTS),
     Metric("ild", "ILD@k (intra-list diversity)", "sum over pairs {i, j} of L_u of 1 - cos(f_i, f_j) / pairs, "
            "from |sum of unit vectors|^2", None, ("ild_denominator", "ild_short"), needs=_FEATURES,
-           aggregate="mean over users with 2 or more items with features; every user under ild_short='zero'"),
+           aggregate="mean over users with 2 or more items with features; every user under ild_short='zero'",
+           bounds=(0.0, 2.0)),  # 1 - cos lies in [0, 2]
     Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", None,
            ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
-           aggregate=_LISTS),
+           aggregate=_LISTS, bounds=(0.0, None)),  # rel: the graded relevance
     Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,
            ("catalog", "catalog_outside", "catalog_padding", "coverage_scale"), level="catalog",
            needs=("recommendations",), aggregate="one value per k"),
@@ -134,6 +142,7 @@ BEYOND: tuple[Metric, ...] = (
 BEYOND_EVERY = ("duplicates", "ties", "min_score")
 
 BY_NAME = {m.name: m for m in REGISTRY}
+_EVERY = BY_NAME | {m.name: m for m in BEYOND}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
 _F_BETA = re.compile(r"f(\d+(?:\.\d+)?)\Z", re.ASCII)
@@ -169,6 +178,16 @@ def check_cutoffs(conv, ks, names) -> None:
             f"ideal='k_ones' supports k <= {K_ONES_MAX} for ndcg, got k={max(ks)}.",
             hint="Use a smaller k, ask for ndcg at smaller k in a second call, or ideal='labels' (the ideal "
                  "ranking from the user's own labels).")
+
+
+def value_range(name: str, conv) -> tuple[float | None, float | None]:
+    """(low, high): where every per-user value of metric ``name`` (public name: f2 is F-beta) lies under
+    ``conv``, so its mean and the interval of that mean; None on an open side. (None, None) for a name
+    outside the registry or a catalog-level metric."""
+    metric = _EVERY.get(internal_name(name))
+    bounds = None if metric is None or metric.level == "catalog" else metric.bounds
+    bounds = bounds(conv) if callable(bounds) else bounds
+    return (None, None) if bounds is None else bounds
 
 
 def internal_name(name: str) -> str:
@@ -217,8 +236,8 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
             raise ParameterError(
                 f"Unknown metric {name!r}.",
                 hint=f"Cutoffs go in k=, not in the name: metrics=[{base!r}], k={cutoff}." if cutoff.isdigit() and known else
-                f"Known metrics: {', '.join(METRICS)} (and f<beta> such as f2 or f0.5); beyond accuracy: "
-                f"{', '.join(m.name for m in BEYOND)}.",
+                did_you_mean(name, [*METRICS, *(m.name for m in BEYOND)]) + f"Known metrics: {', '.join(METRICS)} "
+                f"(and f<beta> such as f2 or f0.5); beyond accuracy: {', '.join(m.name for m in BEYOND)}.",
             )
         if supported is not None and internal_name(name) not in supported:
             raise not_defined(convention_name, name, supported)

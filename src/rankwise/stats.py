@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from ._progress import progress
-from .errors import DuplicateUserError, MissingColumnError, ParameterError
+from .errors import DuplicateUserError, MissingColumnError, ParameterError, did_you_mean
 
 TESTS = ("t", "wilcoxon", "randomization", "bootstrap")
 CORRECTIONS = ("holm", "bonferroni", None)
@@ -72,6 +72,30 @@ def t_interval(mean, sd, n, confidence: float = 0.95):
     with np.errstate(invalid="ignore", divide="ignore"):
         half = t_critical(n, confidence) * sd / np.sqrt(n)
     return mean - half, mean + half
+
+
+def within_range(frame: pl.DataFrame, value_range, *, difference: bool = False) -> pl.DataFrame:
+    """``frame`` with its ``ci_low`` / ``ci_high`` clipped to the range of each row's ``metric``: an
+    interval of a mean never leaves the range its per-user values lie in (recall's t interval over 4
+    users, 0.625 ± 0.762, is [0, 1], not [-0.137, 1.387]); NaN stays NaN.
+
+    ``value_range(metric)`` gives (low, high), None on an open side (``rankwise.metrics.value_range``).
+    ``difference=True``: the frame holds differences of two means of the metric (compare's diff), so
+    the range is [low - high, high - low] ([-1, 1] for a metric in [0, 1]); open if either side is.
+    """
+    if not frame.height:
+        return frame
+    bounds = {}
+    for name in frame["metric"].unique().to_list():
+        low, high = value_range(name)
+        if difference:
+            low, high = (low - high, high - low) if low is not None and high is not None else (None, None)
+        bounds[name] = (-math.inf if low is None else low, math.inf if high is None else high)
+    if not bounds:
+        return frame
+    low, high = (pl.col("metric").replace_strict({m: b[i] for m, b in bounds.items()}, return_dtype=pl.Float64)
+                 for i in (0, 1))
+    return frame.with_columns(pl.col("ci_low", "ci_high").clip(low, high))
 
 
 def summary_stats_exprs(col: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
@@ -510,7 +534,7 @@ def _nanmean(v: np.ndarray) -> float:
 def _check_choice(value, allowed, name):
     if value not in allowed:
         raise ParameterError(f"{name}={value!r} is not one of {', '.join(map(repr, allowed))}.",
-                             hint=f"pass {name}= one of {', '.join(map(repr, allowed))}.")
+                             hint=did_you_mean(value, allowed) + f"pass {name}= one of {', '.join(map(repr, allowed))}.")
 
 
 def _check_level(value, name):
