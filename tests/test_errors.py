@@ -169,7 +169,7 @@ def test_list_truth_checks_raise_the_first_broken_rule():
 
 def test_error_convention_for_users_without_labels():
     recs = pl.DataFrame({"user": [1, 3], "item": [10, 10], "rank": [1, 1]})
-    conv = rankwise.Convention(empty_labels="error")
+    conv = rankwise.Convention(users="union", empty_labels="error")  # user 3 is in the recommendations only
     msg = _raises(rankwise.UndefinedValueError, recs=recs, convention=conv, match="no relevant label")
     assert "3" in msg  # names the user
 

@@ -105,7 +105,7 @@ def test_reads_the_files_at_call_time(monkeypatch, tmp_path):
     text = (tmp_path / "summary.sql").read_text().replace("$f_aggregation = 'per_user'", "$gain = 'nope' OR $f_aggregation = 'per_user'")
     (tmp_path / "summary.sql").write_text(text)
     monkeypatch.setattr(rankwise._sql_files, "sql_dir", lambda: tmp_path)
-    assert "'exp2' = 'nope'" in rankwise.sql(dialect="postgres", k=3)
+    assert f"'{rankwise.Convention().gain}' = 'nope'" in rankwise.sql(dialect="postgres", k=3)
 
 
 def test_metrics_prune_the_script():

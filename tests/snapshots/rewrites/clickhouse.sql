@@ -17,10 +17,10 @@ WITH judged AS (
 )
 SELECT
   j.user_id AS user_id,
-  LN(j.rank + CAST(1.0 AS Nullable(Float64))) / LN(CAST(2.718281828459045 AS Nullable(Float64))) AS discount,
+  LN(j.rank + CAST(1.0 AS Nullable(Float64))) / LN(CAST(2.0 AS Nullable(Float64))) AS discount,
   POWER(CAST(2.0 AS Nullable(Float64)), CAST(g.relevance AS Nullable(Float64))) - CAST(1.0 AS Nullable(Float64)) AS gain,
   nullIf(CAST(LEAST(j.rank, 3) AS Nullable(Float64)), CAST(0.0 AS Nullable(Float64))) AS den,
-  CASE WHEN 'exp2' = 'binary' THEN 1 ELSE 0 END AS flag,
+  CASE WHEN 'linear' = 'binary' THEN 1 ELSE 0 END AS flag,
   COALESCE(j.pos, 0) AS pos,
   STDDEV_SAMP(j.third) OVER () AS sd,
   CAST(NULL AS Nullable(Float64)) AS nothing,

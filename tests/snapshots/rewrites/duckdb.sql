@@ -16,10 +16,10 @@ WITH judged AS (
 )
 SELECT
   j.user_id AS user_id,
-  LN(j.rank + 1.0) / LN(CAST(2.718281828459045 AS DOUBLE)) AS discount,
+  LN(j.rank + 1.0) / LN(CAST(2.0 AS DOUBLE)) AS discount,
   POWER(2.0, CAST(g.relevance AS DOUBLE)) - 1.0 AS gain,
   NULLIF(CAST(LEAST(j.rank, 3) AS DOUBLE), 0.0) AS den,
-  CASE WHEN 'exp2' = 'binary' THEN 1 ELSE 0 END AS flag,
+  CASE WHEN 'linear' = 'binary' THEN 1 ELSE 0 END AS flag,
   COALESCE(j.pos, 0) AS pos,
   STDDEV_SAMP(j.third) OVER () AS sd,
   CAST(NULL AS DOUBLE) AS nothing,
