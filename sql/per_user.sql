@@ -222,6 +222,8 @@ stats AS (
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN idcg_ones AS io ON io.k = c.k
 ),
+-- >>> generated from the metric declarations (rankwise.metrics) by python -m rankwise._formulas: do not edit
+-- the terms several metrics share (rankwise._formulas.TERMS)
 denominators AS (
     SELECT s.*,
            CAST(CASE WHEN $precision_denominator = 'k' THEN s.k
@@ -235,27 +237,30 @@ denominators AS (
                      ELSE LEAST(s.k, s.n_recs) END AS DOUBLE) AS ap_den
     FROM stats AS s
 ),
+-- each metric's value where the user has labels and recommendations (rankwise.metrics)
 defined AS (
     SELECT d.user_id, d.k, d.n_recs, d.n_rel,
            d.hits / NULLIF(d.p_den, 0.0) AS precision,
            d.hits / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS recall,
            CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS map,
-           CASE WHEN d.ap_den > 0 THEN d.hits_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) / d.ap_den ELSE 0.0 END AS mar,
+           CASE WHEN d.ap_den > 0 THEN d.hits_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) / d.ap_den
+                ELSE 0.0 END AS mar,
            CASE WHEN d.first_hit > 0 THEN 1.0 / d.first_hit ELSE 0.0 END AS mrr,
-           d.dcg,
+           d.dcg AS dcg,
            CASE WHEN d.idcg > 0 THEN d.dcg / d.idcg
-                WHEN $zero_ideal = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END AS ndcg,
+                WHEN $zero_ideal = 'zero' THEN 0.0
+                ELSE CAST(NULL AS DOUBLE) END AS ndcg,
            CASE WHEN d.hits > 0 THEN 1.0 ELSE 0.0 END AS hit_rate,
            d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS r_precision
     FROM denominators AS d
 ),
-with_f AS (
-    SELECT m.*,
-           CASE WHEN m.precision + m.recall > 0
-                THEN (1.0 + $beta * $beta) * m.precision * m.recall / ($beta * $beta * m.precision + m.recall)
+defined_2 AS (
+    SELECT d.*,
+           CASE WHEN d.precision + d.recall > 0 THEN (1.0 + $beta * $beta) * d.precision * d.recall / ($beta * $beta * d.precision + d.recall)
                 ELSE 0.0 END AS fbeta
-    FROM defined AS m
+    FROM defined AS d
 ),
+-- the values a user without labels or without recommendations gets, for every metric
 empty_values AS (
     SELECT CASE WHEN $empty_labels = 'zero' THEN 0.0 WHEN $empty_labels = 'one' THEN 1.0
                 ELSE CAST(NULL AS DOUBLE) END AS no_labels,
@@ -273,5 +278,5 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg END AS ndcg,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.hit_rate END AS hit_rate,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.r_precision END AS r_precision
-FROM with_f AS f
+FROM defined_2 AS f
 CROSS JOIN empty_values AS e

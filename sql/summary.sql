@@ -1,9 +1,11 @@
 -- rankwise: summary of the per-user metrics, one row per (metric, k).
+-- Generated from the metric declarations (rankwise.metrics) by python -m rankwise._formulas: do not edit.
 --
 -- Inputs: per_user, the output of per_user.sql (user_id, k, n_recs, n_rel, precision, ...); cutoffs(k):
 --         a row per cutoff also when no user was evaluated (value NULL, n_users 0).
--- Parameters: $f_aggregation 'per_user' (mean of per-user F) | 'of_means' (F of mean P and mean R),
---             $beta (F-beta's beta), $f_name (the F-beta row's metric name: 'f1', 'f2', 'f0.5').
+-- Parameters: the knobs of a metric's `of_means` rule ($f_aggregation 'per_user' | 'of_means': the
+--             mean of per-user F or F of mean P and mean R), $beta (F-beta's beta), $f_name (the
+--             F-beta row's metric name: 'f1', 'f2', 'f0.5').
 -- Output: metric, k, value (mean over users whose value is defined), n_users (users in that mean),
 --         sd (their sample standard deviation, for confidence intervals; NULL for an F of means).
 -- AVG, COUNT and STDDEV_SAMP skip NULLs: a user whose value is undefined is left out of that mean.
@@ -31,13 +33,11 @@ SELECT 'recall' AS metric, c.k, s.recall_mean AS value, COALESCE(s.recall_n, 0) 
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT $f_name AS metric, c.k,
-       CASE WHEN $f_aggregation = 'per_user' THEN s.fbeta_mean
+       CASE WHEN $f_aggregation <> 'of_means' THEN s.fbeta_mean
             WHEN COALESCE(s.fbeta_n, 0) = 0 THEN CAST(NULL AS DOUBLE)
-            WHEN s.precision_mean + s.recall_mean > 0
-            THEN (1.0 + $beta * $beta) * s.precision_mean * s.recall_mean / ($beta * $beta * s.precision_mean + s.recall_mean)
-            ELSE 0.0 END AS value,
+            ELSE CASE WHEN s.precision_mean + s.recall_mean > 0 THEN (1.0 + $beta * $beta) * s.precision_mean * s.recall_mean / ($beta * $beta * s.precision_mean + s.recall_mean) ELSE 0.0 END END AS value,
        COALESCE(s.fbeta_n, 0) AS n_users,
-       CASE WHEN $f_aggregation = 'per_user' THEN s.fbeta_sd END AS sd
+       CASE WHEN $f_aggregation <> 'of_means' THEN s.fbeta_sd END AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'map' AS metric, c.k, s.map_mean AS value, COALESCE(s.map_n, 0) AS n_users, s.map_sd AS sd
@@ -58,6 +58,5 @@ UNION ALL
 SELECT 'hit_rate' AS metric, c.k, s.hit_rate_mean AS value, COALESCE(s.hit_rate_n, 0) AS n_users, s.hit_rate_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
-SELECT 'r_precision' AS metric, c.k, s.r_precision_mean AS value, COALESCE(s.r_precision_n, 0) AS n_users,
-       s.r_precision_sd AS sd
+SELECT 'r_precision' AS metric, c.k, s.r_precision_mean AS value, COALESCE(s.r_precision_n, 0) AS n_users, s.r_precision_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

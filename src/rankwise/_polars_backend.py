@@ -1,7 +1,7 @@
 """Polars backend: one lazy plan, stage for stage the same as ``sql/per_user.sql``.
 
-Each metric's value is its registry expression (``rankwise.metrics.REGISTRY``, built from
-``rankwise._expressions``) over the per-(user, k) statistics this plan computes.
+Each metric's value is its declared formula (``rankwise.metrics.REGISTRY``, ``Metric.sql``, turned into
+Polars by ``rankwise._formulas``) over the per-(user, k) statistics this plan computes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import math
 
 import polars as pl
 
-from ._expressions import fbeta
 from ._inputs import ITEM, RANK, REL, USER, Prepared
 from ._engine import Capabilities, Output, polars_output
 from .conventions import Convention
@@ -154,12 +153,19 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.Da
                      pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
         for m in METRIC_COLUMNS
     ])
-    if conv.f_aggregation == "of_means":
-        means = per_user_long.group_by("k").agg(pl.col("precision").mean(), pl.col("recall").mean())
-        f = means.select("k", fbeta(pl.col("precision"), pl.col("recall"), beta).alias("of_means"))
-        out = out.join(f.with_columns(metric=pl.lit("fbeta")), on=["metric", "k"], how="left").with_columns(
+    from . import _formulas
+
+    for m in REGISTRY:  # a metric whose summary is its formula over the other metrics' means (F of means)
+        if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1]:
+            continue
+        reads = sorted(_formulas.reads(m.sql) & set(METRIC_COLUMNS))
+        means = per_user_long.group_by("k").agg(pl.col(r).mean() for r in reads)
+        over_means = _formulas.to_polars(m.sql, {**conv.sql_parameters(), "beta": float(beta)})  # reads columns
+        defined = pl.all_horizontal(pl.col(r).is_not_null() for r in reads)  # no user, no value (summary.sql)
+        f = means.select("k", pl.when(defined).then(over_means).alias("of_means"))
+        out = out.join(f.with_columns(metric=pl.lit(m.name)), on=["metric", "k"], how="left").with_columns(
             value=pl.coalesce("of_means", "value"),
-            sd=pl.when(pl.col("of_means").is_null()).then("sd"),  # an F of means is not a mean over users
+            sd=pl.when(pl.col("of_means").is_null()).then("sd"),  # a formula of means is not a mean over users
         ).drop("of_means")
     return out
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import _expressions as E
 from .errors import ParameterError, did_you_mean
 
 @dataclass(frozen=True)
@@ -44,9 +43,12 @@ class Metric:
         "catalog" (one value per k for the whole run, e.g. coverage).
     needs: the inputs it reads.
     knobs: the convention knobs that move it, beyond those that move every metric (EVERY_METRIC).
-    build: the Polars expression of its per-user value over the per-(user, k) statistics
-        (``rankwise._expressions``), given the convention, F-beta's beta and (optionally) where the
-        statistics come from.
+    sql: its per-user value, written once as a SQL expression over the per-(user, k) statistics of
+        ``sql/per_user.sql`` (``hits``, ``n_rel``, ``dcg``, ...), the shared terms
+        (``rankwise._formulas.TERMS``), other metrics' values and the knobs as ``$name``. The shipped
+        SQL's metric stages are generated from it, and :meth:`build` turns it into Polars
+        (``rankwise._formulas``). NULL = undefined. None for the beyond-accuracy metrics (computed
+        by ``rankwise._beyond``).
     bounds: (low, high), the range of every per-user value, so of their mean (None: open on that
         side), or a function of the convention giving it; intervals of the mean are clipped to it
         (:func:`value_range`). A catalog-level metric has one value, no interval: no bounds.
@@ -55,49 +57,63 @@ class Metric:
     name: str
     title: str
     formula: str
-    build: Callable
+    sql: str | None
     knobs: tuple[str, ...] = ()
     level: str = "user"
     needs: tuple[str, ...] = ("recommendations", "ground_truth")
     aggregate: str = "mean over users with a defined value"
     bounds: tuple | Callable | None = (0.0, 1.0)
+    # (knob, value): under it the summary is this formula over the other metrics' means (an F of means),
+    # not the mean of the per-user values; summary.sql's branch and the Polars summary follow it
+    of_means: tuple[str, str] | None = None
 
     @property
     def public_name(self) -> str:
         return "f1" if self.name == "fbeta" else self.name
 
+    def build(self, conv, beta: float = 1.0, col=pl.col) -> pl.Expr:
+        """The Polars expression of :attr:`sql` under ``conv`` (and F-beta's ``beta``), reading each
+        statistic as ``col(name)``: a column of the plan by default, any expression for rankwise.expr."""
+        from . import _formulas
 
-def _ignore_beta(builder):
-    return lambda conv, beta, col=pl.col: builder(conv, col)
+        params = {**conv.sql_parameters(), "beta": float(beta)}
+        return _formulas.to_polars(self.sql, params, col, names=_USER_FORMULAS)
 
 
 REGISTRY: tuple[Metric, ...] = (
     Metric("precision", "Precision@k", "hits@k / den, den by `precision_denominator`",
-           _ignore_beta(E.precision), ("precision_denominator",)),
-    Metric("recall", "Recall@k", "hits@k / n_rel", _ignore_beta(E.recall)),
+           "hits / NULLIF(p_den, 0.0)", ("precision_denominator",)),
+    Metric("recall", "Recall@k", "hits@k / n_rel", "hits / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"),
     Metric("fbeta", "F-beta@k (`f1`, `f2`, `f0.5`, ...)",
            "(1 + b^2) P R / (b^2 P + R), 0 when P = R = 0; the mean is per user or F of the means",
-           E.f_beta, ("precision_denominator", "f_aggregation"),
-           aggregate="mean over users, or F of mean precision and mean recall (f_aggregation)"),
+           "CASE WHEN precision + recall > 0 THEN (1.0 + $beta * $beta) * precision * recall "
+           "/ ($beta * $beta * precision + recall) ELSE 0.0 END", ("precision_denominator", "f_aggregation"),
+           aggregate="mean over users, or F of mean precision and mean recall (f_aggregation)",
+           of_means=("f_aggregation", "of_means")),
     Metric("map", "MAP@k (per user: AP@k)",
            "sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`",
-           _ignore_beta(E.average_precision), ("ap_denominator",)),
+           "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END", ("ap_denominator",)),
     Metric("mar", "MAR@k (per user: AR@k, document 001)",
            "sum over hit positions i <= k of hits@i / n_rel, divided by `ap_denominator`",
-           _ignore_beta(E.average_recall), ("ap_denominator",)),
+           "CASE WHEN ap_den > 0 THEN hits_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0) / ap_den ELSE 0.0 END",
+           ("ap_denominator",)),
     Metric("mrr", "MRR@k (per user: RR@k)",
            "1 / position of the first relevant item (within k if `rr_cutoff`), else 0",
-           _ignore_beta(E.reciprocal_rank), ("rr_cutoff",)),
-    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", _ignore_beta(E.dcg), ("gain", "log_base"),
+           "CASE WHEN first_hit > 0 THEN 1.0 / first_hit ELSE 0.0 END", ("rr_cutoff",)),
+    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", "dcg", ("gain", "log_base"),
            bounds=(0.0, None)),
     # k slots of gain 1 are not an upper bound of graded gains (relevance 3 under exp2 earns 7 per slot)
     Metric("ndcg", "NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`",
-           _ignore_beta(E.ndcg), ("gain", "log_base", "ideal", "zero_ideal"),
+           "CASE WHEN idcg > 0 THEN dcg / idcg WHEN $zero_ideal = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END",
+           ("gain", "log_base", "ideal", "zero_ideal"),
            bounds=lambda conv: (0.0, None) if conv.ideal == "k_ones" and conv.gain != "binary" else (0.0, 1.0)),
-    Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0", _ignore_beta(E.hit_rate)),
+    Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0",
+           "CASE WHEN hits > 0 THEN 1.0 ELSE 0.0 END"),
     Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
-           _ignore_beta(E.r_precision)),
+           "r_hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)"),
 )
+# a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
+_USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
 
 # Beyond accuracy (rankwise._beyond computes them; docs/metrics.md and explain() read these). Notation:
 # L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users (rows
