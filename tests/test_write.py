@@ -16,11 +16,12 @@ from rankwise.cli import main
 RECS = pl.DataFrame({"user": [1, 1, 2, 3], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 1]})
 TRUTH = pl.DataFrame({"user": [1, 2, 4], "item": [11, 12, 10]})
 N_USERS = 4  # users 1, 2, 3 (recs) and 4 (truth) under users="union"
+CONVENTION = "recommended_ideal"  # users='union', empty_labels='nan': user 3 (no label) is written as NULL
 
 
 @pytest.fixture
 def result():
-    return rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision", "ndcg", "f2"])
+    return rankwise.evaluate(RECS, TRUTH, k=[1, 2], metrics=["precision", "ndcg", "f2"], convention=CONVENTION)
 
 
 def test_frames_schema_and_metadata(result):
@@ -29,9 +30,9 @@ def test_frames_schema_and_metadata(result):
     for name in tables:
         assert tables[name].schema == pl.Schema(_write.TABLES[name])
     runs, per_user, summary = tables["runs"], tables["per_user"], tables["summary"]
-    assert runs.height == 1 and runs["convention"][0] == "default" and runs["n_users"][0] == N_USERS
+    assert runs.height == 1 and runs["convention"][0] == CONVENTION and runs["n_users"][0] == N_USERS
     knobs = json.loads(runs["convention_knobs"][0])
-    assert knobs["gain"] == rankwise.Convention().gain and set(knobs) == set(rankwise.Convention().knobs())
+    assert knobs["gain"] == rankwise.PRESETS[CONVENTION].gain and set(knobs) == set(rankwise.Convention().knobs())
     assert runs["metrics"][0] == "precision,ndcg,f2" and runs["ks"][0] == "1,2"
     assert per_user.height == N_USERS * 3 * 2 and summary.height == 6
     assert set(per_user["run_id"]) == set(summary["run_id"]) == set(runs["run_id"])
