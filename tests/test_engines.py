@@ -93,7 +93,8 @@ def test_null_means_undefined(engine):
     r, t = E.api_frames({1: [10, 11], 2: [10], 3: [10]}, {1: {11: 1.0}, 2: {10: 0.0}, 3: {}}, {}, False, False)
     wr, wt = E.warehouse_frames(r, t)
     wt = wt.with_columns(pl.col("relevance").fill_null(1.0))  # the marker row of user 3
-    per_user, summary = engine.run(wr, wt, ks=(2,), metrics=["precision", "recall"])
+    per_user, summary = engine.run(wr, wt, ks=(2,), metrics=["precision", "recall"],
+                                   convention=rankwise.Convention(empty_labels="nan"))
     values = {row["user_id"]: (row["precision"], row["recall"]) for row in per_user.iter_rows(named=True)}
     assert values[1] == (pytest.approx(0.5), pytest.approx(1.0))
     assert values[2] == values[3] == (None, None)
