@@ -222,7 +222,7 @@ stats AS (
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN idcg_ones AS io ON io.k = c.k
 ),
--- >>> generated from the metric declarations (rankwise.metrics) by python -m rankwise._formulas: do not edit
+-- >>> generated from the metric declarations (rankwise.metrics) by python -m rankwise._generate: do not edit
 -- the terms several metrics share (rankwise._formulas.TERMS)
 denominators AS (
     SELECT s.*,

@@ -28,13 +28,13 @@ def test_the_shipped_per_user_sql_is_generated_from_the_declarations():
     text = path.read_text()
     assert _formulas.BEGIN in text, "per_user.sql lost its generated-part marker"
     assert _formulas.render_per_user(text, USER_METRICS) == text, (
-        "sql/per_user.sql is out of date with rankwise.metrics: run python -m rankwise._formulas")
+        "sql/per_user.sql is out of date with rankwise.metrics: run python -m rankwise._generate")
 
 
 def test_the_shipped_summary_sql_is_generated_from_the_declarations():
     text = (_sql_files.sql_dir() / "summary.sql").read_text()
     assert _formulas.summary_sql(USER_METRICS) == text, (
-        "sql/summary.sql is out of date with rankwise.metrics: run python -m rankwise._formulas")
+        "sql/summary.sql is out of date with rankwise.metrics: run python -m rankwise._generate")
 
 
 def test_every_formula_reads_only_statistics_terms_metrics_and_knobs():

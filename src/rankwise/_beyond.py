@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from . import _sql_files
-from ._inputs import CSV_IDS, ITEM, USER, id_kind, to_lazyframe
+from ._inputs import CSV_IDS, ITEM, USER, id_kind, is_spark_dataframe, to_lazyframe
 from .conventions import Convention
 from .errors import (
     DtypeMismatchError,
@@ -154,8 +154,6 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
 
 
 def _frame(data, what: str) -> pl.DataFrame:
-    from ._spark_backend import is_spark_dataframe
-
     if is_spark_dataframe(data):  # as for the recommendations: beyond-accuracy inputs are read on this machine
         raise ParameterError(f"{what}: a Spark DataFrame; the beyond-accuracy inputs are DataFrames or files.",
                              hint=f"Write it to Parquet and pass the path, or pass {what}.toPandas() if it is small.")

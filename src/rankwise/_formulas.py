@@ -16,15 +16,14 @@ what users run by hand, so its text must exist anyway; sqlglot parses it once, a
 
 * :func:`summary_sql` writes ``sql/summary.sql`` (a metric's mean, or its ``of_means`` rule).
 
-``python -m rankwise._formulas`` rewrites the generated part of ``sql/per_user.sql`` and
-``sql/summary.sql``; ``tests/test_formulas.py`` regenerates them and fails on drift.
+``python -m rankwise._generate`` rewrites the generated part of ``sql/per_user.sql`` and
+``sql/summary.sql`` from these functions; ``tests/test_formulas.py`` regenerates them and fails on drift.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from pathlib import Path
 
 import polars as pl
 import sqlglot
@@ -241,7 +240,7 @@ def summary_sql(metrics) -> str:
     and sample sd; a metric declaring ``of_means`` has the formula over the means under that knob value."""
     head = [
         "-- rankwise: summary of the per-user metrics, one row per (metric, k).",
-        f"-- Generated from the metric declarations (rankwise.metrics) by python -m rankwise._formulas: do not edit.",
+        f"-- Generated from the metric declarations (rankwise.metrics) by python -m rankwise._generate: do not edit.",
         "--",
         "-- Inputs: per_user, the output of per_user.sql (user_id, k, n_recs, n_rel, precision, ...); cutoffs(k):",
         "--         a row per cutoff also when no user was evaluated (value NULL, n_users 0).",
@@ -279,25 +278,10 @@ def summary_sql(metrics) -> str:
     return "\n".join(head) + "\n" + "\nUNION ALL\n".join(branches) + "\n"
 
 
-BEGIN = "-- >>> generated from the metric declarations (rankwise.metrics) by python -m rankwise._formulas: do not edit"
+BEGIN = "-- >>> generated from the metric declarations (rankwise.metrics) by python -m rankwise._generate: do not edit"
 
 
 def render_per_user(text: str, metrics) -> str:
     """``per_user.sql``'s text with its generated part (from BEGIN to the end) written anew."""
     head = text.split(BEGIN, 1)[0]
     return head + BEGIN + "\n" + per_user_stages(metrics)
-
-
-def main() -> None:
-    from . import _sql_files
-    from .metrics import REGISTRY
-
-    metrics = [m for m in REGISTRY if m.level == "user"]
-    path = Path(_sql_files.sql_dir()) / "per_user.sql"
-    path.write_text(render_per_user(path.read_text(), metrics))
-    (path.parent / "summary.sql").write_text(summary_sql(metrics))
-    print("wrote per_user.sql, summary.sql")
-
-
-if __name__ == "__main__":
-    main()

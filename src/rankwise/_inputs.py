@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from ._runs import grouped_runs
-from .conventions import _INPUT_KNOBS, Convention
+from ._knobs import INPUT_KNOBS, Convention
 from .errors import (
     DtypeMismatchError,
     DuplicateItemError,
@@ -134,6 +134,11 @@ def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFram
     schema = lf.collect_schema()
     arrays = [name for name in (c.item, c.relevance) if isinstance(schema.get(name), pl.Array)]
     return lf.with_columns(pl.col(name).arr.to_list() for name in arrays) if arrays else lf
+
+
+def is_spark_dataframe(obj) -> bool:
+    """True for a pyspark (classic or Connect) DataFrame, without importing pyspark."""
+    return type(obj).__module__.startswith("pyspark.") and type(obj).__name__ == "DataFrame"
 
 
 def _lazy(data, what: str, columns: Columns | None) -> pl.LazyFrame:
@@ -308,8 +313,8 @@ def reading(data, what: str):
 
 def input_key(conv: Convention) -> tuple:
     """Conventions with the same key prepare the same canonical tables from the same inputs (the
-    input-rule knobs, conventions._INPUT_KNOBS)."""
-    return tuple(getattr(conv, knob) for knob in _INPUT_KNOBS)
+    input-rule knobs, _knobs.INPUT_KNOBS)."""
+    return tuple(getattr(conv, knob) for knob in INPUT_KNOBS)
 
 
 @dataclass(frozen=True)

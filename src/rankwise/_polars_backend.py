@@ -6,12 +6,12 @@ Polars by ``rankwise._formulas``) over the per-(user, k) statistics this plan co
 
 from __future__ import annotations
 
-import math
-
 import polars as pl
 
-from ._inputs import ITEM, RANK, REL, USER, Prepared
+from . import _polars_knobs as knobs
+from . import _polars_positions as positions
 from ._engine import Capabilities, Output, polars_output
+from ._inputs import ITEM, RANK, REL, USER, Prepared
 from .conventions import Convention
 from .metrics import REGISTRY, USER_LEVEL, MetricRequest
 
@@ -24,18 +24,16 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
 
     With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
     """
-    from . import _polars_positions as positions
-
     engine = "streaming" if memory_limit is not None else "auto"
     if prep.rec_lists is not None and positions.applies_to(conv, ks) and (levels := positions.levels(prep)) is not None:
         return positions.per_user(prep, ks, conv, beta, levels, engine).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
-    discount = _discount(conv.log_base)
+    discount = knobs.discount(conv.log_base)
 
     labels = truth.with_columns(
         is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)).fill_null(False).cast(pl.Int64)
-    ).with_columns(gain=_gain(conv))
+    ).with_columns(gain=knobs.gain(conv))
     label_stats = labels.group_by(USER).agg(
         pl.col("is_rel").sum().alias("n_rel"), pl.col(ITEM).count().alias("n_judged"), pl.lit(1).alias("in_truth")
     )
@@ -49,7 +47,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         pl.col("n_recs", "n_rel", "n_judged", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
     )
     judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
-    universe = everyone.filter(_in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
+    universe = everyone.filter(knobs.in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
 
     # a relevance of 0 is never relevant and has gain 0 under every rule: such labels earn nothing
     earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
@@ -128,7 +126,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
     )
-    empty = _empty_value(conv)
+    empty = knobs.empty_value(conv)
     return (
         stats.with_columns(**{m.name: empty(m.build(conv, beta)) for m in REGISTRY if m.level == "user"})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
@@ -221,20 +219,6 @@ def _read_back(grid: pl.LazyFrame, at_k: pl.LazyFrame) -> pl.LazyFrame:
             .with_columns(pl.col(carried).forward_fill().over(USER)))
 
 
-def _discount(log_base: float):
-    ln_base = math.log(log_base)
-    return lambda position: (position + 1.0).log() / ln_base
-
-
-def _gain(conv: Convention) -> pl.Expr:
-    """Gain of a label: binary is_rel, linear relevance, or exp2 2^relevance - 1."""
-    if conv.gain == "binary":
-        return pl.col("is_rel").cast(pl.Float64)
-    if conv.gain == "linear":
-        return pl.col(REL)
-    return pl.lit(2.0).pow(pl.col(REL)) - 1.0
-
-
 def _pair_key(schema) -> pl.Expr:
     """One join key per (user, item): user * 2^64 + item as Int128 when both ids are integers that
     fit (exact, and about a quarter faster than Polars' two-column join at 1M users); else a struct.
@@ -244,22 +228,3 @@ def _pair_key(schema) -> pl.Expr:
     if schema[USER] in fits and schema[ITEM] in fits:
         return (pl.col(USER).cast(pl.Int128) * (1 << 64) + pl.col(ITEM).cast(pl.Int128)).alias("_pair")
     return pl.struct(USER, ITEM).alias("_pair")
-
-
-def _in_universe(users: str) -> pl.Expr:
-    return {
-        "union": pl.lit(True),
-        "labels": pl.col("in_truth") == 1,
-        "predictions": pl.col("in_recs") == 1,
-        "intersection": (pl.col("in_recs") == 1) & (pl.col("in_truth") == 1),
-    }[users]
-
-
-def _empty_value(conv: Convention):
-    """Wrap a metric: users with no relevant label / no recommendations get the convention's value."""
-    constant = {"zero": pl.lit(0.0), "one": pl.lit(1.0)}
-    no_labels = constant.get(conv.empty_labels, pl.lit(None, dtype=pl.Float64))
-    no_preds = constant.get(conv.empty_predictions, pl.lit(None, dtype=pl.Float64))
-    return lambda value: (
-        pl.when(pl.col("n_rel") == 0).then(no_labels).when(pl.col("n_recs") == 0).then(no_preds).otherwise(value)
-    )

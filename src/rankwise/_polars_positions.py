@@ -26,7 +26,7 @@ from __future__ import annotations
 import polars as pl
 
 from ._inputs import ITEM, REL, USER, Prepared
-from . import _polars_backend as plan
+from . import _polars_knobs as knobs
 from .conventions import Convention
 from .metrics import REGISTRY
 
@@ -89,7 +89,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
              rel_levels: list[float], engine: str = "auto") -> pl.LazyFrame:
     """Long per-user frame (user_id, k, n_recs, n_rel, one column per metric), rows in (k, user) order.
     The rules (gain, discount, users, empty lists) are the long-form plan's own."""
-    discount, gain, empty = plan._discount(conv.log_base), plan._gain, plan._empty_value(conv)
+    discount, gain, empty = knobs.discount(conv.log_base), knobs.gain, knobs.empty_value(conv)
     big_k = max(ks)
     thr = conv.relevance_threshold
     relevant_level = [(v > 0) and (v >= thr) for v in rel_levels]
@@ -97,7 +97,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= thr)).cast(pl.Int64)).select(gain(conv)).to_series()
     everyone = _everyone(prep.rec_lists, _labels(prep, rel_levels, relevant_level, thr).collect(), big_k)
     judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
-    users = everyone.filter(plan._in_universe(conv.users) & judged_users)
+    users = everyone.filter(knobs.in_universe(conv.users) & judged_users)
 
     positions = range(1, big_k + 1)
     d = pl.DataFrame({"p": list(positions)}, schema={"p": pl.Int64}).select(discount(pl.col("p"))).to_series()

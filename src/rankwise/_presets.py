@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from .conventions import Convention, knob_documentation
+from ._knobs import Convention, knob_documentation
 from .metrics import BEYOND, KNOBS_BY_METRIC, USER_LEVEL
 
 _ALL = USER_LEVEL + tuple(m.name for m in BEYOND)  # every accuracy and beyond-accuracy metric

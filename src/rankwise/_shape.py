@@ -56,14 +56,6 @@ def long(per_user: pl.DataFrame, request: MetricRequest, user_col: str) -> pl.Da
     )
 
 
-def kept_long(kept, request: MetricRequest, user_col: str):
-    """Per-user rows left in the engine (collect=False): a Spark frame under the public names of
-    :func:`long`; a PostgreSQL table as the engine wrote it (documented)."""
-    from . import _spark_backend
-
-    return _spark_backend.public_long(kept, request, user_col) if _spark_backend.is_spark_dataframe(kept) else kept
-
-
 def metric_columns(frame: pl.DataFrame, user_col: str) -> list[str]:
     return [c for c in frame.columns if c not in (RUN, user_col, *KEYS)]
 

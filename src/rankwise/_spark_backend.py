@@ -22,7 +22,7 @@ import polars as pl
 from . import _checks, _sql_files, render
 from ._engine import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
                       polars_examples)
-from ._inputs import USER, Columns, no_order_column, require
+from ._inputs import USER, Columns, is_spark_dataframe, no_order_column, require
 from ._shape import KEYS
 from .conventions import Convention
 from .errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
@@ -58,11 +58,6 @@ def session():
             # the backend never writes tables; keep Spark from creating ./spark-warehouse
             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="rankwise-spark-warehouse-"))
             .getOrCreate())
-
-
-def is_spark_dataframe(obj) -> bool:
-    """True for a pyspark (classic or Connect) DataFrame, without importing pyspark."""
-    return type(obj).__module__.startswith("pyspark.") and type(obj).__name__ == "DataFrame"
 
 
 def to_polars(frame) -> pl.DataFrame:

@@ -18,7 +18,7 @@ import polars as pl
 from . import _beyond, _progress, _segments, _shape, _spark_backend
 from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
-from ._inputs import Columns, Prepared, input_key, prepare, prepare_truth
+from ._inputs import Columns, Prepared, input_key, is_spark_dataframe, prepare, prepare_truth
 from ._polars_backend import PolarsEngine
 from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
 from ._spark_backend import SparkEngine
@@ -71,7 +71,7 @@ class Result:
     def per_user(self):
         if isinstance(self.long, pl.DataFrame):
             return _shape.wide(self.long, self.user_col, self.request.ks)
-        if _spark_backend.is_spark_dataframe(self.long):
+        if is_spark_dataframe(self.long):
             return _spark_backend.wide(self.long, self.request, self.user_col)
         return self.long  # a table left in the database: its long rows, as the engine wrote them
 
@@ -488,7 +488,10 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
             _shape.raise_on_non_finite(out.per_user, out.summary, request, conv, user_col)
             rows = _shape.long(out.per_user, request, user_col)
         else:
-            rows = _shape.kept_long(out.per_user, request, user_col)
+            # per-user rows left in the engine: a Spark frame under the public names of _shape.long; a
+            # PostgreSQL table as the engine wrote it (documented)
+            kept = out.per_user
+            rows = _spark_backend.public_long(kept, request, user_col) if is_spark_dataframe(kept) else kept
         parts = (rows, _shape.summary(out.summary, request, confidence),
                  _shape.excluded(prep, out.counts, conv), None)
     except BaseException:
@@ -718,4 +721,4 @@ def memory_bytes(memory_limit, engine: Engine) -> int | None:
 def _from_spark(data):
     """A Spark DataFrame the engine cannot take as it is (another backend, list form, min_score) is
     collected to Polars through Arrow; anything else passes."""
-    return _spark_backend.to_polars(data) if _spark_backend.is_spark_dataframe(data) else data
+    return _spark_backend.to_polars(data) if is_spark_dataframe(data) else data
