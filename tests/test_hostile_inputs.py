@@ -102,7 +102,8 @@ def test_csv_against_integer_parquet_says_how_to_proceed(tmp_path):
 def test_exp2_overflow_is_an_error_on_every_engine(backend):
     """2^2000 is inf as a double: DCG was inf, NDCG NaN, counted in n_users, the mean NaN."""
     truth = TRUTH.with_columns(relevance=pl.Series([2000.0, 1.0]))
-    msg = _raises(rankwise.NumericOverflowError, truth=truth, metrics=["ndcg", "dcg"], backend=backend)
+    msg = _raises(rankwise.NumericOverflowError, truth=truth, metrics=["ndcg", "dcg"], backend=backend,
+                  convention=rankwise.Convention(gain="exp2"))
     assert "gain='linear'" in msg and "ndcg" in msg and "dcg" in msg
     # the same labels with linear gain: user 1's hit at position 2 earns 2000 / log_e(3)
     res = rankwise.evaluate(RECS, truth, k=2, metrics=["dcg"], backend=backend,
@@ -224,7 +225,8 @@ def test_columns_that_differ_only_in_case_are_not_confused(tmp_path, backend):
     recs, truth = tmp_path / "r.parquet", tmp_path / "t.parquet"
     pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "rank": [1, 2, 1, 2]}).write_parquet(recs)
     pl.DataFrame({"user": [1, 2], "item": [11, 21], "relevance": [1, 1], "Relevance": [0, 3]}).write_parquet(truth)
-    res = rankwise.evaluate(str(recs), str(truth), k=2, metrics=["ndcg"], relevance_col="Relevance", backend=backend)
+    res = rankwise.evaluate(str(recs), str(truth), k=2, metrics=["ndcg"], relevance_col="Relevance", backend=backend,
+                            convention="recommended_ideal")  # the rules of the hand values above
     assert res.summary.select("value", "n_users").rows() == [(pytest.approx(math.log(2) / math.log(3), rel=1e-12), 1)]
 
 
