@@ -107,7 +107,7 @@ def test_exp2_overflow_is_an_error_on_every_engine(backend):
     assert "gain='linear'" in msg and "ndcg" in msg and "dcg" in msg
     # the same labels with linear gain: user 1's hit at position 2 earns 2000 / log_e(3)
     res = rankwise.evaluate(RECS, truth, k=2, metrics=["dcg"], backend=backend,
-                            convention=rankwise.Convention(gain="linear"))
+                            convention=rankwise.Convention(gain="linear", log_base=math.e))
     assert res.per_user["dcg@2"].to_list() == pytest.approx([2000 / math.log(3), 0.0], rel=1e-12)
 
 
