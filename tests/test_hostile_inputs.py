@@ -267,7 +267,7 @@ def test_excluded_codes_for_every_rule(backend):
     recs = pl.DataFrame({"user": [1, 3, 5], "item": [10, 10, 20], "rank": [1, 1, 1]})
     truth = pl.DataFrame({"user": [1, 2, 4, 5], "item": [10, 10, 10, 10], "relevance": [1.0, 1.0, 0.0, 1.0]})
     conv = rankwise.Convention(users="labels", unjudged="drop", empty_labels="nan", empty_predictions="nan",
-                               zero_ideal="nan")
+                               ideal="predictions_topk", zero_ideal="nan")  # the ideal of user 5's top 1
     res = rankwise.evaluate(recs, truth, k=1, metrics=["ndcg"], backend=backend, convention=conv)
     assert res.excluded.columns == ["code", "reason", "n_users"]
     assert [(code, n) for code, _, n in _excluded(res)] == [
