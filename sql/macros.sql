@@ -202,6 +202,18 @@ CREATE OR REPLACE TEMP MACRO rankwise_r_precision(recs, truth, k, empty_labels :
             / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
         empty_labels, empty_predictions, duplicates) END;
 
+-- RBP@k = (1 - p) sum over hit positions i of p^(i - 1), p = rbp_persistence (0 < p < 1)
+CREATE OR REPLACE TEMP MACRO rankwise_rbp(recs, truth, k, rbp_persistence := 0.8, empty_labels := 'zero',
+                                     empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('rbp_persistence', rbp_persistence, rbp_persistence > 0 AND rbp_persistence < 1,
+                           'a number strictly between 0 and 1') THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        (1.0 - CAST(rbp_persistence AS DOUBLE)) * coalesce(list_sum(list_transform(
+            rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+            lambda p: pow(CAST(rbp_persistence AS DOUBLE), p - 1.0))), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
 -- graded relevance: rel is a list parallel to truth; a label is relevant when rel > 0 and rel >= threshold;
 -- gain(r) = 1 if relevant else 0 (binary) | r (linear) | 2^r - 1 (exp2); labels with r = 0 earn nothing
 CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS

@@ -20,15 +20,13 @@
 --   $zero_ideal            'zero' | 'nan'
 --   $relevance_threshold   relevant = relevance > 0 AND relevance >= threshold
 --   $rr_cutoff             1 = RR counts a first hit within k only, 0 = anywhere in the list
+--   $rbp_persistence       RBP's persistence p, 0 < p < 1
 --   $beta                  F-beta's beta
--- Output: user_id, k, n_recs, n_rel, precision, recall, fbeta, map, mar, mrr, dcg, ndcg, hit_rate,
---   r_precision. NULL = undefined under the convention (excluded from means).
--- Formulas, per user at k (hits@k = relevant items in the top k, n_rel = relevant labels):
---   precision = hits@k / den        recall = hits@k / n_rel      fbeta = (1+b^2)PR / (b^2 P + R)
---   map (AP)  = sum over hit positions i of hits@i / i, / den    mar (AR) = sum of hits@i / n_rel, / den
---   mrr (RR)  = 1 / first hit position        hit_rate = [hits@k > 0]
---   dcg = sum_{i<=k} gain_i / log_b(i + 1)     ndcg = dcg / idcg
---   r_precision = hits@min(k, n_rel) / min(k, n_rel)
+-- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics (precision, recall,
+--   fbeta, map, ...). NULL = undefined under the convention (excluded from means).
+-- The stages up to `stats` compute the per-(user, k) statistics (hits@k = relevant items in the top k,
+-- n_rel = relevant labels, and the running sums each metric reads); the stages after it, each
+-- metric's formula over them, are generated from the metric declarations (see the marker below).
 WITH
 labels AS (
     SELECT g.user_id, g.item_id,
@@ -132,14 +130,16 @@ running AS (
            SUM(CASE WHEN j.is_rel = 1 AND j.rank <= j.n_rel THEN 1 ELSE 0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r_hits,
            SUM(j.gain / (LN(j.rank + 1.0) / LN($log_base)))
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg,
+           SUM(CASE WHEN j.is_rel = 1 THEN POWER($rbp_persistence, j.rank - 1) ELSE 0.0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rbp_sum
     FROM judged AS j
 ),
 -- at each k, the sums of the last judged row at or above k
 at_k AS (
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, r.judged_pos,
            CAST(r.hits_so_far AS BIGINT) AS hits, r.precision_sum, CAST(r.hits_sum AS BIGINT) AS hits_sum,
-           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg
+           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum
     FROM running AS r
     JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
 ),
@@ -212,6 +212,7 @@ stats AS (
            -- recommended or relevant items: the rows a per-item table (Evidently) holds for the user
            u.n_recs + u.n_rel - u.hits_all AS n_candidates,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE 0.0 END AS rbp_sum,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -251,7 +252,8 @@ defined AS (
                 WHEN $zero_ideal = 'zero' THEN 0.0
                 ELSE CAST(NULL AS DOUBLE) END AS ndcg,
            CASE WHEN d.hits > 0 THEN 1.0 ELSE 0.0 END AS hit_rate,
-           d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS r_precision
+           d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS r_precision,
+           (1.0 - $rbp_persistence) * d.rbp_sum AS rbp
     FROM denominators AS d
 ),
 defined_2 AS (
@@ -277,6 +279,7 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.dcg END AS dcg,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg END AS ndcg,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.hit_rate END AS hit_rate,
-       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.r_precision END AS r_precision
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.r_precision END AS r_precision,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rbp END AS rbp
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

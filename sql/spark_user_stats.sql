@@ -4,11 +4,12 @@
 -- unchanged (rankwise._spark_backend splices it), so every metric rule stays in per_user.sql.
 --
 -- Input: user_arrays (the output of sql/spark_user_arrays.sql), cutoffs (k).
--- Parameters: $users, $unjudged, $rr_cutoff, $ideal, $log_base (as in per_user.sql).
+-- Parameters: $users, $unjudged, $rr_cutoff, $ideal, $log_base, $rbp_persistence (as in per_user.sql).
 -- Output: per_user.sql's `stats` columns. With `earned` in rank order, the j-th relevant row has
 -- hits_so_far = j, so at k (the relevant rows within k being hit_rows):
 --   hits = |hit_rows|, precision_sum = sum_j j / pos_j, hits_sum = sum_j j,
 --   r_hits = |{j: pos_j <= n_rel}|, dcg = sum over earned rows within k of gain / log_b(pos + 1),
+--   rbp_sum = sum_j p^(pos_j - 1),
 --   idcg = the same over their gains sorted descending at positions 1, 2, ... ($ideal
 --   'predictions_topk'), over the labels' gains ('labels'), or over k gains of 1 ('k_ones').
 WITH
@@ -47,6 +48,7 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
        CASE WHEN $rr_cutoff = 1 AND a.first_hit > a.k THEN 0 ELSE a.first_hit END AS first_hit,
        a.n_recs + a.n_rel - a.hits_all AS n_candidates,
        aggregate(a.within, 0.0D, (acc, e) -> acc + e.gain / (LN(e.pos + 1.0D) / LN($log_base))) AS dcg,
+       aggregate(a.hit_rows, 0.0D, (acc, e) -> acc + POWER($rbp_persistence, e.pos - 1)) AS rbp_sum,
        CASE WHEN $ideal = 'labels'
             THEN aggregate(transform(a.ideal_gains, (g, i) -> CASE WHEN i < a.k THEN g / (LN((i + 1) + 1.0D) / LN($log_base))
                                                                    ELSE 0.0D END),

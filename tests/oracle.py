@@ -92,9 +92,13 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> d
     m = min(k, n_rel)
     r_precision = sum(1 for item in pred[:m] if is_relevant(item)) / m
 
+    # Moffat and Zobel 2008: RBP = (1 - p) * sum_i r_i p^(i - 1) over the ranks i of the top k, r_i in {0, 1}
+    p = conv.rbp_persistence
+    rbp = (1 - p) * sum(flag * p ** i for i, flag in enumerate(flags))
+
     return {
         "precision": precision, "recall": recall, "fbeta": fbeta, "map": ap, "mar": ar, "mrr": rr,
-        "dcg": dcg, "ndcg": ndcg, "hit_rate": 1.0 if hits else 0.0, "r_precision": r_precision,
+        "dcg": dcg, "ndcg": ndcg, "hit_rate": 1.0 if hits else 0.0, "r_precision": r_precision, "rbp": rbp,
     }
 
 

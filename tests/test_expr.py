@@ -230,7 +230,8 @@ def test_hand_values():
     idcg = 1 / math.log(2) + 1 / math.log(3)  # predictions_topk: the two hits moved to the top
     want = {"precision@4": 2 / 4, "recall@4": 2 / 3, "f1@4": 2 * 0.5 * (2 / 3) / (0.5 + 2 / 3),
             "map@4": (1 / 2 + 2 / 4) / 2, "mar@4": (1 / 3 + 2 / 3) / 2, "mrr@4": 1 / 2, "dcg@4": dcg,
-            "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3}
+            "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3,
+            "rbp@4": (1 - 0.8) * (0.8 ** 1 + 0.8 ** 3)}  # hits at ranks 2 and 4, p = 0.8
     assert got.keys() == want.keys()
     for key in want:
         assert close(got[key], want[key]), key

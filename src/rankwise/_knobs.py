@@ -98,6 +98,12 @@ class Convention:
         (True, False),
         "RR@k counts only a first hit within the top k (True), or the first hit anywhere (False)",
     )
+    rbp_persistence: float = _knob(
+        0.8,
+        "a number with 0 < p < 1",
+        "RBP's persistence p: the chance that a user who looked at one item looks at the next (Moffat and "
+        "Zobel 2008; 0.8 as ir_measures, trec_eval's rbp uses 0.9)",
+    )
     duplicates: str = _knob(
         "error",
         ("error", "first_shift"),
@@ -258,6 +264,8 @@ class Convention:
                     "None keeps every item (a NaN or infinite min_score would drop every item).")
         _number("relevance_threshold", self.relevance_threshold, ">= 0", lambda v: v >= 0,
                 "0 counts every relevance > 0 as relevant; 1 counts relevance >= 1.")
+        _number("rbp_persistence", self.rbp_persistence, "strictly between 0 and 1", lambda v: 0 < v < 1,
+                "e.g. 0.8 (ir_measures' default), 0.9 (trec_eval's rbp), 0.95 (a patient user).")
         _number("info_log_base", self.info_log_base, "> 1", lambda v: v > 1,
                 "2 (bits, the default) or math.e (nats).")
         _number("long_tail_ratio", self.long_tail_ratio, "> 0", lambda v: v > 0,

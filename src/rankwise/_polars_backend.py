@@ -80,8 +80,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         pl.when(hit).then(pl.col("hits_so_far")).otherwise(0).cum_sum().over(USER).alias("hits_sum"),
         (hit & (pl.col(RANK) <= pl.col("n_rel"))).cast(pl.Int64).cum_sum().over(USER).alias("r_hits"),
         (pl.col("gain") / discount(pl.col(RANK))).cum_sum().over(USER).alias("dcg"),
+        pl.when(hit).then(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64))).otherwise(0.0)
+        .cum_sum().over(USER).alias("rbp_sum"),
     )
-    at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg"])
+    at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum"])
     # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     grid = _read_back(grid, at_k)
@@ -121,7 +123,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
-        pl.col("precision_sum", "dcg", "idcg").fill_null(0.0),
+        pl.col("precision_sum", "dcg", "idcg", "rbp_sum").fill_null(0.0),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),

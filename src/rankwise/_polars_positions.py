@@ -9,7 +9,7 @@ nothing is exploded or joined row by row. Per user, with K = max(ks), for positi
 
 and at each cutoff k the statistics of ``sql/per_user.sql`` are running sums read at position k:
 hits = C_k, precision_sum = sum_{j<=k} h_j C_j / j, hits_sum = sum h_j C_j, r_hits = sum h_j [j <= n_rel],
-dcg = sum g_j / log_b(j + 1), first_hit = the first j <= k with h_j. The sums run in position order,
+dcg = sum g_j / log_b(j + 1), rbp_sum = sum h_j p^(j - 1), first_hit = the first j <= k with h_j. The sums run in position order,
 the order the long-form plan sums its rank-ordered rows in (the ideal DCG adds up per relevance
 level instead: equal to the long plan's to 1e-12, tests/test_list_positions.py).
 
@@ -23,6 +23,8 @@ documented in the README's list-form paragraph).
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from ._inputs import ITEM, REL, USER, Prepared
@@ -31,7 +33,7 @@ from .conventions import Convention
 from .metrics import REGISTRY
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
-RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_first"]
+RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_first"]
 
 MAX_POSITIONS = 100  # K above this: the long-form plan (cost here grows with K x labels per user)
 MAX_LEVELS = 8  # distinct positive relevance values above this: the long-form plan
@@ -124,7 +126,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     counted = [i for i in used if level_gain[i] != 0] if conv.ideal == "predictions_topk" else []
     zero_int, zero = pl.lit(0, dtype=pl.Int64), pl.lit(0.0)
     frame = frame.with_columns(_c=zero_int, _hits_sum=zero_int, _r_hits=zero_int, _first=zero_int,
-                               _precision_sum=zero, _dcg=zero, **{f"_n{i}": zero_int for i in counted})
+                               _precision_sum=zero, _dcg=zero, _rbp_sum=zero, **{f"_n{i}": zero_int for i in counted})
     cuts = set(ks)
     for j in positions:
         h = hit(j)
@@ -135,6 +137,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             _hits_sum=pl.col("_hits_sum") + pl.when(h == 1).then(c).otherwise(0),
             _r_hits=pl.col("_r_hits") + h * (pl.col("n_rel") >= j).cast(pl.Int64),
             _dcg=pl.col("_dcg") + gain_at(j) / d[j - 1],
+            _rbp_sum=pl.col("_rbp_sum") + pl.when(h == 1).then(math.pow(conv.rbp_persistence, j - 1)).otherwise(0.0),
             _first=pl.when((pl.col("_first") == 0) & (h == 1)).then(pl.lit(j, dtype=pl.Int64)).otherwise("_first"),
             **{f"_n{i}": pl.col(f"_n{i}") + pl.col(f"_f{i}_{j}").cast(pl.Int64) for i in counted},
         )
@@ -150,7 +153,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "k": pl.lit(k, dtype=pl.Int64), "n_recs": pl.col("n_recs"), "n_rel": pl.col("n_rel"),
             "hits": field("c").cast(pl.Float64), "precision_sum": field("precision_sum"),
             "hits_sum": field("hits_sum").cast(pl.Float64), "r_hits": field("r_hits").cast(pl.Float64),
-            "dcg": field("dcg"), "first_hit": field("first"),
+            "dcg": field("dcg"), "first_hit": field("first"), "rbp_sum": field("rbp_sum"),
             "idcg": ideal.at(k, field),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }

@@ -59,15 +59,17 @@ PRESETS: dict[str, Convention] = {
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0,
         ),
         _preset(
-            "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision"),
+            "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision", "rbp"),
             """trec_eval 10.0 / pytrec_eval-terrier 0.5.11 measures P_k, recall_k, map_cut_k,
             recip_rank (no cutoff: mrr@k ignores k), ndcg_cut_k (linear gain, log2, ideal from all
             qrels), success_k (hit_rate), Rprec (= r_precision@k for k >= R). Queries in both qrels
             and run; judged-but-all-non-relevant queries score 0; relevant = rel >= 1. Score ties:
-            docno descending (strcmp), reproduced by ties='item_desc' for string ids of equal width.""",
+            docno descending (strcmp), reproduced by ties='item_desc' for string ids of equal width.
+            rbp (p = 0.9, trec_eval's default; rbp@k as trec_eval -M k) over binary relevance: trec_eval
+            rescales graded gains to [0, 1] from bounds it leaves uninitialised, so graded qrels differ.""",
             users="intersection", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0, rr_cutoff=False,
-            ties="item_desc", unjudged="drop",
+            ties="item_desc", unjudged="drop", rbp_persistence=0.9,
         ),
         _preset(
             "spark", ("precision", "recall", "map", "ndcg"),
@@ -210,6 +212,8 @@ OVERRIDES = {
     "catalog_outside": ("ignore", "'count' lets item_coverage, a share of the catalog, exceed 1"),
     "personalization_lists": ("actual", "'full' (Evidently's S = U_R k) is exact only when every list holds k "
                               "items; with shorter lists the value can exceed 1"),
+    "rbp_persistence": (0.8, "only trec_eval votes, with the p compiled into it (0.9, 'close to P_10'); 0.8 is "
+                             "ir_measures' default and the value Moffat and Zobel's examples lead with"),
 }
 
 

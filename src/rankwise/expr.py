@@ -80,7 +80,7 @@ from .errors import (
     ParameterError,
 )
 
-__all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg",
+__all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp",
            "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
@@ -225,6 +225,17 @@ ap, ar, rr = map, mar, mrr
 
 
 # -- popularity metrics: the side data as a list column parallel to recs ------------------------
+
+
+def rbp(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
+        convention: str | Convention = "default") -> pl.Expr:
+    """RBP@k = (1 - p) sum over hit positions i <= k of p^(i - 1), p = ``rbp_persistence``.
+
+    >>> import polars as pl
+    >>> round(pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(rbp("r", "t", k=3)).item(), 12)
+    0.328
+    """
+    return _Rows(recs, truth, relevance, convention).metric("rbp", k)
 
 
 def _defining(convention: str | Convention, name: str) -> Convention:
@@ -733,7 +744,7 @@ class _Rows:
         flags_gain = self._earns_as_flags()  # the gain at each position is the relevance flag
         zero_one = conv.gain == "binary" or self.rel is None  # every gain 0 or 1
         topk = "idcg" in needed and conv.ideal == "predictions_topk"
-        uses_flags = ("precision_sum" in needed or ("first_hit" in needed and conv.rr_cutoff)
+        uses_flags = ("precision_sum" in needed or "rbp_sum" in needed or ("first_hit" in needed and conv.rr_cutoff)
                       or (flags_gain and "dcg" in needed))
         uses_gains = not flags_gain and ("dcg" in needed or (topk and not zero_one))
         positional = k <= POSITIONAL_MAX_K
@@ -811,6 +822,13 @@ class _Rows:
             return pl.coalesce([pl.when(h[j]).then(pl.lit(j + 1, dtype=pl.Int64)) for j in range(k)]
                                + [pl.lit(0, dtype=pl.Int64)])
 
+        def rbp_sum() -> pl.Expr:  # sum over the hit positions j of p^(j - 1)
+            p = conv.rbp_persistence
+            if not positional:
+                weight = pl.lit(p).pow(pl.int_range(0, pl.len()).cast(pl.Float64))
+                return F("flags").list.agg(pl.when(_E).then(weight).otherwise(0.0).sum())
+            return pl.sum_horizontal([pl.when(h[j]).then(math.pow(p, j)).otherwise(0.0) for j in range(k)])
+
         def dcg() -> pl.Expr:
             if not positional:
                 return rows._discounted(F("flags").cast(pl.List(pl.Float64)) if flags_gain else F("gains"))
@@ -826,6 +844,7 @@ class _Rows:
             "r_hits": lambda: (F("n_rel") - F("relevant").list.set_difference(
                 F("r").list.head(pl.min_horizontal(k, F("n_rel")))).list.len()).cast(pl.Float64) + 0.0,
             "precision_sum": precision_sum, "first_hit": first_hit, "dcg": dcg, "idcg": idcg,
+            "rbp_sum": rbp_sum,
         }
         fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}
         return stage.struct.with_fields(**fields) if fields else stage

@@ -111,6 +111,9 @@ REGISTRY: tuple[Metric, ...] = (
            "CASE WHEN hits > 0 THEN 1.0 ELSE 0.0 END"),
     Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
            "r_hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)"),
+    Metric("rbp", "RBP@k (rank-biased precision, Moffat and Zobel 2008)",
+           "(1 - p) sum_{i <= k, rel_i} p^(i - 1), p = `rbp_persistence` (trec_eval's rbp over the top k)",
+           "(1.0 - $rbp_persistence) * rbp_sum", ("rbp_persistence",)),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
