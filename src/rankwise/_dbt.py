@@ -27,6 +27,7 @@ there, so the macros compute what ``rankwise.sql`` renders for that preset.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import sys
@@ -192,8 +193,10 @@ def _render_parts(dialect: str, conv, metrics, score: bool, relevance: bool, ks=
                           relevance_col=_COLS["relevance"] if relevance else None)
 
 
+@functools.lru_cache(maxsize=None)
 def dialect_templates(dialect: str) -> dict:
-    """{part name: template} for one dialect."""
+    """{part name: template} for one dialect (cached: :func:`files` and :func:`verify` share them; treat
+    the result as read-only)."""
     parts = {}
     for ties in ("item_asc", "item_desc"):
         conv, markers = _marked_convention(ties)

@@ -98,6 +98,11 @@ class Result:
 
         return write(self, target, mode=mode, prefix=prefix, **options)
 
+    def log_mlflow(self, run_id: str | None = None, prefix: str = "") -> dict:
+        """Log the summary (``ndcg_at_10``), knobs and tables to MLflow (``rankwise._mlflow``; the mlflow extra)."""
+        from ._mlflow import log_mlflow
+        return log_mlflow(self, run_id=run_id, prefix=prefix)
+
     def compare(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
                 alpha: float = 0.05, seed=0, n_resamples: int = 10_000, metrics=None,
                 by_segment: bool = False) -> pl.DataFrame:
