@@ -757,13 +757,13 @@ def test_postgres_overflow_in_the_beyond_script_is_a_typed_error(pg_dsn, monkeyp
     """A statement of the beyond script that overflows a double (no input reaches one since the ILD and
     score-entropy fixes, so one is added): psycopg's NumericValueOutOfRange becomes a NumericOverflowError
     with a hint."""
-    script = B._script
+    script = B.script
 
     def overflowing(*args, **kwargs):
         rendered = script(*args, **kwargs)
         return dataclasses.replace(rendered, stages=(*rendered.stages, "SELECT CAST(1e308 AS DOUBLE PRECISION) * 10"))
 
-    monkeypatch.setattr(B, "_script", overflowing)
+    monkeypatch.setattr(B, "script", overflowing)
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "rank": [1, 2, 1]})
     with pytest.raises(rankwise.NumericOverflowError, match="novelty") as info:
         rankwise.evaluate(recs, None, k=2, metrics=["novelty"], train=recs, backend="postgres")

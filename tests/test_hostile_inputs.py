@@ -547,7 +547,7 @@ def test_a_parquet_directory_whose_files_differ_in_integer_width_is_one_table(tm
 # every module-level pattern of the package that validates a name, with a name it accepts; a new
 # pattern must be listed here or in _NOT_NAMES (the test below fails until it is)
 _NAME_PATTERNS = {
-    "render._PREFIX": "rankwise_", "render._BARE": "items", "render._PLAIN_COLUMN": "user_id",
+    "_sqlgen._PREFIX": "rankwise_", "_sqlgen._BARE": "items", "_sqlgen._PLAIN_COLUMN": "user_id",
     "metrics._F_BETA": "f2.5", "_write._PREFIX": "ds.eval_",
     "_write._RUN_FILE": "run-20240101T000000000000Z-" + "0" * 32 + ".parquet",
     "_write._STAGED": "per_user.run-20240101T000000000000Z-" + "0" * 32 + ".parquet.1234.tmp",

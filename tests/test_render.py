@@ -24,7 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 import rankwise
-from rankwise import render
+from rankwise import _sqlgen, render
 from rankwise.cli import main
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "rewrites"
@@ -54,10 +54,10 @@ SELECT 1, 1.0, 1.0, 1.0, 1, 1, 1.0, 1.0, 'x', 'y'
 def _rewrites(dialect: str) -> str:
     """What the renderer does for ``dialect``: the probe, and the statements it builds itself."""
     names = render.relation_names("rankwise_", None, dialect)
-    probe = render._generate(render._shipped(PROBE, "probe", rankwise.Convention(), 1.0, dialect, names, "f1"), dialect)
+    probe = _sqlgen.generate(_sqlgen.shipped(PROBE, "probe", rankwise.Convention(), 1.0, dialect, names, "f1"), dialect)
     script = render.render(dialect=dialect, **REQUEST)
     built = [*script.setup[:2], script.setup[-1], script.create_per_user[1].split(" AS", 1)[0],
-             render._stop_on_failed_checks("SELECT 1 AS probe", REQUEST["tables"], dialect)]
+             _sqlgen.stop_on_failed_checks("SELECT 1 AS probe", REQUEST["tables"], dialect)]
     return ";\n\n".join([probe, *built]) + ";\n"
 
 
@@ -415,7 +415,7 @@ def test_the_placeholder_text_in_a_table_name_query_or_schema():
     runs: each rendered body goes where its wrapper reads that table, not into the check's message (a
     string) or a schema name. By hand: user 1's list 10, 11 with 11 relevant, user 2's 20 with no
     relevant item: precision@2 = (1/2 + 0) / 2."""
-    body = render._BODY
+    body = _sqlgen.BODY
     tables = {"recommendations": body, "ground_truth": f"SELECT * FROM truth WHERE '{body}' <> ''"}
     con = duckdb.connect()
     con.execute(f"CREATE SCHEMA {body}")

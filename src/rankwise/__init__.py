@@ -29,13 +29,13 @@ from .errors import (
     WriteLockedError,
     WriteSchemaError,
 )
-from ._beyond import METRICS as BEYOND_METRICS
+from ._beyond_spec import METRICS as BEYOND_METRICS
 from .metrics import METRICS
 from .render import sql
 from ._postgres_backend import PostgresTable
+from ._version import __version__
 from . import expr, report, stats  # noqa: E402  (list-form expressions; HTML report and plots; statistics)
 
-__version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS", "METRICS", "BEYOND_METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation", "expr", "report", "stats",

@@ -45,10 +45,8 @@ from .errors import (
     NullValueError,
     ParameterError,
 )
-from .metrics import BEYOND
+from ._beyond_spec import CATALOG_METRICS, METRICS, NEEDS, STAGES, USER_COLUMNS  # noqa: F401  (METRICS: rankwise._beyond.METRICS)
 
-USER_COLUMNS = tuple(m.name for m in BEYOND if m.level == "user")  # the registry (rankwise.metrics.BEYOND)
-CATALOG_METRICS = tuple(m.name for m in BEYOND if m.level == "catalog")
 FEATURE, VALUE = "feature", "value"
 NO_CATALOG = pl.DataFrame(schema={"metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64})
 _SHOW = 5
@@ -630,11 +628,6 @@ def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
 # DuckDB (the shipped SQL)
 
 
-# the conventions-free stages every beyond query reads: sql file -> the temporary table it fills
-STAGES = {"beyond_popularity": "train_popularity", "beyond_cutoffs": "cutoff_buckets", "beyond_ranks": "rank_buckets",
-          "beyond_exposure": "exposure"}
-
-
 def register(con, recs, side: SideInputs, ks, truth=None, source: str | None = None,
              empty: pl.DataFrame | None = None) -> None:
     """Register the relations sql/beyond_*.sql read: recommendations(user_id, rank, item_id, score),
@@ -711,8 +704,6 @@ def duckdb_per_item(con, conv: Convention) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------------
 # what evaluate() asks for
 
-METRICS = USER_COLUMNS + CATALOG_METRICS  # through evaluate()
-_NEEDS = {m.name: tuple(n for n in m.needs if n not in ("recommendations", "scores")) for m in BEYOND}
 _UNDEFINED = {"novelty": "no recommended item at k", "arp": "no recommended item at k",
               "long_tail_share": "no recommended item at k", "serendipity": "no recommended item at k",
               "ild": "fewer than 2 items with features at k"}
@@ -765,7 +756,7 @@ def check_inputs(names, side: SideInputs, conv: Convention | None, has_truth: bo
     given = {"train": side.train is not None and side.train.height > 0, "items": side.items is not None,
              "item_features": side.has_features, "ground_truth": has_truth}
     for name in names:
-        needs = list(_NEEDS.get(name, ()))
+        needs = list(NEEDS.get(name, ()))
         if name in ("item_coverage", "gini") and conv is not None and conv.catalog != "recommended" and not (
                 given["train"] or (conv.catalog == "items" and given["items"])):
             needs.append("items or train" if conv.catalog == "items" else "train")  # the catalog
@@ -780,12 +771,12 @@ def check_inputs(names, side: SideInputs, conv: Convention | None, has_truth: bo
 
 
 def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention, engine: str,
-        source: str | None = None, postgres=None, memory_limit: int | None = None,
+        source: str | None = None, script_engine=None, memory_limit: int | None = None,
         evaluated: pl.Series | None = None):
     """The beyond-accuracy values of one run: (user rows (user_id, k, n_items, *user metrics), catalog
     rows (metric, k, value, n_users), per_item (item_id, k, exposure, popularity)), by the shipped SQL
     in DuckDB (engine="duckdb"; ``source``: see :func:`register`), the rendered script in PostgreSQL
-    (engine="postgres"; ``postgres``: the PostgresEngine) or Spark (engine="spark"), or the Polars
+    or Spark (engine="postgres" or "spark"; ``script_engine``: that engine, which runs it), or the Polars
     expressions (every other engine). ``memory_limit`` (bytes) caps DuckDB's memory as in the accuracy
     engine: beyond it DuckDB spills to a temporary directory (removed afterwards). ``evaluated``: the
     user rows are those users' (the accuracy users of the convention), one without recommendations
@@ -803,9 +794,8 @@ def run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention
         recs = pl.concat([recs.lazy(), empty.lazy()], how="diagonal")
     side = with_item_type(side, recs.collect_schema()[ITEM])
     want_catalog = bool(set(names) & set(CATALOG_METRICS))  # else no catalog query (its rows would be dropped)
-    if engine in ("postgres", "spark"):
-        users, catalog, items = postgres_run(postgres, recs, truth, names, side, ks, conv) if engine == "postgres" \
-            else spark_run(recs, truth, names, side, ks, conv)
+    if engine in ("postgres", "spark"):  # the engine runs the rendered script (script_inputs, script, typed)
+        users, catalog, items = script_engine.run_beyond_script(recs, truth, names, side, ks, conv)
     elif engine == "duckdb":
         import tempfile
         from contextlib import ExitStack
@@ -874,7 +864,7 @@ def _text_items(frame):
     return frame
 
 
-def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
+def script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
     """({table name: canonical frame}, tables argument of render_beyond, (user, item) dtypes) for
     running the rendered script over the canonical inputs (train given as an empty frame if missing)."""
     recs = recs.lazy().collect()
@@ -887,7 +877,7 @@ def _script_inputs(recs: pl.LazyFrame, truth, side: SideInputs, prefix: str):
     return {tables[name]: frame for name, frame in frames.items() if frame is not None}, tables, ids
 
 
-def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str):
+def script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str):
     """The script of the metrics ``names`` over the canonical frames (ranks 1..n; for score_entropy
     their joined score column too, see :func:`with_scores`): the input rules have run, min_score among
     them (the script's SQL gap), so the script renders without it."""
@@ -897,64 +887,11 @@ def _script(tables: dict, names, ks, conv: Convention, dialect: str, prefix: str
                          item_col=ITEM, prefix=prefix, keep_score="score" if "score_entropy" in names else None)
 
 
-def _typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids: tuple):
+def typed(users: pl.DataFrame, catalog: pl.DataFrame, items: pl.DataFrame, ids: tuple):
     users = users.with_columns(pl.col(USER).cast(ids[0]), pl.col("k", "n_items").cast(pl.Int64))
     catalog = catalog.with_columns(pl.col("k", "n_users").cast(pl.Int64), pl.col("value").cast(pl.Float64))
     items = items.with_columns(pl.col(ITEM).cast(ids[1]), pl.col("k", "exposure", "popularity").cast(pl.Int64))
     return users.sort("k", USER), catalog.sort("metric", "k"), items.sort("k", ITEM)
-
-
-def postgres_run(engine, recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention):
-    """(users, catalog, per_item) from the script rankwise.sql renders for PostgreSQL, run over
-    the canonical frames copied into temporary tables, in one transaction rolled back at the end."""
-    import uuid
-
-    from ._postgres_backend import _fetch, _psycopg, _upload, cursor, settle, typed_error
-
-    psycopg = _psycopg()
-
-    prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
-    frames, tables, ids = _script_inputs(recs, truth, side, prefix)
-    script = _script(tables, names, ks, conv, "postgres", prefix)
-    with engine.connect() as conn:
-        try:
-            with conn.transaction(force_rollback=True), cursor(conn) as cur:
-                settle(cur)
-                for table, frame in frames.items():
-                    _upload(cur, table, frame)
-                for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
-                    cur.execute(statement)
-                users, catalog, items = (_fetch(cur, query, *ids)  # ids as their types: NUMERIC(20) is no double
-                                         for query in (script.per_user, script.catalog, script.per_item))
-        except psycopg.Error as error:  # PostgreSQL raises where the other engines give inf
-            raise typed_error(error, f"PostgreSQL overflowed computing {', '.join(names)} (a number too large "
-                                     "for a double).",
-                              "Rescale the item feature values, scores or train counts to a smaller range.") from error
-    return _typed(users, catalog, items, ids)
-
-
-def spark_run(recs: pl.LazyFrame, truth, names, side: SideInputs, ks, conv: Convention):
-    """(users, catalog, per_item) from the script rankwise.sql renders for Spark, run by spark.sql
-    over the canonical frames as temporary views (dropped afterwards)."""
-    import uuid
-
-    from ._spark_backend import _adaptive_off, _drop, _to_spark, session, to_polars
-
-    spark = session()
-    prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
-    frames, tables, ids = _script_inputs(recs, truth, side, prefix)
-    script = _script(tables, names, ks, conv, "spark", prefix)
-    try:
-        for table, frame in frames.items():
-            _to_spark(spark, frame).createOrReplaceTempView(table)
-        with _adaptive_off(spark):
-            for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
-                spark.sql(statement)
-            users, catalog, items = (to_polars(spark.sql(q)) for q in (script.per_user, script.catalog,
-                                                                         script.per_item))
-    finally:
-        _drop(spark, [*frames, *(name for name in script.names.values() if "`" not in name)])
-    return _typed(users, catalog, items, ids)
 
 
 def summary_rows(users: pl.DataFrame, catalog: pl.DataFrame, names) -> pl.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import _sql_files, render
+from . import _sql_files, _sqlgen
 from .conventions import Convention
 from .errors import (DuplicateItemError, DuplicateRankError, InputError, InvalidRankError, InvalidRelevanceError,
                      InvalidScoreError, NullValueError)
@@ -22,13 +22,13 @@ def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
     text = _sql_files.read(file)
     values = {"by_score": int(by_score), "duplicates": conv.duplicates,
               "null_item_marks_empty": int(null_item_marks_empty)}
-    _, exp = render._sqlglot()
-    tree = render.parsed(text)
+    _, exp = _sqlgen.sqlglot_api()
+    tree = _sqlgen.parsed(text)
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
 
     def rewrite(node):
         if isinstance(node, exp.Placeholder):
-            return render._literal(values[node.name])
+            return _sqlgen.literal_node(values[node.name])
         if isinstance(node, exp.Table) and not node.db and node.name not in ctes:
             new = exp.to_table(names[node.name], dialect=dialect)
             new.set("alias", node.args.get("alias"))
@@ -38,42 +38,42 @@ def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
     for node in tree.walk():
         node.comments = None
     tree = tree.transform(rewrite, copy=False)
-    return render._generate(tree if dialect == "duckdb" else render._double_literals(tree), dialect)
+    return _sqlgen.generate(tree if dialect == "duckdb" else _sqlgen.double_literals(tree), dialect)
 
 
 def input_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col: str | None,
                 score_col: str | None, relevance_col: str | None, conv: Convention) -> dict:
     """{"recommendations": SELECT, "ground_truth": SELECT}: the canonical views over ``source`` tables
     (ranks renumbered 1..n per user, from ranks or scores by the ``ties`` rule; ``duplicates``)."""
-    recs = render._recommendations_view(source["recommendations"], dialect, user_col, item_col, rank_col,
+    recs = _sqlgen.recommendations_view(source["recommendations"], dialect, user_col, item_col, rank_col,
                                         score_col, conv)
-    truth = render._ground_truth_view(source["ground_truth"], dialect, user_col, item_col, relevance_col)
-    return {"recommendations": render._generate(recs, dialect), "ground_truth": render._generate(truth, dialect)}
+    truth = _sqlgen.ground_truth_view(source["ground_truth"], dialect, user_col, item_col, relevance_col)
+    return {"recommendations": _sqlgen.generate(recs, dialect), "ground_truth": _sqlgen.generate(truth, dialect)}
 
 
 def raw_views(source: dict, dialect: str, user_col: str, item_col: str, rank_col: str | None,
               score_col: str | None, relevance_col: str | None) -> dict:
     """{"recommendations_input": SELECT, "ground_truth_input": SELECT}: the caller's rows under the
     names sql/checks.sql reads (``source`` values: a table name or a SELECT, as ``rankwise.sql`` takes)."""
-    _, exp = render._sqlglot()
+    _, exp = _sqlgen.sqlglot_api()
 
     def col(name, to=None):
         if name is None:
             return exp.cast(exp.Null(), to)
-        column = render._col(name)
+        column = _sqlgen.quoted_column(name)
         return exp.cast(column, to) if to else column
 
     recs = exp.select(
         exp.alias_(col(user_col), "user_id"), exp.alias_(col(item_col), "item_id"),
         # the rank as DOUBLE: a fractional rank reaches sql/checks.sql as it is (a BIGINT cast would round it)
         exp.alias_(col(rank_col, "DOUBLE"), "position"), exp.alias_(col(score_col, "DOUBLE"), "score"),
-    ).from_(render._source(source["recommendations"], dialect))
+    ).from_(_sqlgen.source_of(source["recommendations"], dialect))
     relevance = col(relevance_col, "DOUBLE") if relevance_col else exp.cast(exp.Literal.number(1), "DOUBLE")
     truth = exp.select(
         exp.alias_(col(user_col), "user_id"), exp.alias_(col(item_col), "item_id"), exp.alias_(relevance, "relevance"),
-    ).from_(render._source(source["ground_truth"], dialect))
-    return {"recommendations_input": render._generate(recs, dialect),
-            "ground_truth_input": render._generate(truth, dialect)}
+    ).from_(_sqlgen.source_of(source["ground_truth"], dialect))
+    return {"recommendations_input": _sqlgen.generate(recs, dialect),
+            "ground_truth_input": _sqlgen.generate(truth, dialect)}
 
 
 _CHECK_ERRORS = {"null_value": NullValueError, "invalid_rank": InvalidRankError, "duplicate_rank": DuplicateRankError,

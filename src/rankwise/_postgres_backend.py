@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import _checks, render
+from . import _beyond, _checks, _sqlgen
 from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
 from ._inputs import ITEM, RANK, REL, USER, Columns, no_order_column, require
 from .conventions import Convention
@@ -145,7 +145,7 @@ class PostgresEngine:
             memory_limit: int | None = None, collect: bool = True) -> Output:
         psycopg = _psycopg()
         prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
-        names = render.relation_names(prefix, None, "postgres")
+        names = _sqlgen.relation_names(prefix, None, "postgres")
         stage = "inputs"
         with self.connect() as conn:
             try:
@@ -159,8 +159,8 @@ class PostgresEngine:
                         _upload(cur, names["recommendations"], prep.recommendations.select(USER, RANK, ITEM))
                         _upload(cur, names["ground_truth"], prep.ground_truth.select(USER, ITEM, REL))
                         user_dtype = prep.user_dtype
-                    cur.execute(f"CREATE TEMP VIEW {names['cutoffs']} AS {render.cutoffs_query(request.ks, 'postgres')}")
-                    per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "postgres", names)
+                    cur.execute(f"CREATE TEMP VIEW {names['cutoffs']} AS {_sqlgen.cutoffs_query(request.ks, 'postgres')}")
+                    per_user_sql, summary_sql, _ = _sqlgen.queries(request.ks, conv, request.beta, "postgres", names)
                     table = names["per_user"]
                     schema = None if collect else _kept_schema(cur)
                     stage = "per_user"
@@ -196,6 +196,31 @@ class PostgresEngine:
         """Drop a table :meth:`run` kept (collect=False) when the evaluation fails after it."""
         with self.connect() as conn, conn.transaction(), cursor(conn) as cur:
             cur.execute(f"DROP TABLE IF EXISTS {kept.name}")
+
+    def run_beyond_script(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention):
+        """The beyond-accuracy values (users, catalog, per_item) for ``_beyond.run``: the script
+        rankwise.sql renders for PostgreSQL, run over the canonical frames copied into temporary
+        tables, in one transaction rolled back at the end."""
+        psycopg = _psycopg()
+
+        prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+        frames, tables, ids = _beyond.script_inputs(recs, truth, side, prefix)
+        script = _beyond.script(tables, names, ks, conv, "postgres", prefix)
+        with self.connect() as conn:
+            try:
+                with conn.transaction(force_rollback=True), cursor(conn) as cur:
+                    settle(cur)
+                    for table, frame in frames.items():
+                        _upload(cur, table, frame)
+                    for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
+                        cur.execute(statement)
+                    users, catalog, items = (_fetch(cur, query, *ids)  # ids as their types: NUMERIC(20) is no double
+                                             for query in (script.per_user, script.catalog, script.per_item))
+            except psycopg.Error as error:  # PostgreSQL raises where the other engines give inf
+                raise typed_error(error, f"PostgreSQL overflowed computing {', '.join(names)} (a number too large "
+                                         "for a double).",
+                                  "Rescale the item feature values, scores or train counts to a smaller range.") from error
+        return _beyond.typed(users, catalog, items, ids)
 
 
 def _kept_schema(cur) -> str:
@@ -298,7 +323,7 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
     (temporary tables) and count their users."""
     c = inputs.columns
     source = {"recommendations": inputs.recommendations, "ground_truth": inputs.ground_truth}
-    r, t = (_columns(cur, render._source(source[name], "postgres").sql("postgres")) for name in source)
+    r, t = (_columns(cur, _sqlgen.source_of(source[name], "postgres").sql("postgres")) for name in source)
     # a rank, score or relevance column the caller names must exist (else a misspelt one is ignored)
     require(r, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
     require(t, [c.user, c.item], "ground truth", c, optional=("relevance",))
@@ -361,10 +386,10 @@ def _native_views(cur, inputs: PostgresInputs, conv: Convention, names: dict) ->
 
 def _with_casts(source, columns: list, casts: dict) -> str:
     """A SELECT over the table or query ``source`` with every column, those of ``casts`` cast to its type."""
-    _, exp = render._sqlglot()
+    _, exp = _sqlgen.sqlglot_api()
     cells = [exp.cast(exp.column(name, table="src", quoted=True), casts[name]).as_(name, quoted=True)
              if name in casts else exp.column(name, table="src", quoted=True) for name in columns]
-    return exp.select(*cells).from_(render._source(source, "postgres")).sql("postgres")
+    return exp.select(*cells).from_(_sqlgen.source_of(source, "postgres")).sql("postgres")
 
 
 def _columns(cur, source_sql: str) -> dict:

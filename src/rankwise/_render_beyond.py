@@ -10,18 +10,18 @@ A script is, in order:
 2. the input checks: sql/checks.sql over the recommendations and ground truth, sql/beyond_checks.sql
    over train, items and item_features, each a SELECT that fails with a message naming the problem
    and the tables (the rules of evaluate(); a failure stops the script before any stage is made);
-3. the stages (``_beyond.STAGES``: popularity, rank buckets, exposure) as tables;
+3. the stages (``_beyond_spec.STAGES``: popularity, rank buckets, exposure) as tables;
 4. three SELECTs: per user and k (user_id, k, n_items, novelty, arp, long_tail_share, ild,
    serendipity), the catalog metrics (metric, k, value, n_users) and per item (item_id, k, exposure,
    popularity).
-What a dialect cannot do is declared in ``render.GAPS`` (the "beyond-accuracy" entries).
+What a dialect cannot do is declared in ``_sqlgen.GAPS`` (the "beyond-accuracy" entries).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import _beyond, _checks, _sql_files, render
+from . import _beyond_spec, _checks, _sql_files, _sqlgen
 from .conventions import Convention, resolve
 from .errors import ParameterError
 from .metrics import check_cutoffs, parse_request, require_defined
@@ -52,7 +52,7 @@ class BeyondScript:
         return [*self.setup, *self.checks, *self.stages, self.per_user, self.catalog, self.per_item]
 
     def text(self) -> str:
-        header = (f"-- rankwise {render._version()}: beyond-accuracy metrics, dialect {self.dialect}.\n"
+        header = (f"-- rankwise {_sqlgen.version()}: beyond-accuracy metrics, dialect {self.dialect}.\n"
                   "-- Rendered by sqlglot from the shipped sql/beyond_*.sql. The last three SELECTs: per user "
                   "and k, the catalog metrics, per item.\n")
         return header + ";\n\n".join(self.statements()) + ";\n"
@@ -61,13 +61,13 @@ class BeyondScript:
 def relation_names(prefix: str, schema: str | None, dialect: str) -> dict:
     """Rendered names of every relation the beyond files read (inputs, cutoffs, stages): all
     ``<prefix>beyond_<name>``, apart from the accuracy script's relations."""
-    render.relation_names(prefix, schema, dialect)  # checks the prefix and schema
-    _, exp = render._sqlglot()
-    where = render.identifier(schema, dialect, "schema", max_parts=2) if schema is not None else None
+    _sqlgen.relation_names(prefix, schema, dialect)  # checks the prefix and schema
+    _, exp = _sqlgen.sqlglot_api()
+    where = _sqlgen.identifier(schema, dialect, "schema", max_parts=2) if schema is not None else None
     out = {}
-    for name in (*INPUTS, *RAW, "cutoffs", *_beyond.STAGES.values()):
+    for name in (*INPUTS, *RAW, "cutoffs", *_beyond_spec.STAGES.values()):
         view = name in INPUTS or name in RAW or name == "cutoffs"
-        session_scoped = dialect in (render._TEMP_VIEWS if view else _TEMP_TABLES)
+        session_scoped = dialect in (_sqlgen.TEMP_VIEWS if view else _TEMP_TABLES)
         table = exp.Table(this=exp.to_identifier(f"{prefix}beyond_{name}"))
         if where is not None and not session_scoped:
             table.set("db", where.this.copy())
@@ -91,12 +91,12 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
     reads ``score_col`` (ranks then come from the scores) or ``keep_score``, a score column carried
     while ranks come from ``rank_col`` (evaluate()'s engines: canonical ranks, scores joined).
     """
-    dialect = render._check_dialect(dialect)
+    dialect = _sqlgen.check_dialect(dialect)
     names = [metrics] if isinstance(metrics, str) else list(metrics)
-    unknown = [n for n in names if n not in _beyond.METRICS]
+    unknown = [n for n in names if n not in _beyond_spec.METRICS]
     if unknown or not names:
         raise ParameterError(f"Not beyond-accuracy metrics: {unknown or names}.",
-                             hint=f"Choose from: {', '.join(_beyond.METRICS)}.")
+                             hint=f"Choose from: {', '.join(_beyond_spec.METRICS)}.")
     if "score_entropy" in names and score_col is None and keep_score is None:
         raise ParameterError("score_entropy reads the recommendations' scores, and the script has no score_col "
                              "(its ranks come from the rank column).",
@@ -112,14 +112,14 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
         raise ParameterError(f"tables needs 'recommendations' and takes only {', '.join(INPUTS)}; got "
                              f"{sorted(tables)}.", hint="E.g. tables={'recommendations': 'recs', 'train': 'train'}.")
     for key, table in tables.items():
-        render.table_source(table, dialect, f"tables[{key!r}]")
+        _sqlgen.table_source(table, dialect, f"tables[{key!r}]")
     features = "item_features" in tables  # the only input with feature and value columns
-    render.check_roles(user_col, item_col, rank_col, score_col, relevance_col if "ground_truth" in tables else None,
+    _sqlgen.check_roles(user_col, item_col, rank_col, score_col, relevance_col if "ground_truth" in tables else None,
                        feature_col if features else None, value_col if features else None)
     given = {"train": "train" in tables, "items": "items" in tables, "item_features": "item_features" in tables,
              "ground_truth": "ground_truth" in tables}
     for name in names:  # the same rule as evaluate(): a metric whose input is missing is refused
-        needs = [n for n in _beyond._NEEDS.get(name, ()) if not given[n]]
+        needs = [n for n in _beyond_spec.NEEDS.get(name, ()) if not given[n]]
         if name in ("item_coverage", "gini") and conv.catalog != "recommended" and not (
                 given["train"] or (conv.catalog == "items" and given["items"])):
             needs.append("items" if conv.catalog == "items" else "train")
@@ -131,66 +131,66 @@ def render_beyond(metrics, k=10, convention: str | Convention = "default", diale
     views = _input_views(tables, dialect, rel, conv, user_col, item_col, rank_col, score_col, relevance_col,
                          feature_col, value_col, ks, keep_score)
     views |= _raw_views(tables, dialect, rel, user_col, item_col, rank_col, score_col, relevance_col)
-    made = [render._view(rel[name], query, dialect) for name, query in views.items()]
+    made = [_sqlgen.view_statements(rel[name], query, dialect) for name, query in views.items()]
     # the empty stand-ins read the recommendations view: drop every view before creating any
     setup = [drop for drop, _ in reversed(made)] + [create for _, create in made]
     if dialect == "clickhouse":  # the beyond files test joined columns for NULL (outer joins, COALESCE)
         setup.insert(0, "SET join_use_nulls = 1")
     stages = [_create_table(rel[table], _query(file, conv, dialect, rel), dialect)
-              for file, table in _beyond.STAGES.items()]
+              for file, table in _beyond_spec.STAGES.items()]
     setup += [drop for drop, _ in stages]  # no stage of an earlier run outlives a failed check
     given = {key: tables[key] for key in ("recommendations", "ground_truth", *INPUTS) if key in tables}
-    checks = tuple(render._stop_on_failed_checks(_checks.checks_query(
+    checks = tuple(_sqlgen.stop_on_failed_checks(_checks.checks_query(
         conv, score_col is not None, dialect, rel, null_item_marks_empty=True, file=file), given, dialect)
         for file in ("checks", "beyond_checks"))
     per_user, catalog, per_item = (_query(QUERIES[q], conv, dialect, rel) for q in QUERIES)
-    wanted = [n for n in names if n in _beyond.USER_COLUMNS]
+    wanted = [n for n in names if n in _beyond_spec.USER_COLUMNS]
     per_user = _select(per_user, ["user_id", "k", "n_items", *wanted], dialect)
-    kept = ", ".join(f"'{n}'" for n in names if n not in _beyond.USER_COLUMNS) or "''"
+    kept = ", ".join(f"'{n}'" for n in names if n not in _beyond_spec.USER_COLUMNS) or "''"
     catalog = _filtered(catalog, f"c.metric IN ({kept})", dialect)
     return BeyondScript(dialect, tuple(setup), per_user, catalog, per_item, rel, checks,
                         tuple(create for _, create in stages))
 
 
 def _query(file: str, conv: Convention, dialect: str, rel: dict) -> str:
-    return render._generate(render._shipped(_sql_files.read(file), file, conv, 1.0, dialect, rel, "fbeta"), dialect)
+    return _sqlgen.generate(_sqlgen.shipped(_sql_files.read(file), file, conv, 1.0, dialect, rel, "fbeta"), dialect)
 
 
 def _select(query: str, columns: list, dialect: str) -> str:
-    _, exp = render._sqlglot()
-    outer = exp.select(*(exp.column(c, table="u") for c in columns)).from_(exp.to_table(render._BODY).as_("u"))
-    return render._fill(outer, query, dialect)
+    _, exp = _sqlgen.sqlglot_api()
+    outer = exp.select(*(exp.column(c, table="u") for c in columns)).from_(exp.to_table(_sqlgen.BODY).as_("u"))
+    return _sqlgen.fill_body(outer, query, dialect)
 
 
 def _filtered(query: str, condition: str, dialect: str) -> str:
-    sqlglot, _ = render._sqlglot()
+    sqlglot, _ = _sqlgen.sqlglot_api()
     outer = sqlglot.parse_one(f"SELECT c.metric AS metric, c.k AS k, c.value AS value, c.n_users AS n_users "
-                              f"FROM {render._BODY} AS c WHERE {condition}", read="duckdb")
-    return render._fill(outer, query, dialect)
+                              f"FROM {_sqlgen.BODY} AS c WHERE {condition}", read="duckdb")
+    return _sqlgen.fill_body(outer, query, dialect)
 
 
 def _create_table(name: str, query: str, dialect: str) -> list[str]:
     """DROP + CREATE of a stage: a temporary table where there is one, on Spark a temporary view
     (gone with the session; Spark plans each reader with it), elsewhere a table."""
-    _, exp = render._sqlglot()
-    table = render._table(name, dialect)
+    _, exp = _sqlgen.sqlglot_api()
+    table = _sqlgen.table_node(name, dialect)
     if dialect in ("spark", "databricks"):
-        return render._view(name, query, dialect)
-    create = exp.Create(this=table, kind="TABLE", expression=exp.select("*").from_(exp.to_table(render._BODY).as_("s")),
+        return _sqlgen.view_statements(name, query, dialect)
+    create = exp.Create(this=table, kind="TABLE", expression=exp.select("*").from_(exp.to_table(_sqlgen.BODY).as_("s")),
                         properties=exp.Properties(expressions=[exp.TemporaryProperty()])
                         if dialect in _TEMP_TABLES else None)
     if dialect == "clickhouse":  # CREATE TABLE ... AS SELECT needs an engine there
         create.set("properties", exp.Properties(expressions=[
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Tuple(expressions=[]))])]))
-    return [render._drop("TABLE", table.sql(dialect), dialect, dialect in _TEMP_TABLES),
-            render._fill(create, query, dialect)]
+    return [_sqlgen.drop_statement("TABLE", table.sql(dialect), dialect, dialect in _TEMP_TABLES),
+            _sqlgen.fill_body(create, query, dialect)]
 
 
 def _raw_views(tables: dict, dialect: str, rel: dict, user_col, item_col, rank_col, score_col, relevance_col) -> dict:
     """{"recommendations_input": SELECT, "ground_truth_input": SELECT}: the caller's rows under the
     names sql/checks.sql reads; without a ground truth, an empty one with the recommendations' types."""
-    _, exp = render._sqlglot()
+    _, exp = _sqlgen.sqlglot_api()
     has_truth = "ground_truth" in tables
     source = {"recommendations": tables["recommendations"],
               "ground_truth": tables["ground_truth" if has_truth else "recommendations"]}  # replaced below
@@ -206,13 +206,13 @@ def _raw_views(tables: dict, dialect: str, rel: dict, user_col, item_col, rank_c
 def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_col, item_col, rank_col, score_col,
                  relevance_col, feature_col, value_col, ks, keep_score=None) -> dict:
     """{logical name: SELECT} of the six input views, in creation order."""
-    sqlglot, exp = render._sqlglot()
-    col = render._col  # the caller's column, quoted by the one rule
+    sqlglot, exp = _sqlgen.sqlglot_api()
+    col = _sqlgen.quoted_column  # the caller's column, quoted by the one rule
 
     def source(key):
-        return render._source(tables[key], dialect, f"tables[{key!r}]")
+        return _sqlgen.source_of(tables[key], dialect, f"tables[{key!r}]")
 
-    recs = render._recommendations_view(tables["recommendations"], dialect, user_col, item_col, rank_col, score_col,
+    recs = _sqlgen.recommendations_view(tables["recommendations"], dialect, user_col, item_col, rank_col, score_col,
                                         conv, with_score=True, keep_score=keep_score)
 
     def empty(*columns):  # no rows, the recommendations' id types
@@ -237,10 +237,10 @@ def _input_views(tables: dict, dialect: str, rel: dict, conv: Convention, user_c
         views["item_features"] = empty("r.item_id", exp.alias_(exp.cast(exp.Null(), "VARCHAR"), "feature"),
                                        exp.alias_(exp.cast(exp.Null(), "DOUBLE"), "value"))
     if "ground_truth" in tables:
-        views["ground_truth"] = render._ground_truth_view(tables["ground_truth"], dialect, user_col, item_col,
+        views["ground_truth"] = _sqlgen.ground_truth_view(tables["ground_truth"], dialect, user_col, item_col,
                                                           relevance_col)
     else:
         views["ground_truth"] = empty("r.user_id", "r.item_id",
                                       exp.alias_(exp.cast(exp.Null(), "DOUBLE"), "relevance"))
-    views["cutoffs"] = render.cutoffs_query(ks, dialect)
+    views["cutoffs"] = _sqlgen.cutoffs_query(ks, dialect)
     return views

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import polars as pl
 
-from . import _checks, _sql_files, render
+from . import _beyond, _checks, _sql_files, _sqlgen
 from ._engine import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
                       polars_examples)
 from ._inputs import USER, Columns, is_spark_dataframe, no_order_column, require
@@ -240,14 +240,14 @@ def _uses_arrays(prep, conv: Convention) -> bool:
 def _spark_file(name: str, values: dict, names: dict) -> str:
     """sql/<name>.sql (Spark SQL) with its $parameters as literals and its inputs under ``names``."""
     text = "\n".join(line.split("--", 1)[0] for line in _sql_files.read(name).splitlines())
-    text = _sql_files._PARAMETER.sub(lambda m: render._literal(values[m.group(1)]).sql("spark"), text)
+    text = _sql_files._PARAMETER.sub(lambda m: _sqlgen.literal_node(values[m.group(1)]).sql("spark"), text)
     return _RELATIONS.sub(lambda m: f"{m.group(1)} {names.get(m.group(2), m.group(2))}", text)
 
 
 @lru_cache(maxsize=64)
 def _metrics_after_stats(per_user_sql: str, stats_view: str) -> str:
     """The rendered per_user.sql from its `stats` CTE on: the CTEs after it, reading ``stats_view``."""
-    sqlglot, exp = render._sqlglot()
+    sqlglot, exp = _sqlgen.sqlglot_api()
     tree = sqlglot.parse_one(per_user_sql, read="spark")
     ctes = tree.args["with_"].expressions
     names = [cte.alias for cte in ctes]
@@ -325,7 +325,7 @@ _TEMPLATE = f"rankwise_{uuid.uuid4().hex[:12]}_"
 
 
 def _names(prefix: str) -> dict:
-    return {**render.relation_names(prefix, None, "spark"),
+    return {**_sqlgen.relation_names(prefix, None, "spark"),
             "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
 
 
@@ -351,10 +351,10 @@ class SparkEngine:
         names = _names(prefix)
         native = isinstance(prep, SparkInputs)
         user_dtype = None if native else prep.user_dtype
-        spark.sql(render.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
+        spark.sql(_sqlgen.cutoffs_query(request.ks, "spark")).createOrReplaceTempView(names["cutoffs"])
         views = [names["cutoffs"], names["per_user"]]
         template = _names(_TEMPLATE)  # rendered under the template prefix (cached), then named for this run
-        per_user_sql, summary_sql, _ = render.queries(request.ks, conv, request.beta, "spark", template)
+        per_user_sql, summary_sql, _ = _sqlgen.queries(request.ks, conv, request.beta, "spark", template)
         if _uses_arrays(prep, conv):
             more = _array_views(spark, prep, request, conv, names, prefix)
             per_user_sql = _metrics_after_stats(per_user_sql, template["stats"])
@@ -392,10 +392,30 @@ class SparkEngine:
         """Nothing to drop: the kept per-user rows are a checkpointed DataFrame (no view, no cached
         plan), freed by Spark's cleaner once unreferenced."""
 
+    def run_beyond_script(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention):
+        """The beyond-accuracy values (users, catalog, per_item) for ``_beyond.run``: the script
+        rankwise.sql renders for Spark, run by spark.sql over the canonical frames as temporary views
+        (dropped afterwards)."""
+        spark = session()
+        prefix = f"rankwise_{uuid.uuid4().hex[:12]}_"
+        frames, tables, ids = _beyond.script_inputs(recs, truth, side, prefix)
+        script = _beyond.script(tables, names, ks, conv, "spark", prefix)
+        try:
+            for table, frame in frames.items():
+                _to_spark(spark, frame).createOrReplaceTempView(table)
+            with _adaptive_off(spark):
+                for statement in (*script.setup, *script.stages):  # evaluate() has checked the inputs
+                    spark.sql(statement)
+                users, catalog, items = (to_polars(spark.sql(q)) for q in (script.per_user, script.catalog,
+                                                                             script.per_item))
+        finally:
+            _drop(spark, [*frames, *(name for name in script.names.values() if "`" not in name)])
+        return _beyond.typed(users, catalog, items, ids)
+
 
 @lru_cache(maxsize=64)
 def _template_shared_ctes(query: str):
-    return render.shared_ctes(query, "spark", _TEMPLATE)
+    return _sqlgen.shared_ctes(query, "spark", _TEMPLATE)
 
 
 def _collect_with_small_shared_ctes(spark, query: str, prefix: str) -> pl.DataFrame:

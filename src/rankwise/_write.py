@@ -141,7 +141,7 @@ def _as_text(name: str, dtype) -> pl.Expr:
 def frames(result, run_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     """{"runs", "per_user", "summary", "excluded"[, "per_item"][, "segments"]}: the frames as written (one
     run_id per run)."""
-    from . import __version__
+    from ._version import __version__
 
     if not isinstance(_source(result), pl.DataFrame):
         raise ParameterError(

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from . import _beyond, _progress, _segments, _shape, _spark_backend
+from . import _beyond, _beyond_spec, _progress, _segments, _shape, _spark_backend
 from ._duckdb_backend import DuckDBEngine
 from ._engine import Engine
 from ._inputs import Columns, Prepared, input_key, is_spark_dataframe, prepare, prepare_truth
@@ -381,7 +381,7 @@ def evaluate(
         raise ParameterError(f"collect=False needs an engine that keeps results (spark, postgres), not {backend!r}.",
                              hint="Pass backend='spark' or 'postgres', or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
-    _shape.check_user_column(user_col, [*METRICS, *USER_LEVEL, *_beyond.METRICS])
+    _shape.check_user_column(user_col, [*METRICS, *USER_LEVEL, *_beyond_spec.METRICS])
     runs = _runs(recommendations)
     if not collect and len(runs) > 1:  # before any engine work
         raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
@@ -523,7 +523,7 @@ def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, me
     if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
         raise _beyond_in_place(engine)
     users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
-                                        source=prep.sources.get("recommendations"), postgres=engine,
+                                        source=prep.sources.get("recommendations"), script_engine=engine,
                                         memory_limit=memory_limit, evaluated=evaluated)
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
                              confidence)
@@ -591,7 +591,7 @@ def _split_beyond(metrics) -> tuple[list | None, list[str]]:
     if metrics is None:
         return None, []
     names = [metrics] if isinstance(metrics, (str, bytes)) else list(metrics)
-    beyond = [n for n in names if isinstance(n, str) and n.strip().lower() in _beyond.METRICS]
+    beyond = [n for n in names if isinstance(n, str) and n.strip().lower() in _beyond_spec.METRICS]
     return [n for n in names if n not in beyond], list(dict.fromkeys(n.strip().lower() for n in beyond))
 
 

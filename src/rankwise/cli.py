@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import __version__
+from ._version import __version__
 from ._table import printable
 from ._write import target_kind
 from .api import BACKENDS, Result, evaluate

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import _beyond
-from ._beyond import METRICS as BEYOND_NAMES
+from ._beyond_spec import METRICS as BEYOND_NAMES
 from .api import Evaluator, _split_beyond
 from .conventions import Convention, resolve
 from .errors import (DtypeMismatchError, InputFileError, MissingDependencyError, ParameterError, RankwiseError,

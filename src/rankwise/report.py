@@ -609,7 +609,7 @@ td.key,th.key{text-align:left}table.runs tr.first td{border-top:1px solid #ccc}
 
 
 def _run_card(result, generated: str) -> str:
-    from . import __version__
+    from ._version import __version__
 
     long = _long(result)  # one row per (run, user, k): the users of a run are its rows at one k
     users = long.filter(pl.col("k") == result.request.ks[0]).group_by("run", maintain_order=True).agg(users=pl.len())
