@@ -214,6 +214,20 @@ CREATE OR REPLACE TEMP MACRO rankwise_rbp(recs, truth, k, rbp_persistence := 0.8
             lambda p: pow(CAST(rbp_persistence AS DOUBLE), p - 1.0))), 0.0),
         empty_labels, empty_predictions, duplicates) END;
 
+-- ERR@k = sum_i R_i / i prod_{j < i} (1 - R_j) over the first k positions, R the list of R_i
+CREATE OR REPLACE TEMP MACRO rankwise__err_of(rs) AS
+    coalesce(list_sum(list_transform(rs, lambda x, i: x / i * exp(coalesce(list_sum(list_transform(
+        list_slice(rs, 1, i - 1), lambda y: ln(1.0 - y))), 0.0)))), 0.0);
+
+-- ERR@k with every label grade 1 (g_max 1: R = 1/2 at a hit), Chapelle et al. 2009
+CREATE OR REPLACE TEMP MACRO rankwise_err(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                     duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
+                                        lambda x: CASE WHEN list_contains(coalesce(truth, []), x) THEN 0.5 ELSE 0.0 END)),
+        empty_labels, empty_predictions, duplicates) END;
+
 -- graded relevance: rel is a list parallel to truth; a label is relevant when rel > 0 and rel >= threshold;
 -- gain(r) = 1 if relevant else 0 (binary) | r (linear) | 2^r - 1 (exp2); labels with r = 0 earn nothing
 CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS
@@ -287,6 +301,23 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
                                                            gain, relevance_threshold)) END), 1, k),
                      lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, 'rankwise_ndcg_graded', rel, gain),
             zero_ideal),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- ERR@k graded: R = (2^g - 1) / 2^g_max, g the label's relevance (rel parallel to truth; 0 without a label),
+-- a grade above g_max counting as g_max. g_max must be given: a macro sees one row (evaluate() takes the
+-- largest relevance of the whole ground truth)
+CREATE OR REPLACE TEMP MACRO rankwise_err_graded(recs, truth, rel, k, err_max_grade := 0.0, empty_labels := 'zero',
+                                            empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('err_max_grade', err_max_grade, err_max_grade > 0,
+                           'the top grade of the scale, > 0 (a macro sees one row, not the whole ground truth)') THEN
+    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, 0.0),
+        rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k), lambda x:
+            CASE WHEN coalesce(coalesce(rel, [])[list_position(coalesce(truth, []), x)], 0) > 0
+                 THEN (pow(2.0, least(CAST(coalesce(rel, [])[list_position(coalesce(truth, []), x)] AS DOUBLE),
+                                      CAST(err_max_grade AS DOUBLE))) - 1.0) / pow(2.0, CAST(err_max_grade AS DOUBLE))
+                 ELSE 0.0 END)),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's

@@ -21,6 +21,7 @@
 --   $relevance_threshold   relevant = relevance > 0 AND relevance >= threshold
 --   $rr_cutoff             1 = RR counts a first hit within k only, 0 = anywhere in the list
 --   $rbp_persistence       RBP's persistence p, 0 < p < 1
+--   $err_max_grade         ERR's largest grade g_max; 0 = the largest relevance in ground_truth
 --   $beta                  F-beta's beta
 -- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics (precision, recall,
 --   fbeta, map, ...). NULL = undefined under the convention (excluded from means).
@@ -39,13 +40,19 @@ labels AS (
 -- shrinks the largest join's build side. ground_truth is read again rather than through `labels`
 -- so that an engine can push the filter into its scan.
 earning AS (
-    SELECT g.user_id, g.item_id,
+    SELECT g.user_id, g.item_id, CAST(g.relevance AS DOUBLE) AS grade,
            CASE WHEN g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel,
            CASE WHEN $gain = 'binary' THEN (CASE WHEN g.relevance >= $relevance_threshold THEN 1.0 ELSE 0.0 END)
                 WHEN $gain = 'linear' THEN CAST(g.relevance AS DOUBLE)
                 ELSE POWER(2.0, CAST(g.relevance AS DOUBLE)) - 1.0 END AS gain
     FROM ground_truth AS g
     WHERE g.relevance > 0 AND g.item_id IS NOT NULL
+),
+-- ERR's largest grade: $err_max_grade, or the largest relevance in the ground truth
+err_scale AS (
+    SELECT CASE WHEN $err_max_grade > 0 THEN CAST($err_max_grade AS DOUBLE)
+                ELSE MAX(CASE WHEN g.item_id IS NOT NULL THEN CAST(g.relevance AS DOUBLE) END) END AS g_max
+    FROM ground_truth AS g
 ),
 label_stats AS (
     SELECT l.user_id, 1 AS in_truth, CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
@@ -94,6 +101,8 @@ reach AS (
 -- NULL after the last row, ClickHouse 0: either way the comparison fails and the bound is open)
 judged AS (
     SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, e.is_rel, e.gain, u.n_rel,
+           -- ERR's chance that the user stops here, R = (2^g - 1) / 2^g_max (a grade above g_max counts as g_max)
+           (POWER(2.0, LEAST(e.grade, s.g_max)) - 1.0) / POWER(2.0, s.g_max) AS err_r,
            SUM(e.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far,
            ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.rank) AS judged_pos,
@@ -102,6 +111,7 @@ judged AS (
     JOIN reach AS h ON r.rank <= h.max_rank
     JOIN earning AS e ON e.user_id = r.user_id AND e.item_id = r.item_id
     JOIN universe AS u ON u.user_id = r.user_id
+    CROSS JOIN err_scale AS s
 ),
 -- what does not depend on k is computed once per user
 user_hits AS (
@@ -132,15 +142,26 @@ running AS (
            SUM(j.gain / (LN(j.rank + 1.0) / LN($log_base)))
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg,
            SUM(CASE WHEN j.is_rel = 1 THEN POWER($rbp_persistence, j.rank - 1) ELSE 0.0 END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rbp_sum
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rbp_sum,
+           j.err_r,
+           SUM(LN(1.0 - j.err_r))
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_logs
     FROM judged AS j
+),
+-- ERR's sum: each judged row's R / rank, times the chance the user got there (the product of 1 - R
+-- above it: exp of the logs so far less this row's)
+running_err AS (
+    SELECT r.*,
+           SUM(r.err_r / r.rank * EXP(r.err_logs - LN(1.0 - r.err_r)))
+               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_sum
+    FROM running AS r
 ),
 -- at each k, the sums of the last judged row at or above k
 at_k AS (
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, r.judged_pos,
            CAST(r.hits_so_far AS BIGINT) AS hits, r.precision_sum, CAST(r.hits_sum AS BIGINT) AS hits_sum,
-           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum
-    FROM running AS r
+           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum, r.err_sum
+    FROM running_err AS r
     JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
 ),
 -- ideal DCG from the top k ($ideal = 'predictions_topk'): each k's judged rows in the ideal order
@@ -213,6 +234,7 @@ stats AS (
            u.n_recs + u.n_rel - u.hits_all AS n_candidates,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE 0.0 END AS rbp_sum,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE 0.0 END AS err_sum,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -253,7 +275,8 @@ defined AS (
                 ELSE CAST(NULL AS DOUBLE) END AS ndcg,
            CASE WHEN d.hits > 0 THEN 1.0 ELSE 0.0 END AS hit_rate,
            d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS r_precision,
-           (1.0 - $rbp_persistence) * d.rbp_sum AS rbp
+           (1.0 - $rbp_persistence) * d.rbp_sum AS rbp,
+           d.err_sum AS err
     FROM denominators AS d
 ),
 defined_2 AS (
@@ -280,6 +303,7 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg END AS ndcg,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.hit_rate END AS hit_rate,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.r_precision END AS r_precision,
-       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rbp END AS rbp
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rbp END AS rbp,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.err END AS err
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

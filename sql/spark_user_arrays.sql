@@ -10,12 +10,12 @@
 --        with no labels).
 -- Parameters: $by_score, $ties, $duplicates (the input rules of rankwise._inputs); $max_rank (the
 --             largest rank that can earn: MAX(k), or 2147483647 when RR looks at the whole list);
---             $relevance_threshold, $gain, $ideal (as in per_user.sql); $top_only 1 to sort only the
+--             $relevance_threshold, $gain, $ideal, $err_max_grade (as in per_user.sql); $top_only 1 to sort only the
 --             rows with a rank column value <= $max_rank (with ranks, not scores, and a finite
 --             $max_rank; the whole list still goes into the checks and n_recs).
 -- Output: user_id, in_recs, in_truth, n_judged, n_recs, n_rel (as per_user.sql's all_users);
 --   earned: the user's recommended items within $max_rank that have an earning label (relevance > 0),
---     in rank order, as (pos, is_rel, gain); ideal_gains: the earning labels' gains, descending
+--     in rank order, as (pos, is_rel, gain, err: ERR's R); ideal_gains: the earning labels' gains, descending
 --     (only when $ideal = 'labels'); suspect: 1 when one of sql/checks.sql's rules may fail for the
 --     user (a NULL key, rank or score; a rank below 1; a NaN or infinite score; a repeated item or
 --     rank; a bad relevance; a repeated label; a label with a NULL item). The caller runs
@@ -91,6 +91,12 @@ label_lists AS (
            filter(g.rows_, l -> l.item_id IS NOT NULL AND l.relevance > 0) AS earning
     FROM label_rows AS g
 ),
+-- ERR's largest grade: $err_max_grade, or the largest relevance in the ground truth (per_user.sql's err_scale)
+err_scale AS (
+    SELECT CASE WHEN $err_max_grade > 0 THEN CAST($err_max_grade AS DOUBLE)
+                ELSE MAX(CASE WHEN g.item_id IS NOT NULL THEN CAST(g.relevance AS DOUBLE) END) END AS g_max
+    FROM ground_truth AS g
+),
 labels AS (
     -- everything the join needs from the labels, computed before it
     SELECT g.user_id,
@@ -103,12 +109,15 @@ labels AS (
                                           THEN (CASE WHEN l.relevance >= $relevance_threshold THEN 1.0D ELSE 0.0D END)
                                           WHEN $gain = 'linear' THEN l.relevance
                                           ELSE POWER(2.0D, l.relevance) - 1.0D END) AS earning_gains,
+           transform(g.earning, l -> (POWER(2.0D, LEAST(CAST(l.relevance AS DOUBLE), s.g_max)) - 1.0D)
+                                     / POWER(2.0D, s.g_max)) AS earning_err,
            CASE WHEN g.user_id IS NULL OR exists(g.rows_, l -> l.item_id IS NULL)
                      OR exists(g.judged, l -> l.relevance IS NULL
                                               OR NOT (l.relevance BETWEEN 0.0D AND 1.7976931348623157e308D))
                      OR size(array_distinct(g.judged.item_id)) <> size(g.judged)
                 THEN 1 ELSE 0 END AS suspect
     FROM label_lists AS g
+    CROSS JOIN err_scale AS s
 ),
 found AS (
     -- the place of each of the first $max_rank items among the earning labels (0: none)
@@ -118,6 +127,7 @@ found AS (
            COALESCE(g.n_judged, 0) AS n_judged, COALESCE(r.n_recs, 0) AS n_recs, COALESCE(g.n_rel, 0) AS n_rel,
            COALESCE(g.earning_is_rel, array()) AS earning_is_rel,
            COALESCE(g.earning_gains, array()) AS earning_gains,
+           COALESCE(g.earning_err, CAST(array() AS ARRAY<DOUBLE>)) AS earning_err,
            transform(COALESCE(r.top_items, array()),
                      (x, i) -> named_struct('pos', i + 1, 'at', COALESCE(array_position(g.earning_items, x), 0)))
                AS places,
@@ -133,7 +143,8 @@ SELECT f.user_id, f.in_recs, f.in_truth,
        transform(filter(f.places, p -> p.at > 0),
                  p -> named_struct('pos', p.pos,
                                    'is_rel', f.earning_is_rel[p.at - 1],
-                                   'gain', f.earning_gains[p.at - 1])) AS earned,
+                                   'gain', f.earning_gains[p.at - 1],
+                                   'err', f.earning_err[p.at - 1])) AS earned,
        CASE WHEN $ideal = 'labels' THEN sort_array(f.earning_gains, false)
             ELSE CAST(array() AS ARRAY<DOUBLE>) END AS ideal_gains,
        f.suspect, f.complete

@@ -9,7 +9,8 @@
 -- hits_so_far = j, so at k (the relevant rows within k being hit_rows):
 --   hits = |hit_rows|, precision_sum = sum_j j / pos_j, hits_sum = sum_j j,
 --   r_hits = |{j: pos_j <= n_rel}|, dcg = sum over earned rows within k of gain / log_b(pos + 1),
---   rbp_sum = sum_j p^(pos_j - 1),
+--   rbp_sum = sum_j p^(pos_j - 1), err_sum = sum over earned rows within k of R / pos times the
+--   product of 1 - R above it,
 --   idcg = the same over their gains sorted descending at positions 1, 2, ... ($ideal
 --   'predictions_topk'), over the labels' gains ('labels'), or over k gains of 1 ('k_ones').
 WITH
@@ -49,6 +50,11 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
        a.n_recs + a.n_rel - a.hits_all AS n_candidates,
        aggregate(a.within, 0.0D, (acc, e) -> acc + e.gain / (LN(e.pos + 1.0D) / LN($log_base))) AS dcg,
        aggregate(a.hit_rows, 0.0D, (acc, e) -> acc + POWER($rbp_persistence, e.pos - 1)) AS rbp_sum,
+       -- ERR: in rank order, each row's R / pos times exp of the logs of 1 - R above it
+       aggregate(a.within, named_struct('logs', 0.0D, 'sum', 0.0D),
+                 (acc, e) -> named_struct('logs', acc.logs + LN(1.0D - e.err),
+                                          'sum', acc.sum + e.err / e.pos * EXP(acc.logs)),
+                 acc -> acc.sum) AS err_sum,
        CASE WHEN $ideal = 'labels'
             THEN aggregate(transform(a.ideal_gains, (g, i) -> CASE WHEN i < a.k THEN g / (LN((i + 1) + 1.0D) / LN($log_base))
                                                                    ELSE 0.0D END),

@@ -23,7 +23,8 @@ per_k AS (
            AVG(p.ndcg) AS ndcg_mean, COUNT(p.ndcg) AS ndcg_n, STDDEV_SAMP(p.ndcg) AS ndcg_sd,
            AVG(p.hit_rate) AS hit_rate_mean, COUNT(p.hit_rate) AS hit_rate_n, STDDEV_SAMP(p.hit_rate) AS hit_rate_sd,
            AVG(p.r_precision) AS r_precision_mean, COUNT(p.r_precision) AS r_precision_n, STDDEV_SAMP(p.r_precision) AS r_precision_sd,
-           AVG(p.rbp) AS rbp_mean, COUNT(p.rbp) AS rbp_n, STDDEV_SAMP(p.rbp) AS rbp_sd
+           AVG(p.rbp) AS rbp_mean, COUNT(p.rbp) AS rbp_n, STDDEV_SAMP(p.rbp) AS rbp_sd,
+           AVG(p.err) AS err_mean, COUNT(p.err) AS err_n, STDDEV_SAMP(p.err) AS err_sd
     FROM per_user AS p
     GROUP BY p.k
 )
@@ -63,4 +64,7 @@ SELECT 'r_precision' AS metric, c.k, s.r_precision_mean AS value, COALESCE(s.r_p
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'rbp' AS metric, c.k, s.rbp_mean AS value, COALESCE(s.rbp_n, 0) AS n_users, s.rbp_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'err' AS metric, c.k, s.err_mean AS value, COALESCE(s.err_n, 0) AS n_users, s.err_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

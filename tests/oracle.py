@@ -29,7 +29,8 @@ def _constant(rule: str) -> float:
     return {"zero": 0.0, "one": 1.0}.get(rule, NAN)
 
 
-def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> dict:
+def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data_max_grade: float | None = None) -> dict:
+    """``data_max_grade``: the largest relevance of the whole ground truth (ERR's g_max by default)."""
     def is_relevant(item):
         r = labels.get(item, 0.0)
         return r > 0 and r >= conv.relevance_threshold
@@ -96,19 +97,31 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0) -> d
     p = conv.rbp_persistence
     rbp = (1 - p) * sum(flag * p ** i for i, flag in enumerate(flags))
 
+    # Chapelle et al. 2009: ERR = sum_r R_r / r prod_{i<r} (1 - R_i), R = (2^g - 1) / 2^g_max over the top k;
+    # g_max is the largest relevance of the whole ground truth unless the convention gives one (err_scale)
+    g_max = conv.err_max_grade or data_max_grade or max(labels.values(), default=1.0)
+    err, reach = 0.0, 1.0
+    for r, item in enumerate(top, 1):
+        g = labels.get(item, 0.0)
+        stop = (2.0 ** min(g, g_max) - 1.0) / 2.0 ** g_max if g > 0 else 0.0
+        err += reach * stop / r
+        reach *= 1.0 - stop
+
     return {
         "precision": precision, "recall": recall, "fbeta": fbeta, "map": ap, "mar": ar, "mrr": rr,
         "dcg": dcg, "ndcg": ndcg, "hit_rate": 1.0 if hits else 0.0, "r_precision": r_precision, "rbp": rbp,
+        "err": err,
     }
 
 
 def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:
     """{user: {"metric@k": value}} for every user of the convention's universe."""
     out = {}
+    data_max_grade = max((r for labels in truth.values() for r in labels.values()), default=None)
     for user in universe(recs, truth, conv.users, conv.unjudged):
         row = {}
         for k in ks:
-            values = user_metrics(recs.get(user, []), truth.get(user, {}), k, conv, beta)
+            values = user_metrics(recs.get(user, []), truth.get(user, {}), k, conv, beta, data_max_grade)
             row.update({f"{m}@{k}": v for m, v in values.items()})
         out[user] = row
     return out

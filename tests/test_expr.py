@@ -231,7 +231,9 @@ def test_hand_values():
     want = {"precision@4": 2 / 4, "recall@4": 2 / 3, "f1@4": 2 * 0.5 * (2 / 3) / (0.5 + 2 / 3),
             "map@4": (1 / 2 + 2 / 4) / 2, "mar@4": (1 / 3 + 2 / 3) / 2, "mrr@4": 1 / 2, "dcg@4": dcg,
             "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3,
-            "rbp@4": (1 - 0.8) * (0.8 ** 1 + 0.8 ** 3)}  # hits at ranks 2 and 4, p = 0.8
+            "rbp@4": (1 - 0.8) * (0.8 ** 1 + 0.8 ** 3),  # hits at ranks 2 and 4, p = 0.8
+            "err@4": 0.5 / 2 + 0.5 * 0.5 / 4}  # grade 1 of g_max 1: R = 1/2 at each hit
+
     assert got.keys() == want.keys()
     for key in want:
         assert close(got[key], want[key]), key

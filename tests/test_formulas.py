@@ -58,6 +58,7 @@ def _stats(n=4000, seed=7) -> pl.DataFrame:
         "dcg": np.where(hits > 0, rng.random(n) * 3, 0.0),
         "idcg": np.where(rng.random(n) < 0.2, 0.0, rng.random(n) * 4),
         "rbp_sum": np.where(hits > 0, rng.random(n) * 2, 0.0),
+        "err_sum": np.where(hits > 0, rng.random(n), 0.0),
     })
 
 

@@ -32,7 +32,7 @@ from sqlglot import exp
 # The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
 # every formula reads. A metric named like one (dcg) is that statistic.
 STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
-              "dcg", "idcg", "rbp_sum")
+              "dcg", "idcg", "rbp_sum", "err_sum")
 
 # Terms more than one metric reads, by name: the denominators the knobs choose.
 TERMS = {

@@ -98,6 +98,12 @@ class Convention:
         (True, False),
         "RR@k counts only a first hit within the top k (True), or the first hit anywhere (False)",
     )
+    err_max_grade: float = _knob(
+        0.0,
+        "0 or a number > 0",
+        "ERR's largest grade g_max in R = (2^g - 1) / 2^g_max (Chapelle et al. 2009): 0 takes the largest "
+        "relevance in the ground truth; a grade above g_max counts as g_max",
+    )
     rbp_persistence: float = _knob(
         0.8,
         "a number with 0 < p < 1",
@@ -264,6 +270,8 @@ class Convention:
                     "None keeps every item (a NaN or infinite min_score would drop every item).")
         _number("relevance_threshold", self.relevance_threshold, ">= 0", lambda v: v >= 0,
                 "0 counts every relevance > 0 as relevant; 1 counts relevance >= 1.")
+        _number("err_max_grade", self.err_max_grade, ">= 0", lambda v: v >= 0,
+                "0 (the largest relevance in the ground truth) or the top grade of your scale, e.g. 4.")
         _number("rbp_persistence", self.rbp_persistence, "strictly between 0 and 1", lambda v: 0 < v < 1,
                 "e.g. 0.8 (ir_measures' default), 0.9 (trec_eval's rbp), 0.95 (a patient user).")
         _number("info_log_base", self.info_log_base, "> 1", lambda v: v > 1,

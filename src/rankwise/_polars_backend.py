@@ -66,6 +66,14 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .sort(USER, RANK)
         .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
     )
+    # ERR's chance that the user stops at a row, R = (2^g - 1) / 2^g_max (sql: err_scale, judged.err_r)
+    g_max = pl.lit(float(conv.err_max_grade)) if conv.err_max_grade > 0 else \
+        labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
+    if g_max is None:  # no label at all: no row earns, R is never read
+        g_max = pl.lit(1.0)
+    g_max = g_max if isinstance(g_max, pl.Expr) else pl.lit(float(g_max))
+    judged = judged.with_columns(err_r=(pl.lit(2.0).pow(pl.min_horizontal(pl.col(REL).cast(pl.Float64), g_max)) - 1.0)
+                                 / pl.lit(2.0).pow(g_max))
     hit = pl.col("is_rel") == 1
     users = universe.join(
         judged.group_by(USER).agg(pl.col(RANK).filter(hit).min().alias("first_hit_any"),
@@ -82,8 +90,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         (pl.col("gain") / discount(pl.col(RANK))).cum_sum().over(USER).alias("dcg"),
         pl.when(hit).then(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64))).otherwise(0.0)
         .cum_sum().over(USER).alias("rbp_sum"),
+        (1.0 - pl.col("err_r")).log().cum_sum().over(USER).alias("err_logs"),
+    ).with_columns(  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
+        (pl.col("err_r") / pl.col(RANK) * (pl.col("err_logs") - (1.0 - pl.col("err_r")).log()).exp())
+        .cum_sum().over(USER).alias("err_sum"),
     )
-    at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum"])
+    at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum"])
     # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     grid = _read_back(grid, at_k)
@@ -123,7 +135,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
-        pl.col("precision_sum", "dcg", "idcg", "rbp_sum").fill_null(0.0),
+        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum").fill_null(0.0),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),

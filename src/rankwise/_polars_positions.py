@@ -9,7 +9,8 @@ nothing is exploded or joined row by row. Per user, with K = max(ks), for positi
 
 and at each cutoff k the statistics of ``sql/per_user.sql`` are running sums read at position k:
 hits = C_k, precision_sum = sum_{j<=k} h_j C_j / j, hits_sum = sum h_j C_j, r_hits = sum h_j [j <= n_rel],
-dcg = sum g_j / log_b(j + 1), rbp_sum = sum h_j p^(j - 1), first_hit = the first j <= k with h_j. The sums run in position order,
+dcg = sum g_j / log_b(j + 1), rbp_sum = sum h_j p^(j - 1), err_sum = sum R_j / j prod_{i<j} (1 - R_i)
+(ERR's R_j from item j's grade), first_hit = the first j <= k with h_j. The sums run in position order,
 the order the long-form plan sums its rank-ordered rows in (the ideal DCG adds up per relevance
 level instead: equal to the long plan's to 1e-12, tests/test_list_positions.py).
 
@@ -33,7 +34,7 @@ from .conventions import Convention
 from .metrics import REGISTRY
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
-RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_first"]
+RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first"]
 
 MAX_POSITIONS = 100  # K above this: the long-form plan (cost here grows with K x labels per user)
 MAX_LEVELS = 8  # distinct positive relevance values above this: the long-form plan
@@ -104,7 +105,13 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     positions = range(1, big_k + 1)
     d = pl.DataFrame({"p": list(positions)}, schema={"p": pl.Int64}).select(discount(pl.col("p"))).to_series()
     # item j's label at each level (levels that neither count as relevant nor earn a gain are skipped)
-    used = [i for i in range(len(rel_levels)) if relevant_level[i] or level_gain[i] != 0]
+    # (every positive level: ERR's R reads the grade of any label that earns, relevant or not)
+    used = [i for i in range(len(rel_levels)) if relevant_level[i] or level_gain[i] != 0 or rel_levels[i] > 0]
+    # ERR's R = (2^g - 1) / 2^g_max per level, g_max the knob or the largest level (sql: err_scale)
+    g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 else (max(rel_levels) if rel_levels else 1.0)
+    level_r = pl.DataFrame({REL: rel_levels}, schema={REL: pl.Float64}).select(
+        (pl.lit(2.0).pow(pl.min_horizontal(pl.col(REL), pl.lit(g_max))) - 1.0) / pl.lit(2.0).pow(pl.lit(g_max))
+    ).to_series()
     top = pl.col("_top")
     # the labels among the first K items (about 2 of 12 here): each position then scans only those
     # (cutting all levels' labels at once first, then each level to those, measured slower)
@@ -117,6 +124,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         flags = [pl.col(f"_f{i}_{j}") for i in used if relevant_level[i]]
         return (pl.any_horizontal(flags) if flags else pl.lit(False)).cast(pl.Int64)
 
+    def err_r_at(j: int) -> pl.Expr:
+        terms = [pl.when(pl.col(f"_f{i}_{j}")).then(level_r[i]).otherwise(0.0) for i in used if level_r[i] != 0]
+        return pl.sum_horizontal(terms) if terms else pl.lit(0.0)
+
     def gain_at(j: int) -> pl.Expr:
         terms = [pl.when(pl.col(f"_f{i}_{j}")).then(level_gain[i]).otherwise(0.0) for i in used if level_gain[i] != 0]
         return pl.sum_horizontal(terms) if terms else pl.lit(0.0)
@@ -126,7 +137,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     counted = [i for i in used if level_gain[i] != 0] if conv.ideal == "predictions_topk" else []
     zero_int, zero = pl.lit(0, dtype=pl.Int64), pl.lit(0.0)
     frame = frame.with_columns(_c=zero_int, _hits_sum=zero_int, _r_hits=zero_int, _first=zero_int,
-                               _precision_sum=zero, _dcg=zero, _rbp_sum=zero, **{f"_n{i}": zero_int for i in counted})
+                               _precision_sum=zero, _dcg=zero, _rbp_sum=zero, _err_logs=zero, _err_sum=zero,
+                               **{f"_n{i}": zero_int for i in counted})
     cuts = set(ks)
     for j in positions:
         h = hit(j)
@@ -138,6 +150,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             _r_hits=pl.col("_r_hits") + h * (pl.col("n_rel") >= j).cast(pl.Int64),
             _dcg=pl.col("_dcg") + gain_at(j) / d[j - 1],
             _rbp_sum=pl.col("_rbp_sum") + pl.when(h == 1).then(math.pow(conv.rbp_persistence, j - 1)).otherwise(0.0),
+            _err_logs=pl.col("_err_logs") + (1.0 - err_r_at(j)).log(),
+        )
+        # ERR: R_j / j times the product of 1 - R above j (the long plan's exp(logs so far - this row's log))
+        r = err_r_at(j)
+        frame = frame.with_columns(
+            _err_sum=pl.col("_err_sum") + r / j * (pl.col("_err_logs") - (1.0 - r).log()).exp(),
             _first=pl.when((pl.col("_first") == 0) & (h == 1)).then(pl.lit(j, dtype=pl.Int64)).otherwise("_first"),
             **{f"_n{i}": pl.col(f"_n{i}") + pl.col(f"_f{i}_{j}").cast(pl.Int64) for i in counted},
         )
@@ -154,6 +172,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "hits": field("c").cast(pl.Float64), "precision_sum": field("precision_sum"),
             "hits_sum": field("hits_sum").cast(pl.Float64), "r_hits": field("r_hits").cast(pl.Float64),
             "dcg": field("dcg"), "first_hit": field("first"), "rbp_sum": field("rbp_sum"),
+            "err_sum": field("err_sum"),
             "idcg": ideal.at(k, field),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }

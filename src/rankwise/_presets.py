@@ -266,4 +266,7 @@ def vote(presets: dict[str, Convention] | None = None) -> dict[str, Vote]:
 def voted_default(presets: dict[str, Convention] | None = None) -> dict:
     """The default's knobs as the vote gives them, with ``OVERRIDES`` applied: ``Convention()`` must equal
     this (tests/test_presets.py)."""
-    return {knob: OVERRIDES[knob][0] if knob in OVERRIDES else v.winner for knob, v in vote(presets).items()}
+    votes = vote(presets)
+    return {knob: OVERRIDES[knob][0] if knob in OVERRIDES else votes[knob].winner if knob in votes
+            else Convention.__dataclass_fields__[knob].default  # no library has a metric it moves: no vote
+            for knob in knob_documentation()}

@@ -71,6 +71,8 @@ from . import metrics as _metrics
 from ._inputs import check_roles, common_integer, id_kind
 from .conventions import Convention, resolve
 from .errors import (
+    LeftOutWarning,
+    warn,
     DtypeMismatchError,
     DuplicateItemError,
     InvalidRelevanceError,
@@ -80,7 +82,7 @@ from .errors import (
     ParameterError,
 )
 
-__all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp",
+__all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp", "err",
            "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
@@ -236,6 +238,21 @@ def rbp(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
     0.328
     """
     return _Rows(recs, truth, relevance, convention).metric("rbp", k)
+
+
+def err(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
+        convention: str | Convention = "default") -> pl.Expr:
+    """ERR@k = sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max (Chapelle et al. 2009).
+
+    Without ``relevance`` every label is grade 1 (g_max 1: R = 1/2 per hit). With it, g_max is the
+    convention's ``err_max_grade``, which must then be set (a ParameterError otherwise): an expression
+    sees one row or group at a time, where evaluate() takes the largest relevance of the ground truth.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(err("r", "t", k=3)).item()
+    0.5833333333333334
+    """
+    return _Rows(recs, truth, relevance, convention).metric("err", k)
 
 
 def _defining(convention: str | Convention, name: str) -> Convention:
@@ -405,6 +422,12 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                              hint="Use expr.novelty / expr.arp / expr.ild on a list of each item's popularity or "
                                   "vector, or evaluate(..., train=...) for every beyond-accuracy metric.")
     request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
+    if metrics is None and relevance is not None and conv.err_max_grade == 0 and "err" in request.names:
+        # ERR's top grade cannot come from one row: metrics=None leaves it out, saying so
+        warn("expr.metrics() left out err: with a relevance list ERR needs the top grade of the scale "
+             "(convention=Convention(err_max_grade=...)); evaluate() takes it from the whole ground truth.",
+             LeftOutWarning)
+        request = _metrics.MetricRequest(tuple(n for n in request.names if n != "err"), request.ks, request.beta)
     if beta is not None:  # names the F of metrics=None; an F named in metrics fixes its own beta
         beta = _check_beta(beta)
         named = [n for n in request.names if _metrics.internal_name(n) == "fbeta"]
@@ -822,6 +845,24 @@ class _Rows:
             return pl.coalesce([pl.when(h[j]).then(pl.lit(j + 1, dtype=pl.Int64)) for j in range(k)]
                                + [pl.lit(0, dtype=pl.Int64)])
 
+        def err_sum() -> pl.Expr:  # sum_j R_j / j prod_{i<j} (1 - R_i) over the first k positions
+            if self.rel is None:  # every label is grade 1 (and so is g_max, unless the convention gives one)
+                truth = F("truth").fill_null(pl.lit([]))
+                grades = rows._after(truth, k).list.eval(_E.is_first_distinct().not_()).list.slice(
+                    truth.list.len()).cast(pl.List(pl.Float64))
+                g_max = pl.lit(float(conv.err_max_grade or 1.0))
+            else:
+                grades = rows._label_relevance(k).cast(pl.List(pl.Float64))
+                g_max = pl.lit(float(conv.err_max_grade))  # set: metric() refuses 0 with a relevance list
+            # g_max rides as the list's first element (list.eval sees only the list)
+            top, g = _E.first(), _E.slice(1)
+            r = pl.when(g > 0).then((pl.lit(2.0).pow(pl.min_horizontal(g, top)) - 1.0) / pl.lit(2.0).pow(top)) \
+                .otherwise(0.0).fill_null(0.0)
+            logs = (1.0 - r).log()
+            reached = (logs.cum_sum() - logs).exp()  # the product of 1 - R above each position
+            position = pl.int_range(1, g.len() + 1).cast(pl.Float64)
+            return pl.concat_list([g_max, grades]).list.eval((r / position * reached).sum()).list.first()
+
         def rbp_sum() -> pl.Expr:  # sum over the hit positions j of p^(j - 1)
             p = conv.rbp_persistence
             if not positional:
@@ -844,7 +885,7 @@ class _Rows:
             "r_hits": lambda: (F("n_rel") - F("relevant").list.set_difference(
                 F("r").list.head(pl.min_horizontal(k, F("n_rel")))).list.len()).cast(pl.Float64) + 0.0,
             "precision_sum": precision_sum, "first_hit": first_hit, "dcg": dcg, "idcg": idcg,
-            "rbp_sum": rbp_sum,
+            "rbp_sum": rbp_sum, "err_sum": err_sum,
         }
         fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}
         return stage.struct.with_fields(**fields) if fields else stage
@@ -855,6 +896,11 @@ class _Rows:
         if name not in _metrics.BY_NAME:
             raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
         _metrics.check_cutoffs(conv, (k,), (name,))
+        if name == "err" and self.rel is not None and conv.err_max_grade == 0:
+            raise ParameterError(
+                "ERR with a relevance list needs the top grade of the scale: an expression sees one row (or "
+                "group) at a time, where evaluate() takes the largest relevance of the whole ground truth.",
+                hint="Set it on the convention, e.g. convention=Convention(err_max_grade=3).")
         build = _metrics.BY_NAME[name].build
         needed = set(build(conv, beta, pl.col).meta.root_names())  # the statistics the formula reads
         formula = build(conv, beta, pl.field)  # read as fields of the stage

@@ -114,6 +114,9 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("rbp", "RBP@k (rank-biased precision, Moffat and Zobel 2008)",
            "(1 - p) sum_{i <= k, rel_i} p^(i - 1), p = `rbp_persistence` (trec_eval's rbp over the top k)",
            "(1.0 - $rbp_persistence) * rbp_sum", ("rbp_persistence",)),
+    Metric("err", "ERR@k (expected reciprocal rank, Chapelle et al. 2009)",
+           "sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max, g_max by `err_max_grade`",
+           "err_sum", ("err_max_grade",)),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
