@@ -646,7 +646,18 @@ WITH labels AS (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS dcg
+    ) AS dcg,
+    SUM(
+      CASE
+        WHEN j.is_rel = 1
+        THEN POWER(CAST({{ c.knob["rbp_persistence"] }} AS Nullable(Float64)), j.rank - 1)
+        ELSE CAST(0.0 AS Nullable(Float64))
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS rbp_sum
   FROM judged AS j
 ), at_k AS (
   SELECT
@@ -658,7 +669,8 @@ WITH labels AS (
     r.precision_sum AS precision_sum,
     CAST(r.hits_sum AS Nullable(Int64)) AS hits_sum,
     CAST(r.r_hits AS Nullable(Int64)) AS r_hits,
-    r.dcg AS dcg
+    r.dcg AS dcg,
+    r.rbp_sum AS rbp_sum
   FROM running AS r
   CROSS JOIN rankwise_cutoffs AS c
   WHERE
@@ -802,6 +814,11 @@ WITH labels AS (
       ELSE CAST(0.0 AS Nullable(Float64))
     END AS dcg,
     CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.rbp_sum
+      ELSE CAST(0.0 AS Nullable(Float64))
+    END AS rbp_sum,
+    CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
         CASE
@@ -890,7 +907,10 @@ WITH labels AS (
       THEN CAST(1.0 AS Nullable(Float64))
       ELSE CAST(0.0 AS Nullable(Float64))
     END AS hit_rate,
-    d.r_hits / nullIf(CAST(LEAST(d.k, d.n_rel) AS Nullable(Float64)), CAST(0.0 AS Nullable(Float64))) AS r_precision
+    d.r_hits / nullIf(CAST(LEAST(d.k, d.n_rel) AS Nullable(Float64)), CAST(0.0 AS Nullable(Float64))) AS r_precision,
+    (
+      CAST(1.0 AS Nullable(Float64)) - CAST({{ c.knob["rbp_persistence"] }} AS Nullable(Float64))
+    ) * d.rbp_sum AS rbp
   FROM denominators AS d
 ), defined_2 AS (
   SELECT
@@ -996,7 +1016,14 @@ SELECT
     WHEN f.n_recs = 0
     THEN e.no_predictions
     ELSE f.r_precision
-  END AS r_precision
+  END AS r_precision,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.rbp
+  END AS rbp
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e
 {%- endmacro %}
@@ -1847,6 +1874,42 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.r_precision"]) }}
 {%- endmacro %}
 
+{% macro clickhouse__rw_summary_rbp(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k AS k,
+      AVG(p.rbp) AS rbp_mean,
+      COUNT(p.rbp) AS rbp_n,
+      STDDEV_SAMP(p.rbp) AS rbp_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rbp' AS metric,
+    c.k AS k,
+    s.rbp_mean AS value,
+    COALESCE(s.rbp_n, 0) AS n_users,
+    s.rbp_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rbp' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro clickhouse__rw_columns_rbp(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rbp"]) }}
+{%- endmacro %}
+
 {% macro clickhouse__rw_recommendations_score_item_desc(c) -%}
 SELECT
   r.user_id,
@@ -1897,6 +1960,8 @@ FROM (
 {%- elif name == "columns_hit_rate" -%}{{ return(rankwise.clickhouse__rw_columns_hit_rate(c)) }}
 {%- elif name == "summary_r_precision" -%}{{ return(rankwise.clickhouse__rw_summary_r_precision(c)) }}
 {%- elif name == "columns_r_precision" -%}{{ return(rankwise.clickhouse__rw_columns_r_precision(c)) }}
+{%- elif name == "summary_rbp" -%}{{ return(rankwise.clickhouse__rw_summary_rbp(c)) }}
+{%- elif name == "columns_rbp" -%}{{ return(rankwise.clickhouse__rw_columns_rbp(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.clickhouse__rw_recommendations_score_item_desc(c)) }}
 {%- else -%}{{ exceptions.raise_compiler_error('rankwise: no part ' ~ name) }}
 {%- endif -%}

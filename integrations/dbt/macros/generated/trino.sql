@@ -649,7 +649,18 @@ WITH labels AS (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS dcg
+    ) AS dcg,
+    SUM(
+      CASE
+        WHEN j.is_rel = 1
+        THEN POWER(CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE), j.rank - 1)
+        ELSE CAST(0.0 AS DOUBLE)
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS rbp_sum
   FROM judged AS j
 ), at_k AS (
   SELECT
@@ -661,7 +672,8 @@ WITH labels AS (
     r.precision_sum,
     CAST(r.hits_sum AS BIGINT) AS hits_sum,
     CAST(r.r_hits AS BIGINT) AS r_hits,
-    r.dcg
+    r.dcg,
+    r.rbp_sum
   FROM running AS r
   JOIN rankwise_cutoffs AS c
     ON r.rank <= c.k AND c.k < r.next_rank
@@ -799,6 +811,7 @@ WITH labels AS (
     CASE WHEN {{ c.knob["rr_cutoff"] }} = 1 AND u.first_hit > c.k THEN 0 ELSE u.first_hit END AS first_hit,
     u.n_recs + u.n_rel - u.hits_all AS n_candidates,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE CAST(0.0 AS DOUBLE) END AS dcg,
+    CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE CAST(0.0 AS DOUBLE) END AS rbp_sum,
     CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
@@ -876,7 +889,10 @@ WITH labels AS (
       ELSE CAST(NULL AS DOUBLE)
     END AS ndcg,
     CASE WHEN d.hits > 0 THEN CAST(1.0 AS DOUBLE) ELSE CAST(0.0 AS DOUBLE) END AS hit_rate,
-    CAST(d.r_hits AS DOUBLE) / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), CAST(0.0 AS DOUBLE)) AS r_precision
+    CAST(d.r_hits AS DOUBLE) / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), CAST(0.0 AS DOUBLE)) AS r_precision,
+    (
+      CAST(1.0 AS DOUBLE) - CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE)
+    ) * d.rbp_sum AS rbp
   FROM denominators AS d
 ), defined_2 AS (
   SELECT
@@ -982,7 +998,14 @@ SELECT
     WHEN f.n_recs = 0
     THEN e.no_predictions
     ELSE f.r_precision
-  END AS r_precision
+  END AS r_precision,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.rbp
+  END AS rbp
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e
 {%- endmacro %}
@@ -1843,6 +1866,42 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.r_precision"]) }}
 {%- endmacro %}
 
+{% macro trino__rw_summary_rbp(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.rbp) AS rbp_mean,
+      COUNT(p.rbp) AS rbp_n,
+      STDDEV_SAMP(p.rbp) AS rbp_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rbp' AS metric,
+    c.k,
+    s.rbp_mean AS value,
+    COALESCE(s.rbp_n, 0) AS n_users,
+    s.rbp_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rbp' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro trino__rw_columns_rbp(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rbp"]) }}
+{%- endmacro %}
+
 {% macro trino__rw_recommendations_score_item_desc(c) -%}
 SELECT
   r.user_id,
@@ -1893,6 +1952,8 @@ FROM (
 {%- elif name == "columns_hit_rate" -%}{{ return(rankwise.trino__rw_columns_hit_rate(c)) }}
 {%- elif name == "summary_r_precision" -%}{{ return(rankwise.trino__rw_summary_r_precision(c)) }}
 {%- elif name == "columns_r_precision" -%}{{ return(rankwise.trino__rw_columns_r_precision(c)) }}
+{%- elif name == "summary_rbp" -%}{{ return(rankwise.trino__rw_summary_rbp(c)) }}
+{%- elif name == "columns_rbp" -%}{{ return(rankwise.trino__rw_columns_rbp(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.trino__rw_recommendations_score_item_desc(c)) }}
 {%- else -%}{{ exceptions.raise_compiler_error('rankwise: no part ' ~ name) }}
 {%- endif -%}
