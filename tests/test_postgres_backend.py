@@ -197,7 +197,8 @@ def test_collect_false_leaves_no_table_when_the_evaluation_fails(pg):
     conn, schema = pg
     conn.execute(f'SET search_path TO "{schema}"')
     recs, truth = _table(conn, schema, "recs", RECS), _table(conn, schema, "truth", TRUTH)
-    strict = rankwise.PRESETS["default"].replace(empty_labels="error")  # user 3 has no label
+    # user 3 has recommendations and no label: evaluated under users='union' (the default's 'labels' skips it)
+    strict = rankwise.PRESETS["default"].replace(empty_labels="error", users="union")
     for inputs in ((recs, truth), (RECS, TRUTH)):
         with pytest.raises(rankwise.ParameterError, match="segments= needs the per-user rows collected"):
             rankwise.evaluate(*inputs, k=3, backend=conn, collect=False,
