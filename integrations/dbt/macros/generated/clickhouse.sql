@@ -491,6 +491,7 @@ WITH labels AS (
   SELECT
     g.user_id AS user_id,
     g.item_id AS item_id,
+    CAST(g.relevance AS Nullable(Float64)) AS grade,
     CASE WHEN g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS Nullable(Float64)) THEN 1 ELSE 0 END AS is_rel,
     CASE
       WHEN {{ c.knob["gain"] }} = 'binary'
@@ -510,6 +511,21 @@ WITH labels AS (
     g.relevance > 0 AND NOT (
       g.item_id IS NULL
     )
+), err_scale AS (
+  SELECT
+    CASE
+      WHEN CAST({{ c.knob["err_max_grade"] }} AS Nullable(Float64)) > 0
+      THEN CAST(CAST({{ c.knob["err_max_grade"] }} AS Nullable(Float64)) AS Nullable(Float64))
+      ELSE MAX(
+        CASE
+          WHEN NOT (
+            g.item_id IS NULL
+          )
+          THEN CAST(g.relevance AS Nullable(Float64))
+        END
+      )
+    END AS g_max
+  FROM rankwise_ground_truth AS g
 ), label_stats AS (
   SELECT
     l.user_id AS user_id,
@@ -572,6 +588,9 @@ WITH labels AS (
     e.is_rel AS is_rel,
     e.gain AS gain,
     u.n_rel AS n_rel,
+    (
+      POWER(CAST(2.0 AS Nullable(Float64)), LEAST(e.grade, s.g_max)) - CAST(1.0 AS Nullable(Float64))
+    ) / POWER(CAST(2.0 AS Nullable(Float64)), s.g_max) AS err_r,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
@@ -585,6 +604,7 @@ WITH labels AS (
     ON e.user_id = r.user_id AND e.item_id = r.item_id
   JOIN universe AS u
     ON u.user_id = r.user_id
+  CROSS JOIN err_scale AS s
   WHERE
     r.rank <= h.max_rank
 ), user_hits AS (
@@ -657,8 +677,25 @@ WITH labels AS (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS rbp_sum
+    ) AS rbp_sum,
+    j.err_r AS err_r,
+    SUM(LN(CAST(1.0 AS Nullable(Float64)) - j.err_r)) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS err_logs
   FROM judged AS j
+), running_err AS (
+  SELECT
+    r.*,
+    SUM(
+      r.err_r / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS Nullable(Float64)) - r.err_r))
+    ) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS err_sum
+  FROM running AS r
 ), at_k AS (
   SELECT
     r.user_id AS user_id,
@@ -670,8 +707,9 @@ WITH labels AS (
     CAST(r.hits_sum AS Nullable(Int64)) AS hits_sum,
     CAST(r.r_hits AS Nullable(Int64)) AS r_hits,
     r.dcg AS dcg,
-    r.rbp_sum AS rbp_sum
-  FROM running AS r
+    r.rbp_sum AS rbp_sum,
+    r.err_sum AS err_sum
+  FROM running_err AS r
   CROSS JOIN rankwise_cutoffs AS c
   WHERE
     r.rank <= c.k AND c.k < r.next_rank
@@ -819,6 +857,11 @@ WITH labels AS (
       ELSE CAST(0.0 AS Nullable(Float64))
     END AS rbp_sum,
     CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.err_sum
+      ELSE CAST(0.0 AS Nullable(Float64))
+    END AS err_sum,
+    CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
         CASE
@@ -910,7 +953,8 @@ WITH labels AS (
     d.r_hits / nullIf(CAST(LEAST(d.k, d.n_rel) AS Nullable(Float64)), CAST(0.0 AS Nullable(Float64))) AS r_precision,
     (
       CAST(1.0 AS Nullable(Float64)) - CAST({{ c.knob["rbp_persistence"] }} AS Nullable(Float64))
-    ) * d.rbp_sum AS rbp
+    ) * d.rbp_sum AS rbp,
+    d.err_sum AS err
   FROM denominators AS d
 ), defined_2 AS (
   SELECT
@@ -1023,7 +1067,14 @@ SELECT
     WHEN f.n_recs = 0
     THEN e.no_predictions
     ELSE f.rbp
-  END AS rbp
+  END AS rbp,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.err
+  END AS err
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e
 {%- endmacro %}
@@ -1910,6 +1961,42 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rbp"]) }}
 {%- endmacro %}
 
+{% macro clickhouse__rw_summary_err(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k AS k,
+      AVG(p.err) AS err_mean,
+      COUNT(p.err) AS err_n,
+      STDDEV_SAMP(p.err) AS err_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'err' AS metric,
+    c.k AS k,
+    s.err_mean AS value,
+    COALESCE(s.err_n, 0) AS n_users,
+    s.err_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'err' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro clickhouse__rw_columns_err(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.err"]) }}
+{%- endmacro %}
+
 {% macro clickhouse__rw_recommendations_score_item_desc(c) -%}
 SELECT
   r.user_id,
@@ -1962,6 +2049,8 @@ FROM (
 {%- elif name == "columns_r_precision" -%}{{ return(rankwise.clickhouse__rw_columns_r_precision(c)) }}
 {%- elif name == "summary_rbp" -%}{{ return(rankwise.clickhouse__rw_summary_rbp(c)) }}
 {%- elif name == "columns_rbp" -%}{{ return(rankwise.clickhouse__rw_columns_rbp(c)) }}
+{%- elif name == "summary_err" -%}{{ return(rankwise.clickhouse__rw_summary_err(c)) }}
+{%- elif name == "columns_err" -%}{{ return(rankwise.clickhouse__rw_columns_err(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.clickhouse__rw_recommendations_score_item_desc(c)) }}
 {%- else -%}{{ exceptions.raise_compiler_error('rankwise: no part ' ~ name) }}
 {%- endif -%}

@@ -447,6 +447,7 @@ WITH labels AS (
   SELECT
     g.user_id,
     g.item_id,
+    CAST(g.relevance AS DOUBLE) AS grade,
     CASE WHEN g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE) THEN 1 ELSE 0 END AS is_rel,
     CASE
       WHEN {{ c.knob["gain"] }} = 'binary'
@@ -464,6 +465,14 @@ WITH labels AS (
   FROM rankwise_ground_truth AS g
   WHERE
     g.relevance > 0 AND NOT g.item_id IS NULL
+), err_scale AS (
+  SELECT
+    CASE
+      WHEN CAST({{ c.knob["err_max_grade"] }} AS DOUBLE) > 0
+      THEN CAST(CAST({{ c.knob["err_max_grade"] }} AS DOUBLE) AS DOUBLE)
+      ELSE MAX(CASE WHEN NOT g.item_id IS NULL THEN CAST(g.relevance AS DOUBLE) END)
+    END AS g_max
+  FROM rankwise_ground_truth AS g
 ), label_stats AS (
   SELECT
     l.user_id,
@@ -524,6 +533,9 @@ WITH labels AS (
     e.is_rel,
     e.gain,
     u.n_rel,
+    (
+      POWER(CAST(2.0 AS DOUBLE), LEAST(e.grade, s.g_max)) - CAST(1.0 AS DOUBLE)
+    ) / POWER(CAST(2.0 AS DOUBLE), s.g_max) AS err_r,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank NULLS LAST
@@ -538,6 +550,7 @@ WITH labels AS (
     ON e.user_id = r.user_id AND e.item_id = r.item_id
   JOIN universe AS u
     ON u.user_id = r.user_id
+  CROSS JOIN err_scale AS s
 ), user_hits AS (
   SELECT
     j.user_id,
@@ -608,8 +621,23 @@ WITH labels AS (
       PARTITION BY j.user_id
       ORDER BY j.rank NULLS LAST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS rbp_sum
+    ) AS rbp_sum,
+    j.err_r,
+    SUM(LN(CAST(1.0 AS DOUBLE) - j.err_r)) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS err_logs
   FROM judged AS j
+), running_err AS (
+  SELECT
+    r.*,
+    SUM(r.err_r / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS DOUBLE) - r.err_r))) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS err_sum
+  FROM running AS r
 ), at_k AS (
   SELECT
     r.user_id,
@@ -621,8 +649,9 @@ WITH labels AS (
     CAST(r.hits_sum AS BIGINT) AS hits_sum,
     CAST(r.r_hits AS BIGINT) AS r_hits,
     r.dcg,
-    r.rbp_sum
-  FROM running AS r
+    r.rbp_sum,
+    r.err_sum
+  FROM running_err AS r
   JOIN rankwise_cutoffs AS c
     ON r.rank <= c.k AND c.k < r.next_rank
 ), top_k_ideal AS (
@@ -758,6 +787,7 @@ WITH labels AS (
     u.n_recs + u.n_rel - u.hits_all AS n_candidates,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE CAST(0.0 AS DOUBLE) END AS dcg,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE CAST(0.0 AS DOUBLE) END AS rbp_sum,
+    CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE CAST(0.0 AS DOUBLE) END AS err_sum,
     CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
@@ -834,7 +864,8 @@ WITH labels AS (
     d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), CAST(0.0 AS DOUBLE)) AS r_precision,
     (
       CAST(1.0 AS DOUBLE) - CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE)
-    ) * d.rbp_sum AS rbp
+    ) * d.rbp_sum AS rbp,
+    d.err_sum AS err
   FROM denominators AS d
 ), defined_2 AS (
   SELECT
@@ -947,7 +978,14 @@ SELECT
     WHEN f.n_recs = 0
     THEN e.no_predictions
     ELSE f.rbp
-  END AS rbp
+  END AS rbp,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.err
+  END AS err
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e
 {%- endmacro %}
@@ -1792,6 +1830,42 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rbp"]) }}
 {%- endmacro %}
 
+{% macro databricks__rw_summary_err(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.err) AS err_mean,
+      COUNT(p.err) AS err_n,
+      STDDEV_SAMP(p.err) AS err_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'err' AS metric,
+    c.k,
+    s.err_mean AS value,
+    COALESCE(s.err_n, 0) AS n_users,
+    s.err_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'err' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro databricks__rw_columns_err(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.err"]) }}
+{%- endmacro %}
+
 {% macro databricks__rw_recommendations_score_item_desc(c) -%}
 SELECT
   r.user_id,
@@ -1844,6 +1918,8 @@ FROM (
 {%- elif name == "columns_r_precision" -%}{{ return(rankwise.databricks__rw_columns_r_precision(c)) }}
 {%- elif name == "summary_rbp" -%}{{ return(rankwise.databricks__rw_summary_rbp(c)) }}
 {%- elif name == "columns_rbp" -%}{{ return(rankwise.databricks__rw_columns_rbp(c)) }}
+{%- elif name == "summary_err" -%}{{ return(rankwise.databricks__rw_summary_err(c)) }}
+{%- elif name == "columns_err" -%}{{ return(rankwise.databricks__rw_columns_err(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.databricks__rw_recommendations_score_item_desc(c)) }}
 {%- else -%}{{ exceptions.raise_compiler_error('rankwise: no part ' ~ name) }}
 {%- endif -%}
