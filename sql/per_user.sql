@@ -270,7 +270,7 @@ defined AS (
                 ELSE 0.0 END AS mar,
            CASE WHEN d.first_hit > 0 THEN 1.0 / d.first_hit ELSE 0.0 END AS mrr,
            d.dcg AS dcg,
-           CASE WHEN d.idcg > 0 THEN d.dcg / d.idcg
+           CASE WHEN d.idcg > 0 THEN d.dcg / d.idcg * (d.idcg / d.idcg)
                 WHEN $zero_ideal = 'zero' THEN 0.0
                 ELSE CAST(NULL AS DOUBLE) END AS ndcg,
            CASE WHEN d.hits > 0 THEN 1.0 ELSE 0.0 END AS hit_rate,

@@ -616,3 +616,13 @@ def test_the_cli_sql_refuses_one_column_for_two_roles(capsys, argv):
     assert cli.main(["sql", *argv]) == 2
     err = capsys.readouterr().err
     assert "ParameterError" in err and "name the same column" in err
+
+
+def test_an_ideal_dcg_that_overflows_alone_raises(backend):
+    """gain='exp2', ideal='labels': the recommended label earns 1, the unrecommended one 2^2000 - 1 = inf,
+    so NDCG was 1 / inf = 0, a plausible number, on every backend (rankwise.expr already raised)."""
+    recs = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
+    truth = pl.DataFrame({"user": [1, 1], "item": [1, 5], "relevance": [1.0, 2000.0]})
+    with pytest.raises(rankwise.errors.NumericOverflowError, match="ndcg"):
+        rankwise.evaluate(recs, truth, k=1, metrics=["ndcg"], backend=backend,
+                          convention=rankwise.Convention(gain="exp2", ideal="labels"))

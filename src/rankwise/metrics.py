@@ -104,7 +104,10 @@ REGISTRY: tuple[Metric, ...] = (
            bounds=(0.0, None)),
     # k slots of gain 1 are not an upper bound of graded gains (relevance 3 under exp2 earns 7 per slot)
     Metric("ndcg", "NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`",
-           "CASE WHEN idcg > 0 THEN dcg / idcg WHEN $zero_ideal = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END",
+           # idcg / idcg is exactly 1, or NaN when the ideal overflowed (2^r - 1 = inf under exp2): then the
+           # value is NaN, which evaluate() raises as a NumericOverflowError, not dcg / inf = 0
+           "CASE WHEN idcg > 0 THEN dcg / idcg * (idcg / idcg) WHEN $zero_ideal = 'zero' THEN 0.0 "
+           "ELSE CAST(NULL AS DOUBLE) END",
            ("gain", "log_base", "ideal", "zero_ideal"),
            bounds=lambda conv: (0.0, None) if conv.ideal == "k_ones" and conv.gain != "binary" else (0.0, 1.0)),
     Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0",
