@@ -820,7 +820,9 @@ WITH labels AS (
     d.dcg AS dcg,
     CASE
       WHEN d.idcg > 0
-      THEN d.dcg / d.idcg
+      THEN d.dcg / d.idcg * (
+        d.idcg / d.idcg
+      )
       WHEN {{ c.knob["zero_ideal"] }} = 'zero'
       THEN 0.0
       ELSE CAST(NULL AS DOUBLE)

@@ -871,7 +871,9 @@ WITH labels AS (
     d.dcg AS dcg,
     CASE
       WHEN d.idcg > 0
-      THEN CAST(d.dcg AS DOUBLE PRECISION) / d.idcg
+      THEN CAST(d.dcg AS DOUBLE PRECISION) / d.idcg * (
+        CAST(d.idcg AS DOUBLE PRECISION) / d.idcg
+      )
       WHEN {{ c.knob["zero_ideal"] }} = 'zero'
       THEN CAST(0.0 AS DOUBLE PRECISION)
       ELSE CAST(NULL AS DOUBLE PRECISION)

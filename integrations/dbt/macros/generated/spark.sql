@@ -855,7 +855,9 @@ WITH labels AS (
     d.dcg AS dcg,
     CASE
       WHEN d.idcg > 0
-      THEN d.dcg / d.idcg
+      THEN d.dcg / d.idcg * (
+        d.idcg / d.idcg
+      )
       WHEN {{ c.knob["zero_ideal"] }} = 'zero'
       THEN CAST(0.0 AS DOUBLE)
       ELSE CAST(NULL AS DOUBLE)

@@ -915,7 +915,9 @@ WITH labels AS (
     d.dcg AS dcg,
     CASE
       WHEN d.idcg > 0
-      THEN CAST(d.dcg AS DOUBLE) / d.idcg
+      THEN CAST(d.dcg AS DOUBLE) / d.idcg * (
+        CAST(d.idcg AS DOUBLE) / d.idcg
+      )
       WHEN {{ c.knob["zero_ideal"] }} = 'zero'
       THEN CAST(0.0 AS DOUBLE)
       ELSE CAST(NULL AS DOUBLE)
