@@ -117,6 +117,9 @@ def render() -> str:
         presets = [p for p in PRESETS.values() if defines(p, m.public_name)]
         varying = [k for k in relevant if len({repr(getattr(p, k)) for p in presets}) > 1]
         out += ["", f"## {title}", "", f"Formula: {formula}", ""]
+        if m.sql is not None:  # the declaration every engine runs (rankwise.metrics, Metric.sql)
+            out += ["As declared (SQL over the per-(user, k) statistics; `$name` is a knob):", "",
+                    f"    {m.sql}", ""]
         if m in BEYOND:
             out += [f"Level: {m.level} ({m.aggregate}). Needs: " + ", ".join(m.needs) + ".", ""]
         out += ["Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]

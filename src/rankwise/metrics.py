@@ -1,23 +1,11 @@
-"""The metric catalogue: names, formulas, and parsing of user requests.
+"""The metric catalogue: one declaration per metric, and the parsing of user requests.
 
-Per user u at cutoff k, with rel_i = 1 if the item at position i is relevant, hits@k = sum_{i<=k} rel_i,
-n_rel = number of relevant labels, n = list length (knob names in brackets):
-
-=============  =============================================================================
-precision      hits@k / den                      [precision_denominator: k | min(k,n) | min(k,n_rel)]
-recall         hits@k / n_rel
-f<beta>        (1+b^2) P R / (b^2 P + R), 0 when P = R = 0          [f_aggregation]
-map            AP@k = sum_{i<=k, rel_i} P@i / den                     [ap_denominator]
-mar            AR@k = sum_{i<=k, rel_i} R@i / den  (document 001)     [ap_denominator]
-mrr            RR@k = 1 / (position of the first hit), 0 without one  [rr_cutoff]
-dcg            sum_{i<=k} gain(r_i) / log_b(i+1)                      [gain, log_base]
-ndcg           DCG@k / IDCG@k                                         [ideal, zero_ideal]
-hit_rate       1 if hits@k > 0 else 0
-r_precision    hits@m / m with m = min(k, n_rel)  (trec_eval Rprec when k >= n_rel)
-=============  =============================================================================
-
-Users with no relevant label or no recommendation get the values ``empty_labels`` and
-``empty_predictions`` say, for every metric; ``nan`` leaves the user out of the mean.
+Each accuracy metric's per-user value is declared once, as a SQL expression over the per-(user, k)
+statistics (``Metric.sql``); every engine, rankwise.expr, the shipped SQL's metric stages and
+docs/metrics.md come from it (rankwise._formulas). Users with no relevant label or no recommendation
+get the values ``empty_labels`` and ``empty_predictions`` say, for every metric; ``nan`` leaves the
+user out of the mean. The beyond-accuracy metrics (``BEYOND``) are declared here for their names,
+knobs, inputs and docs; rankwise._beyond computes them.
 """
 
 from __future__ import annotations
@@ -93,7 +81,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("map", "MAP@k (per user: AP@k)",
            "sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`",
            "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END", ("ap_denominator",)),
-    Metric("mar", "MAR@k (per user: AR@k, document 001)",
+    Metric("mar", "MAR@k (per user: AR@k, the mean recall at each hit)",
            "sum over hit positions i <= k of hits@i / n_rel, divided by `ap_denominator`",
            "CASE WHEN ap_den > 0 THEN hits_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0) / ap_den ELSE 0.0 END",
            ("ap_denominator",)),
