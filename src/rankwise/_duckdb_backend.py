@@ -20,7 +20,7 @@ from ._engine import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, exam
 from ._inputs import USER, Prepared
 from .conventions import Convention
 from .errors import RankwiseError
-from .metrics import MetricRequest
+from .metrics import USER_LEVEL, MetricRequest, computed_columns
 
 
 class DuckDBEngine:
@@ -61,8 +61,11 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
             con.register(name, getattr(prep, name))
     con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
     sql = _sql_files.read("per_user")
-    con.execute(f"CREATE TEMP TABLE per_user AS SELECT * FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
-                _sql_files.bind(sql, conv, request.beta))
+    # the metrics not computed are NULL: DuckDB then leaves out the statistics only they read
+    computed = computed_columns(request)
+    columns = ", ".join(f"rows.{m}" if m in computed else f"CAST(NULL AS DOUBLE) AS {m}" for m in USER_LEVEL)
+    con.execute(f"CREATE TEMP TABLE per_user AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel, {columns} "
+                f"FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id", _sql_files.bind(sql, conv, request.beta))
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
     summary_sql = _sql_files.read("summary")

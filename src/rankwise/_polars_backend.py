@@ -13,20 +13,23 @@ from . import _polars_positions as positions
 from ._engine import Capabilities, Output, polars_output
 from ._inputs import ITEM, RANK, REL, USER, Prepared
 from .conventions import Convention
-from .metrics import REGISTRY, USER_LEVEL, MetricRequest
+from .metrics import REGISTRY, USER_LEVEL, MetricRequest, computed_columns
 
 METRIC_COLUMNS = USER_LEVEL
 
 
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
-             memory_limit: str | int | None = None) -> pl.DataFrame:
+             memory_limit: str | int | None = None, computed: set[str] | None = None) -> pl.DataFrame:
     """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined).
 
     With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
+    ``computed``: the metric columns to compute (metrics.computed_columns; None: all); the others are
+    null, and the statistics only they read are left out of the plan.
     """
+    computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
     if prep.rec_lists is not None and positions.applies_to(conv, ks) and (levels := positions.levels(prep)) is not None:
-        return positions.per_user(prep, ks, conv, beta, levels, engine).collect()
+        return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
     discount = knobs.discount(conv.log_base)
@@ -67,7 +70,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
     )
     # ERR's chance that the user stops at a row, R = (2^g - 1) / 2^g_max (sql: err_scale, judged.err_r)
-    g_max = pl.lit(float(conv.err_max_grade)) if conv.err_max_grade > 0 else \
+    g_max = pl.lit(float(conv.err_max_grade)) if conv.err_max_grade > 0 or "err" not in computed else \
         labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
     if g_max is None:  # no label at all: no row earns, R is never read
         g_max = pl.lit(1.0)
@@ -142,7 +145,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     )
     empty = knobs.empty_value(conv)
     return (
-        stats.with_columns(**{m.name: empty(m.build(conv, beta)) for m in REGISTRY if m.level == "user"})
+        stats.with_columns(**{m.name: empty(m.build(conv, beta)) if m.name in computed
+                              else pl.lit(None, dtype=pl.Float64) for m in REGISTRY if m.level == "user"})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
         .collect(engine=engine)
     )
@@ -190,7 +194,7 @@ class PolarsEngine:
 
     def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
-        rows = per_user(prep, request.ks, conv, request.beta, memory_limit)
+        rows = per_user(prep, request.ks, conv, request.beta, memory_limit, computed_columns(request))
         return polars_output(rows, summary(rows, conv, request.beta), conv)
 
 

@@ -89,7 +89,7 @@ def _everyone(recs: pl.DataFrame, labels: pl.DataFrame, big_k: int) -> pl.LazyFr
 
 
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
-             rel_levels: list[float], engine: str = "auto") -> pl.LazyFrame:
+             rel_levels: list[float], engine: str = "auto", computed: set[str] | None = None) -> pl.LazyFrame:
     """Long per-user frame (user_id, k, n_recs, n_rel, one column per metric), rows in (k, user) order.
     The rules (gain, discount, users, empty lists) are the long-form plan's own."""
     discount, gain, empty = knobs.discount(conv.log_base), knobs.gain, knobs.empty_value(conv)
@@ -176,7 +176,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "idcg": ideal.at(k, field),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }
-        return [empty(m.build(conv, beta, stat.__getitem__)).alias(f"{m.name}@{k}") for m in METRICS]
+        return [(empty(m.build(conv, beta, stat.__getitem__)) if computed is None or m.name in computed
+                 else pl.lit(None, dtype=pl.Float64)).alias(f"{m.name}@{k}") for m in METRICS]
 
     # one pass computes every cutoff's values side by side; then one block of rows per cutoff
     wide = frame.select(USER, "n_recs", "n_rel", *[e for k in ks for e in at(k)]).collect(engine=engine)

@@ -203,6 +203,17 @@ def value_range(name: str, conv) -> tuple[float | None, float | None]:
     return (None, None) if bounds is None else bounds
 
 
+def computed_columns(request: MetricRequest) -> set[str]:
+    """The per-user metric columns an engine computes for ``request`` (the others it may leave NULL):
+    the metrics asked for, the metrics their formulas read (an F of means reads precision and recall),
+    and ndcg, whose NULLs the counts of users left out by zero_ideal read."""
+    from ._formulas import reads
+
+    asked = {internal_name(n) for n in request.names} & set(USER_LEVEL)
+    read = {r for n in asked for r in reads(BY_NAME[n].sql)} & set(USER_LEVEL)
+    return asked | read | {"ndcg"}
+
+
 def internal_name(name: str) -> str:
     """The per-user column a metric lives in: every F-beta is "fbeta"."""
     return "fbeta" if _F_BETA.fullmatch(name) else name
