@@ -217,7 +217,7 @@ CREATE OR REPLACE TEMP MACRO rankwise_rbp(recs, truth, k, rbp_persistence := 0.8
 -- ERR@k = sum_i R_i / i prod_{j < i} (1 - R_j) over the first k positions, R the list of R_i
 CREATE OR REPLACE TEMP MACRO rankwise__err_of(rs) AS
     coalesce(list_sum(list_transform(rs, lambda x, i: x / i * exp(coalesce(list_sum(list_transform(
-        list_slice(rs, 1, i - 1), lambda y: ln(1.0 - y))), 0.0)))), 0.0);
+        list_slice(rs, 1, i - 1), lambda y: ln(greatest(1.0 - y, 1e-300)))), 0.0)))), 0.0);
 
 -- ERR@k with every label grade 1 (g_max 1: R = 1/2 at a hit), Chapelle et al. 2009
 CREATE OR REPLACE TEMP MACRO rankwise_err(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
@@ -315,8 +315,9 @@ CREATE OR REPLACE TEMP MACRO rankwise_err_graded(recs, truth, rel, k, err_max_gr
     rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, 0.0),
         rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k), lambda x:
             CASE WHEN coalesce(coalesce(rel, [])[list_position(coalesce(truth, []), x)], 0) > 0
-                 THEN (pow(2.0, least(CAST(coalesce(rel, [])[list_position(coalesce(truth, []), x)] AS DOUBLE),
-                                      CAST(err_max_grade AS DOUBLE))) - 1.0) / pow(2.0, CAST(err_max_grade AS DOUBLE))
+                 THEN pow(2.0, greatest(least(CAST(coalesce(rel, [])[list_position(coalesce(truth, []), x)] AS DOUBLE),
+                                              CAST(err_max_grade AS DOUBLE)) - CAST(err_max_grade AS DOUBLE), -1000.0))
+                      - pow(2.0, -least(CAST(err_max_grade AS DOUBLE), 1000.0))
                  ELSE 0.0 END)),
         empty_labels, empty_predictions, duplicates) END END;
 

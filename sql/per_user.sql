@@ -101,8 +101,11 @@ reach AS (
 -- NULL after the last row, ClickHouse 0: either way the comparison fails and the bound is open)
 judged AS (
     SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, e.is_rel, e.gain, u.n_rel,
-           -- ERR's chance that the user stops here, R = (2^g - 1) / 2^g_max (a grade above g_max counts as g_max)
-           (POWER(2.0, LEAST(e.grade, s.g_max)) - 1.0) / POWER(2.0, s.g_max) AS err_r,
+           -- ERR's chance that the user stops here, R = (2^g - 1) / 2^g_max = 2^(g - g_max) - 2^-g_max (a grade
+           -- above g_max counts as g_max), written so that no power overflows or underflows (exponents >= -1000:
+           -- PostgreSQL raises on both); err_floor = 2^-g_max, the least 1 - R can be
+           POWER(2.0, GREATEST(LEAST(e.grade, s.g_max) - s.g_max, -1000.0)) - POWER(2.0, -LEAST(s.g_max, 1000.0)) AS err_r,
+           POWER(2.0, -LEAST(s.g_max, 1000.0)) AS err_floor,
            SUM(e.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far,
            ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.rank) AS judged_pos,
@@ -143,8 +146,8 @@ running AS (
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg,
            SUM(CASE WHEN j.is_rel = 1 THEN POWER($rbp_persistence, j.rank - 1) ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rbp_sum,
-           j.err_r,
-           SUM(LN(1.0 - j.err_r))
+           j.err_r, j.err_floor,
+           SUM(LN(GREATEST(1.0 - j.err_r, j.err_floor)))
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_logs
     FROM judged AS j
 ),
@@ -152,7 +155,7 @@ running AS (
 -- above it: exp of the logs so far less this row's)
 running_err AS (
     SELECT r.*,
-           SUM(r.err_r / r.rank * EXP(r.err_logs - LN(1.0 - r.err_r)))
+           SUM(r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(1.0 - r.err_r, r.err_floor))))
                OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_sum
     FROM running AS r
 ),

@@ -109,8 +109,9 @@ labels AS (
                                           THEN (CASE WHEN l.relevance >= $relevance_threshold THEN 1.0D ELSE 0.0D END)
                                           WHEN $gain = 'linear' THEN l.relevance
                                           ELSE POWER(2.0D, l.relevance) - 1.0D END) AS earning_gains,
-           transform(g.earning, l -> (POWER(2.0D, LEAST(CAST(l.relevance AS DOUBLE), s.g_max)) - 1.0D)
-                                     / POWER(2.0D, s.g_max)) AS earning_err,
+           transform(g.earning, l -> POWER(2.0D, GREATEST(LEAST(CAST(l.relevance AS DOUBLE), s.g_max) - s.g_max, -1000.0D))
+                                     - POWER(2.0D, -LEAST(s.g_max, 1000.0D))) AS earning_err,
+           POWER(2.0D, -LEAST(s.g_max, 1000.0D)) AS err_floor,
            CASE WHEN g.user_id IS NULL OR exists(g.rows_, l -> l.item_id IS NULL)
                      OR exists(g.judged, l -> l.relevance IS NULL
                                               OR NOT (l.relevance BETWEEN 0.0D AND 1.7976931348623157e308D))
@@ -127,7 +128,7 @@ found AS (
            COALESCE(g.n_judged, 0) AS n_judged, COALESCE(r.n_recs, 0) AS n_recs, COALESCE(g.n_rel, 0) AS n_rel,
            COALESCE(g.earning_is_rel, array()) AS earning_is_rel,
            COALESCE(g.earning_gains, array()) AS earning_gains,
-           COALESCE(g.earning_err, CAST(array() AS ARRAY<DOUBLE>)) AS earning_err,
+           COALESCE(g.earning_err, CAST(array() AS ARRAY<DOUBLE>)) AS earning_err, COALESCE(g.err_floor, 1.0D) AS err_floor,
            transform(COALESCE(r.top_items, array()),
                      (x, i) -> named_struct('pos', i + 1, 'at', COALESCE(array_position(g.earning_items, x), 0)))
                AS places,
@@ -144,7 +145,8 @@ SELECT f.user_id, f.in_recs, f.in_truth,
                  p -> named_struct('pos', p.pos,
                                    'is_rel', f.earning_is_rel[p.at - 1],
                                    'gain', f.earning_gains[p.at - 1],
-                                   'err', f.earning_err[p.at - 1])) AS earned,
+                                   'err', f.earning_err[p.at - 1],
+                                   'err_log', LN(GREATEST(1.0D - f.earning_err[p.at - 1], f.err_floor)))) AS earned,
        CASE WHEN $ideal = 'labels' THEN sort_array(f.earning_gains, false)
             ELSE CAST(array() AS ARRAY<DOUBLE>) END AS ideal_gains,
        f.suspect, f.complete

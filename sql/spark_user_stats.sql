@@ -52,7 +52,7 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
        aggregate(a.hit_rows, 0.0D, (acc, e) -> acc + POWER($rbp_persistence, e.pos - 1)) AS rbp_sum,
        -- ERR: in rank order, each row's R / pos times exp of the logs of 1 - R above it
        aggregate(a.within, named_struct('logs', 0.0D, 'sum', 0.0D),
-                 (acc, e) -> named_struct('logs', acc.logs + LN(1.0D - e.err),
+                 (acc, e) -> named_struct('logs', acc.logs + e.err_log,
                                           'sum', acc.sum + e.err / e.pos * EXP(acc.logs)),
                  acc -> acc.sum) AS err_sum,
        CASE WHEN $ideal = 'labels'

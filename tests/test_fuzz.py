@@ -19,7 +19,8 @@ from rankwise import render
 from rankwise.metrics import KNOBS_BY_METRIC, REGISTRY
 
 ACCURACY_KNOBS = sorted({k for m in REGISTRY for k in KNOBS_BY_METRIC[m.name]}
-                        - {"duplicates", "ties", "min_score", "relevance_threshold", "log_base"})
+                        - {"duplicates", "ties", "min_score", "relevance_threshold", "log_base", "rbp_persistence",
+                           "err_max_grade"})
 # names a careless or hostile user might give: spaces, quotes, keywords, unicode, SQL fragments
 HOSTILE_NAMES = ["recs", "My Recs", 'we"ird', "select", "t; DROP TABLE sentinel; --", "é-table", "Order"]
 HOSTILE_COLUMNS = ["user", "User Id", 'q"uote', "from", "ünïcode"]
@@ -35,6 +36,8 @@ def conventions(draw):
             knobs[knob] = draw(st.sampled_from(values))
     knobs["log_base"] = draw(st.sampled_from([2.0, 10.0, math.e]))
     knobs["relevance_threshold"] = draw(st.sampled_from([0.5, 1.0, 2.0]))
+    knobs["rbp_persistence"] = draw(st.sampled_from([0.5, 0.8, 0.95]))
+    knobs["err_max_grade"] = draw(st.sampled_from([0.0, 4.0]))
     return rankwise.Convention(**knobs)
 
 

@@ -27,7 +27,7 @@ from rankwise import _write
 
 RECS = pl.DataFrame({"user": [1, 1, 2, 3], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 1]})
 TRUTH = pl.DataFrame({"user": [1, 2, 4], "item": [11, 12, 10]})
-ROWS_PER_RUN = 4 * 2 * 2  # users 1..4 (union) x metrics precision, ndcg x k = 1, 2
+ROWS_PER_RUN = 3 * 2 * 2  # users 1, 2, 4 (the default evaluates the ground truth's users) x precision, ndcg x k = 1, 2
 SETUP = """
 import os, pickle, sys, time
 with open("result.pickle", "rb") as handle:  # the parent's Result: no evaluate (and no scipy import) per child
@@ -450,7 +450,8 @@ def test_a_user_column_named_like_a_written_column(tmp_path, user_col):
     res.write(tmp_path / "runs.parquet")
     assert_complete_runs(tmp_path / "runs.parquet", 1)
     rows = read(tmp_path / "runs.parquet", "per_user").filter(metric="precision", k=2).sort("user_id")
-    assert rows.select("user_id", "value").rows() == [("1", 0.5), ("2", 0.0), ("3", None), ("4", 0.0)]
+    # the ground truth's users (the default): user 3 has recommendations only and is not evaluated
+    assert rows.select("user_id", "value").rows() == [("1", 0.5), ("2", 0.0), ("4", 0.0)]
 
 
 # -- 7. Delta: a run is whole or absent across its tables ----------------------------------------------------

@@ -856,9 +856,10 @@ class _Rows:
                 g_max = pl.lit(float(conv.err_max_grade))  # set: metric() refuses 0 with a relevance list
             # g_max rides as the list's first element (list.eval sees only the list)
             top, g = _E.first(), _E.slice(1)
-            r = pl.when(g > 0).then((pl.lit(2.0).pow(pl.min_horizontal(g, top)) - 1.0) / pl.lit(2.0).pow(top)) \
-                .otherwise(0.0).fill_null(0.0)
-            logs = (1.0 - r).log()
+            floor = pl.lit(2.0).pow(-pl.min_horizontal(top, pl.lit(1000.0)))  # as sql/per_user.sql's judged
+            r = pl.when(g > 0).then(pl.lit(2.0).pow(pl.max_horizontal(pl.min_horizontal(g, top) - top, pl.lit(-1000.0)))
+                                    - floor).otherwise(0.0).fill_null(0.0)
+            logs = pl.max_horizontal(1.0 - r, floor).log()
             reached = (logs.cum_sum() - logs).exp()  # the product of 1 - R above each position
             position = pl.int_range(1, g.len() + 1).cast(pl.Float64)
             return pl.concat_list([g_max, grades]).list.eval((r / position * reached).sum()).list.first()

@@ -588,9 +588,11 @@ WITH labels AS (
     e.is_rel AS is_rel,
     e.gain AS gain,
     u.n_rel AS n_rel,
-    (
-      POWER(CAST(2.0 AS Nullable(Float64)), LEAST(e.grade, s.g_max)) - CAST(1.0 AS Nullable(Float64))
-    ) / POWER(CAST(2.0 AS Nullable(Float64)), s.g_max) AS err_r,
+    POWER(
+      CAST(2.0 AS Nullable(Float64)),
+      GREATEST(LEAST(e.grade, s.g_max) - s.g_max, -CAST(1000.0 AS Nullable(Float64)))
+    ) - POWER(CAST(2.0 AS Nullable(Float64)), -LEAST(s.g_max, CAST(1000.0 AS Nullable(Float64)))) AS err_r,
+    POWER(CAST(2.0 AS Nullable(Float64)), -LEAST(s.g_max, CAST(1000.0 AS Nullable(Float64)))) AS err_floor,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
@@ -679,7 +681,8 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
     j.err_r AS err_r,
-    SUM(LN(CAST(1.0 AS Nullable(Float64)) - j.err_r)) OVER (
+    j.err_floor AS err_floor,
+    SUM(LN(GREATEST(CAST(1.0 AS Nullable(Float64)) - j.err_r, j.err_floor))) OVER (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
@@ -689,7 +692,7 @@ WITH labels AS (
   SELECT
     r.*,
     SUM(
-      r.err_r / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS Nullable(Float64)) - r.err_r))
+      r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(CAST(1.0 AS Nullable(Float64)) - r.err_r, r.err_floor)))
     ) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank

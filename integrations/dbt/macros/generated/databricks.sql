@@ -533,9 +533,11 @@ WITH labels AS (
     e.is_rel,
     e.gain,
     u.n_rel,
-    (
-      POWER(CAST(2.0 AS DOUBLE), LEAST(e.grade, s.g_max)) - CAST(1.0 AS DOUBLE)
-    ) / POWER(CAST(2.0 AS DOUBLE), s.g_max) AS err_r,
+    POWER(
+      CAST(2.0 AS DOUBLE),
+      GREATEST(LEAST(e.grade, s.g_max) - s.g_max, -CAST(1000.0 AS DOUBLE))
+    ) - POWER(CAST(2.0 AS DOUBLE), -LEAST(s.g_max, CAST(1000.0 AS DOUBLE))) AS err_r,
+    POWER(CAST(2.0 AS DOUBLE), -LEAST(s.g_max, CAST(1000.0 AS DOUBLE))) AS err_floor,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank NULLS LAST
@@ -623,7 +625,8 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
     j.err_r,
-    SUM(LN(CAST(1.0 AS DOUBLE) - j.err_r)) OVER (
+    j.err_floor,
+    SUM(LN(GREATEST(CAST(1.0 AS DOUBLE) - j.err_r, j.err_floor))) OVER (
       PARTITION BY j.user_id
       ORDER BY j.rank NULLS LAST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
@@ -632,7 +635,9 @@ WITH labels AS (
 ), running_err AS (
   SELECT
     r.*,
-    SUM(r.err_r / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS DOUBLE) - r.err_r))) OVER (
+    SUM(
+      r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(CAST(1.0 AS DOUBLE) - r.err_r, r.err_floor)))
+    ) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank NULLS LAST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW

@@ -518,9 +518,8 @@ WITH labels AS (
     e.is_rel,
     e.gain,
     u.n_rel,
-    (
-      POWER(2.0, LEAST(e.grade, s.g_max)) - 1.0
-    ) / POWER(2.0, s.g_max) AS err_r,
+    POWER(2.0, GREATEST(LEAST(e.grade, s.g_max) - s.g_max, -1000.0)) - POWER(2.0, -LEAST(s.g_max, 1000.0)) AS err_r,
+    POWER(2.0, -LEAST(s.g_max, 1000.0)) AS err_floor,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
@@ -600,7 +599,8 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
     j.err_r,
-    SUM(LN(1.0 - j.err_r)) OVER (
+    j.err_floor,
+    SUM(LN(GREATEST(1.0 - j.err_r, j.err_floor))) OVER (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
@@ -609,7 +609,7 @@ WITH labels AS (
 ), running_err AS (
   SELECT
     r.*,
-    SUM(r.err_r / r.rank * EXP(r.err_logs - LN(1.0 - r.err_r))) OVER (
+    SUM(r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(1.0 - r.err_r, r.err_floor)))) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW

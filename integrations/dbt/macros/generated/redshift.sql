@@ -521,9 +521,11 @@ WITH labels AS (
     e.is_rel,
     e.gain,
     u.n_rel,
-    CAST((
-      POWER(CAST(2.0 AS DOUBLE PRECISION), LEAST(e.grade, s.g_max)) - CAST(1.0 AS DOUBLE PRECISION)
-    ) AS DOUBLE PRECISION) / POWER(CAST(2.0 AS DOUBLE PRECISION), s.g_max) AS err_r,
+    POWER(
+      CAST(2.0 AS DOUBLE PRECISION),
+      GREATEST(LEAST(e.grade, s.g_max) - s.g_max, -CAST(1000.0 AS DOUBLE PRECISION))
+    ) - POWER(CAST(2.0 AS DOUBLE PRECISION), -LEAST(s.g_max, CAST(1000.0 AS DOUBLE PRECISION))) AS err_r,
+    POWER(CAST(2.0 AS DOUBLE PRECISION), -LEAST(s.g_max, CAST(1000.0 AS DOUBLE PRECISION))) AS err_floor,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
@@ -611,7 +613,8 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
     j.err_r,
-    SUM(LN(CAST(1.0 AS DOUBLE PRECISION) - j.err_r)) OVER (
+    j.err_floor,
+    SUM(LN(GREATEST(CAST(1.0 AS DOUBLE PRECISION) - j.err_r, j.err_floor))) OVER (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
@@ -621,7 +624,7 @@ WITH labels AS (
   SELECT
     r.*,
     SUM(
-      CAST(r.err_r AS DOUBLE PRECISION) / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS DOUBLE PRECISION) - r.err_r))
+      CAST(r.err_r AS DOUBLE PRECISION) / r.rank * EXP(r.err_logs - LN(GREATEST(CAST(1.0 AS DOUBLE PRECISION) - r.err_r, r.err_floor)))
     ) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank

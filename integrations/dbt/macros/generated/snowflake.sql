@@ -531,9 +531,11 @@ WITH labels AS (
     e.is_rel,
     e.gain,
     u.n_rel,
-    (
-      POWER(CAST(2.0 AS DOUBLE), LEAST_IGNORE_NULLS(e.grade, s.g_max)) - CAST(1.0 AS DOUBLE)
-    ) / POWER(CAST(2.0 AS DOUBLE), s.g_max) AS err_r,
+    POWER(
+      CAST(2.0 AS DOUBLE),
+      GREATEST_IGNORE_NULLS(LEAST_IGNORE_NULLS(e.grade, s.g_max) - s.g_max, -CAST(1000.0 AS DOUBLE))
+    ) - POWER(CAST(2.0 AS DOUBLE), -LEAST_IGNORE_NULLS(s.g_max, CAST(1000.0 AS DOUBLE))) AS err_r,
+    POWER(CAST(2.0 AS DOUBLE), -LEAST_IGNORE_NULLS(s.g_max, CAST(1000.0 AS DOUBLE))) AS err_floor,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
@@ -621,7 +623,8 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
     j.err_r,
-    SUM(LN(CAST(1.0 AS DOUBLE) - j.err_r)) OVER (
+    j.err_floor,
+    SUM(LN(GREATEST_IGNORE_NULLS(CAST(1.0 AS DOUBLE) - j.err_r, j.err_floor))) OVER (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
@@ -630,7 +633,11 @@ WITH labels AS (
 ), running_err AS (
   SELECT
     r.*,
-    SUM(r.err_r / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS DOUBLE) - r.err_r))) OVER (
+    SUM(
+      r.err_r / r.rank * EXP(
+        r.err_logs - LN(GREATEST_IGNORE_NULLS(CAST(1.0 AS DOUBLE) - r.err_r, r.err_floor))
+      )
+    ) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW

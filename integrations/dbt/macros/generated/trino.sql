@@ -585,9 +585,11 @@ WITH labels AS (
     e.is_rel,
     e.gain,
     u.n_rel,
-    CAST((
-      POWER(CAST(2.0 AS DOUBLE), LEAST(e.grade, s.g_max)) - CAST(1.0 AS DOUBLE)
-    ) AS DOUBLE) / POWER(CAST(2.0 AS DOUBLE), s.g_max) AS err_r,
+    POWER(
+      CAST(2.0 AS DOUBLE),
+      GREATEST(LEAST(e.grade, s.g_max) - s.g_max, -CAST(1000.0 AS DOUBLE))
+    ) - POWER(CAST(2.0 AS DOUBLE), -LEAST(s.g_max, CAST(1000.0 AS DOUBLE))) AS err_r,
+    POWER(CAST(2.0 AS DOUBLE), -LEAST(s.g_max, CAST(1000.0 AS DOUBLE))) AS err_floor,
     SUM(e.is_rel) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
@@ -675,7 +677,8 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
     j.err_r,
-    SUM(LN(CAST(1.0 AS DOUBLE) - j.err_r)) OVER (
+    j.err_floor,
+    SUM(LN(GREATEST(CAST(1.0 AS DOUBLE) - j.err_r, j.err_floor))) OVER (
       PARTITION BY j.user_id
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
@@ -685,7 +688,7 @@ WITH labels AS (
   SELECT
     r.*,
     SUM(
-      CAST(r.err_r AS DOUBLE) / r.rank * EXP(r.err_logs - LN(CAST(1.0 AS DOUBLE) - r.err_r))
+      CAST(r.err_r AS DOUBLE) / r.rank * EXP(r.err_logs - LN(GREATEST(CAST(1.0 AS DOUBLE) - r.err_r, r.err_floor)))
     ) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
