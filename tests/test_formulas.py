@@ -31,6 +31,14 @@ def test_the_shipped_per_user_sql_is_generated_from_the_declarations():
         "sql/per_user.sql is out of date with rankwise.metrics: run python -m rankwise._generate")
 
 
+def test_the_formula_trees_are_generated_from_the_declarations():
+    """An evaluation reads the formulas' trees from rankwise._formula_trees (no SQL parser imported)."""
+    from rankwise import _formula_trees, _generate
+
+    assert _formula_trees.TREES == {sql: _formulas._as_tuples(_formulas._parse(sql)) for sql in _generate.formulas()}, (
+        "src/rankwise/_formula_trees.py is out of date with rankwise.metrics: run python -m rankwise._generate")
+
+
 def test_the_shipped_summary_sql_is_generated_from_the_declarations():
     text = (_sql_files.sql_dir() / "summary.sql").read_text()
     assert _formulas.summary_sql(USER_METRICS) == text, (

@@ -26,8 +26,6 @@ import re
 from functools import cache
 
 import polars as pl
-import sqlglot
-from sqlglot import exp
 
 # The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
 # every formula reads. A metric named like one (dcg) is that statistic.
@@ -48,14 +46,83 @@ TERMS = {
 }
 
 
+def parse(sql: str):
+    """sqlglot's tree of a formula (for generating SQL; imported only then)."""
+    return _parse(sql).copy()
+
+
 @cache
-def parse(sql: str) -> exp.Expression:
+def _parse(sql: str):
+    import sqlglot
+
     return sqlglot.parse_one(sql, dialect="duckdb")
+
+
+@cache
+def tree(sql: str) -> tuple:
+    """A formula as a tree of plain tuples, the form :func:`to_polars` reads: the declarations' trees
+    are generated into ``_formula_trees`` (so an evaluation imports no SQL parser), any other formula
+    is parsed here with sqlglot."""
+    from ._formula_trees import TREES
+
+    return TREES[sql] if sql in TREES else _as_tuples(_parse(sql))
+
+
+def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
+    from sqlglot import exp
+
+    t = _as_tuples
+    ops = {exp.Add: "__add__", exp.Sub: "__sub__", exp.Mul: "__mul__", exp.Div: "__truediv__", exp.GT: "__gt__",
+           exp.GTE: "__ge__", exp.LT: "__lt__", exp.LTE: "__le__", exp.EQ: "__eq__", exp.NEQ: "__ne__"}
+    if isinstance(node, exp.Paren):
+        return t(node.this)
+    if isinstance(node, exp.Column):
+        return ("col", node.name)
+    if isinstance(node, exp.Placeholder):
+        return ("param", node.name)
+    if isinstance(node, exp.Literal):
+        text = node.this
+        return ("lit", text if node.is_string else (float(text) if re.search(r"[.eE]", text) else int(text)))
+    if isinstance(node, exp.Null):
+        return ("lit", None)
+    if isinstance(node, exp.Boolean):
+        return ("lit", bool(node.this))
+    if isinstance(node, exp.Neg):
+        return ("neg", t(node.this))
+    if type(node) in ops:
+        return (ops[type(node)], t(node.this), t(node.expression))
+    if isinstance(node, (exp.And, exp.Or)):
+        return ("and" if isinstance(node, exp.And) else "or", t(node.this), t(node.expression))
+    if isinstance(node, exp.Not):
+        return ("not", t(node.this))
+    if isinstance(node, exp.Case):
+        default = t(node.args["default"]) if node.args.get("default") else ("lit", None)
+        return ("case", tuple((t(b.this), t(b.args["true"])) for b in node.args["ifs"]), default)
+    if isinstance(node, exp.Nullif):
+        return ("nullif", t(node.this), t(node.expression))
+    if isinstance(node, (exp.Least, exp.Greatest)):
+        return ("least" if isinstance(node, exp.Least) else "greatest", tuple(t(a) for a in [node.this, *node.expressions]))
+    if isinstance(node, exp.Cast) and node.to.this.name in ("DOUBLE", "BIGINT"):
+        return ("cast", node.to.this.name, t(node.this))
+    raise NotImplementedError(f"rankwise._formulas: no Polars translation for {node.sql(dialect='duckdb')!r}")
 
 
 def reads(sql: str) -> set[str]:
     """The names (statistics, terms, metrics) a formula reads."""
-    return {c.name for c in parse(sql).find_all(exp.Column)}
+    return set(_columns(tree(sql)))
+
+
+def _columns(part):
+    """The column names in a tree, a node being a tuple that starts with its kind (a str)."""
+    if isinstance(part, tuple) and part and isinstance(part[0], str):
+        if part[0] == "col":
+            yield part[1]
+        elif part[0] != "lit":
+            for child in part[1:]:
+                yield from _columns(child)
+    elif isinstance(part, tuple):  # a tuple of nodes, or of (condition, value) pairs
+        for child in part:
+            yield from _columns(child)
 
 
 # -- SQL to Polars -------------------------------------------------------------------------------------
@@ -76,97 +143,98 @@ def _lit(x) -> pl.Expr:
     return x
 
 
-_ARITHMETIC = {exp.Add: "__add__", exp.Sub: "__sub__", exp.Mul: "__mul__", exp.Div: "__truediv__"}
-_COMPARISON = {exp.GT: "__gt__", exp.GTE: "__ge__", exp.LT: "__lt__", exp.LTE: "__le__", exp.EQ: "__eq__",
-               exp.NEQ: "__ne__"}
-_TYPES = {exp.DataType.Type.DOUBLE: (pl.Float64, float), exp.DataType.Type.BIGINT: (pl.Int64, int)}
+_TYPES = {"DOUBLE": (pl.Float64, float), "BIGINT": (pl.Int64, int)}
 
 
 def to_polars(sql: str, params: dict, col=pl.col, names: dict | None = None) -> pl.Expr:
     """The Polars expression of the formula ``sql``: ``$name`` from ``params``, a column ``x`` as
     ``col("x")``, unless ``names`` (e.g. the other metrics' formulas, the terms) gives its formula."""
     names = {**TERMS, **{n: f for n, f in (names or {}).items() if n not in STATISTICS}}
-    return _lit(_translate(parse(sql), params, col, names))
+    return _lit(_translate(tree(sql), params, col, names))
 
 
-def _translate(node, params, col, names):  # noqa: C901 - one branch per SQL construct
+def _translate(node, params, col, names):  # noqa: C901 - one branch per construct
     t = lambda n: _translate(n, params, col, names)  # noqa: E731
-    if isinstance(node, exp.Paren):
-        return t(node.this)
-    if isinstance(node, exp.Column):
-        name = node.name
-        return t(parse(names[name])) if name in names else col(name)
-    if isinstance(node, exp.Placeholder):
-        return _Const(params[node.name])
-    if isinstance(node, exp.Literal):
-        text = node.this
-        return _Const(text if node.is_string else (float(text) if re.search(r"[.eE]", text) else int(text)))
-    if isinstance(node, exp.Null):
-        return _Const(None)
-    if isinstance(node, exp.Boolean):
-        return _Const(bool(node.this))
-    if isinstance(node, exp.Neg):
-        a = t(node.this)
+    kind = node[0]
+    if kind == "col":
+        return t(tree(names[node[1]])) if node[1] in names else col(node[1])
+    if kind == "param":
+        return _Const(params[node[1]])
+    if kind == "lit":
+        return _Const(node[1])
+    if kind == "neg":
+        a = t(node[1])
         return _Const(-a.value) if isinstance(a, _Const) else -a
-    if type(node) in _ARITHMETIC or type(node) in _COMPARISON:
-        op = _ARITHMETIC.get(type(node)) or _COMPARISON[type(node)]
-        a, b = t(node.this), t(node.expression)
+    if kind.startswith("__"):  # arithmetic and comparisons, by their Python operator
+        a, b = t(node[1]), t(node[2])
         if isinstance(a, _Const) and isinstance(b, _Const):
-            return _Const(getattr(a.value, op)(b.value))
+            return _Const(getattr(a.value, kind)(b.value))
         if isinstance(a, _Const):
-            return getattr(pl.lit(a.value), op)(b)
-        return getattr(a, op)(b.value if isinstance(b, _Const) else b)
-    if isinstance(node, (exp.And, exp.Or)):
-        a, b = t(node.this), t(node.expression)
-        is_and = isinstance(node, exp.And)
+            return getattr(pl.lit(a.value), kind)(b)
+        return getattr(a, kind)(b.value if isinstance(b, _Const) else b)
+    if kind in ("and", "or"):
+        a, b = t(node[1]), t(node[2])
+        is_and = kind == "and"
         for x, y in ((a, b), (b, a)):
             if isinstance(x, _Const):
                 return y if bool(x.value) == is_and else _Const(not is_and)
         return (a & b) if is_and else (a | b)
-    if isinstance(node, exp.Not):
-        a = t(node.this)
+    if kind == "not":
+        a = t(node[1])
         return _Const(not a.value) if isinstance(a, _Const) else ~a
-    if isinstance(node, exp.Case):
+    if kind == "case":
         branches, default = [], None
-        for branch in node.args["ifs"]:
-            cond = t(branch.this)
+        for cond_node, value_node in node[1]:
+            cond = t(cond_node)
             if isinstance(cond, _Const):
                 if cond.value:  # always taken: what follows is never reached
-                    default = t(branch.args["true"])
+                    default = t(value_node)
                     break
                 continue
-            branches.append((cond, t(branch.args["true"])))
+            branches.append((cond, t(value_node)))
         else:
-            default = t(node.args["default"]) if node.args.get("default") else _Const(None)
+            default = t(node[2])
         if not branches:
             return default
         chain = pl.when(branches[0][0]).then(_lit(branches[0][1]))
         for cond, value in branches[1:]:
             chain = chain.when(cond).then(_lit(value))
         return chain if isinstance(default, _Const) and default.value is None else chain.otherwise(_lit(default))
-    if isinstance(node, exp.Nullif):
-        a, b = t(node.this), t(node.expression)
+    if kind == "nullif":
+        a, b = t(node[1]), t(node[2])
         return pl.when(_lit(a) != _lit(b)).then(_lit(a))
-    if isinstance(node, (exp.Least, exp.Greatest)):
-        args = [t(node.this), *(t(a) for a in node.expressions)]
+    if kind in ("least", "greatest"):
+        args = [t(a) for a in node[1]]
         if all(isinstance(a, _Const) for a in args):
-            return _Const((min if isinstance(node, exp.Least) else max)(a.value for a in args))
-        fn = pl.min_horizontal if isinstance(node, exp.Least) else pl.max_horizontal
+            return _Const((min if kind == "least" else max)(a.value for a in args))
+        fn = pl.min_horizontal if kind == "least" else pl.max_horizontal
         return fn(*map(_lit, args))
-    if isinstance(node, exp.Cast):
-        dtype, convert = _TYPES[node.to.this]
-        a = t(node.this)
+    if kind == "cast":
+        dtype, convert = _TYPES[node[1]]
+        a = t(node[2])
         if isinstance(a, _Const):
             return _Const(None if a.value is None else convert(a.value))
         return a.cast(dtype)
-    raise NotImplementedError(f"rankwise._formulas: no Polars translation for {node.sql(dialect='duckdb')!r}")
+    raise ValueError(f"rankwise._formulas: unknown node {kind!r}")
+
+
+def trees_module(sqls) -> str:
+    """The text of ``_formula_trees.py``: each formula's tuple tree (python -m rankwise._generate)."""
+    lines = ['"""Generated by python -m rankwise._generate from the metric declarations: each formula as the',
+             "tuple tree rankwise._formulas.to_polars reads (an evaluation then needs no SQL parser). Do not edit.",
+             '"""', "", "TREES = {"]
+    for sql in sqls:
+        lines.append(f"    {sql!r}:\n        {_as_tuples(_parse(sql))!r},")
+    return "\n".join(lines + ["}", ""])
 
 
 # -- the shipped SQL ----------------------------------------------------------------------------------
 
 def _qualified(sql: str, alias: str, indent: int = 11) -> str:
     """The formula reading ``alias``'s columns; a long CASE gets a line per branch."""
-    tree = parse(sql).copy()
+    from sqlglot import exp
+
+    tree = parse(sql)
     for column in tree.find_all(exp.Column):
         column.set("table", exp.to_identifier(alias))
     text = tree.sql(dialect="duckdb")
@@ -229,7 +297,9 @@ def per_user_stages(metrics) -> str:
 
 def _over_means(sql: str) -> str:
     """A formula reading each metric's mean over users (``s.<name>_mean``) instead of its value."""
-    tree = parse(sql).copy()
+    from sqlglot import exp
+
+    tree = parse(sql)
     for column in tree.find_all(exp.Column):
         column.replace(exp.column(f"{column.name}_mean", table="s"))
     return tree.sql(dialect="duckdb")

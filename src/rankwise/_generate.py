@@ -1,7 +1,8 @@
 """``python -m rankwise._generate``: write the shipped SQL generated from the metric declarations.
 
 It rewrites the generated part of ``sql/per_user.sql`` (from ``_formulas.BEGIN`` to the end: the shared
-terms, the metrics, the empty-input rules) and all of ``sql/summary.sql`` from ``rankwise.metrics.REGISTRY``
+terms, the metrics, the empty-input rules), all of ``sql/summary.sql`` and ``_formula_trees.py`` (the
+formulas as the tuple trees the Polars translation reads) from ``rankwise.metrics.REGISTRY``
 through ``rankwise._formulas``; ``tests/test_formulas.py`` regenerates both and fails on drift. (Kept out of
 ``_formulas``, which ``rankwise.metrics`` imports: the generator reads the registry, a layer above both.)
 """
@@ -11,8 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import _sql_files
-from ._formulas import render_per_user, summary_sql
+from ._formulas import TERMS, render_per_user, summary_sql, trees_module
 from .metrics import REGISTRY
+
+
+def formulas() -> list[str]:
+    """Every declared formula: the terms' and the accuracy metrics'."""
+    return [*TERMS.values(), *(m.sql for m in REGISTRY if m.sql is not None)]
 
 
 def main() -> None:
@@ -20,7 +26,8 @@ def main() -> None:
     path = Path(_sql_files.sql_dir()) / "per_user.sql"
     path.write_text(render_per_user(path.read_text(), metrics))
     (path.parent / "summary.sql").write_text(summary_sql(metrics))
-    print("wrote per_user.sql, summary.sql")
+    (Path(__file__).parent / "_formula_trees.py").write_text(trees_module(formulas()))
+    print("wrote per_user.sql, summary.sql, src/rankwise/_formula_trees.py")
 
 
 if __name__ == "__main__":
