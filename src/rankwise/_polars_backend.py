@@ -69,18 +69,11 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .sort(USER, RANK)
         .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
     )
-    # ERR's chance that the user stops at a row, R = (2^g - 1) / 2^g_max (sql: err_scale, judged.err_r)
-    g_max = pl.lit(float(conv.err_max_grade)) if conv.err_max_grade > 0 or "err" not in computed else \
+    # ERR's chance that the user stops at a row (sql: err_scale, judged.err_r); g_max from the labels only when asked
+    g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else \
         labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
-    if g_max is None:  # no label at all: no row earns, R is never read
-        g_max = pl.lit(1.0)
-    g_max = g_max if isinstance(g_max, pl.Expr) else pl.lit(float(g_max))
-    # (2^(g - g_max) - 2^-g_max, exponents >= -1000, and 1 - R at least 2^-g_max: sql judged.err_r, err_floor)
-    floor = pl.lit(2.0).pow(-pl.min_horizontal(g_max, pl.lit(1000.0)))
-    judged = judged.with_columns(
-        err_r=pl.lit(2.0).pow(pl.max_horizontal(pl.min_horizontal(pl.col(REL).cast(pl.Float64), g_max) - g_max,
-                                                pl.lit(-1000.0))) - floor,
-        err_floor=floor)
+    g_max = 1.0 if g_max is None else g_max  # no label at all: no row earns, R is never read
+    judged = judged.with_columns(err_r=knobs.err_stop(pl.col(REL).cast(pl.Float64), g_max))
     hit = pl.col("is_rel") == 1
     users = universe.join(
         judged.group_by(USER).agg(pl.col(RANK).filter(hit).min().alias("first_hit_any"),
@@ -97,10 +90,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         (pl.col("gain") / discount(pl.col(RANK))).cum_sum().over(USER).alias("dcg"),
         pl.when(hit).then(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64))).otherwise(0.0)
         .cum_sum().over(USER).alias("rbp_sum"),
-        pl.max_horizontal(1.0 - pl.col("err_r"), "err_floor").log().cum_sum().over(USER).alias("err_logs"),
+        knobs.err_log_complement(pl.col("err_r"), g_max).cum_sum().over(USER).alias("err_logs"),
     ).with_columns(  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
         (pl.col("err_r") / pl.col(RANK)
-         * (pl.col("err_logs") - pl.max_horizontal(1.0 - pl.col("err_r"), "err_floor").log()).exp())
+         * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp())
         .cum_sum().over(USER).alias("err_sum"),
     )
     at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum"])

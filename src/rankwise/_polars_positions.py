@@ -107,12 +107,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # item j's label at each level (levels that neither count as relevant nor earn a gain are skipped)
     # (every positive level: ERR's R reads the grade of any label that earns, relevant or not)
     used = [i for i in range(len(rel_levels)) if relevant_level[i] or level_gain[i] != 0 or rel_levels[i] > 0]
-    # ERR's R = (2^g - 1) / 2^g_max per level, g_max the knob or the largest level (sql: err_scale)
+    # ERR's R per level, g_max the knob or the largest level (sql: err_scale, judged.err_r)
     g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 else (max(rel_levels) if rel_levels else 1.0)
-    floor = pl.lit(2.0).pow(-pl.min_horizontal(pl.lit(g_max), pl.lit(1000.0)))  # sql: judged.err_r, err_floor
     level_r = pl.DataFrame({REL: rel_levels}, schema={REL: pl.Float64}).select(
-        pl.lit(2.0).pow(pl.max_horizontal(pl.min_horizontal(pl.col(REL), pl.lit(g_max)) - g_max, pl.lit(-1000.0)))
-        - floor).to_series()
+        knobs.err_stop(pl.col(REL), g_max)).to_series()
     top = pl.col("_top")
     # the labels among the first K items (about 2 of 12 here): each position then scans only those
     # (cutting all levels' labels at once first, then each level to those, measured slower)
@@ -151,12 +149,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             _r_hits=pl.col("_r_hits") + h * (pl.col("n_rel") >= j).cast(pl.Int64),
             _dcg=pl.col("_dcg") + gain_at(j) / d[j - 1],
             _rbp_sum=pl.col("_rbp_sum") + pl.when(h == 1).then(math.pow(conv.rbp_persistence, j - 1)).otherwise(0.0),
-            _err_logs=pl.col("_err_logs") + pl.max_horizontal(1.0 - err_r_at(j), floor).log(),
+            _err_logs=pl.col("_err_logs") + knobs.err_log_complement(err_r_at(j), g_max),
         )
         # ERR: R_j / j times the product of 1 - R above j (the long plan's exp(logs so far - this row's log))
         r = err_r_at(j)
         frame = frame.with_columns(
-            _err_sum=pl.col("_err_sum") + r / j * (pl.col("_err_logs") - pl.max_horizontal(1.0 - r, floor).log()).exp(),
+            _err_sum=pl.col("_err_sum") + r / j * (pl.col("_err_logs") - knobs.err_log_complement(r, g_max)).exp(),
             _first=pl.when((pl.col("_first") == 0) & (h == 1)).then(pl.lit(j, dtype=pl.Int64)).otherwise("_first"),
             **{f"_n{i}": pl.col(f"_n{i}") + pl.col(f"_f{i}_{j}").cast(pl.Int64) for i in counted},
         )

@@ -70,6 +70,7 @@ import polars as pl
 from . import metrics as _metrics
 from ._inputs import check_roles, common_integer, id_kind
 from .conventions import Convention, resolve
+from . import _polars_knobs as knobs
 from .errors import (
     LeftOutWarning,
     warn,
@@ -850,19 +851,15 @@ class _Rows:
                 truth = F("truth").fill_null(pl.lit([]))
                 grades = rows._after(truth, k).list.eval(_E.is_first_distinct().not_()).list.slice(
                     truth.list.len()).cast(pl.List(pl.Float64))
-                g_max = pl.lit(float(conv.err_max_grade or 1.0))
+                g_max = float(conv.err_max_grade or 1.0)
             else:
                 grades = rows._label_relevance(k).cast(pl.List(pl.Float64))
-                g_max = pl.lit(float(conv.err_max_grade))  # set: metric() refuses 0 with a relevance list
-            # g_max rides as the list's first element (list.eval sees only the list)
-            top, g = _E.first(), _E.slice(1)
-            floor = pl.lit(2.0).pow(-pl.min_horizontal(top, pl.lit(1000.0)))  # as sql/per_user.sql's judged
-            r = pl.when(g > 0).then(pl.lit(2.0).pow(pl.max_horizontal(pl.min_horizontal(g, top) - top, pl.lit(-1000.0)))
-                                    - floor).otherwise(0.0).fill_null(0.0)
-            logs = pl.max_horizontal(1.0 - r, floor).log()
+                g_max = float(conv.err_max_grade)  # set: metric() refuses 0 with a relevance list
+            r = pl.when(_E > 0).then(knobs.err_stop(_E, g_max)).otherwise(0.0).fill_null(0.0)
+            logs = knobs.err_log_complement(r, g_max)
             reached = (logs.cum_sum() - logs).exp()  # the product of 1 - R above each position
-            position = pl.int_range(1, g.len() + 1).cast(pl.Float64)
-            return pl.concat_list([g_max, grades]).list.eval((r / position * reached).sum()).list.first()
+            position = pl.int_range(1, pl.len() + 1).cast(pl.Float64)
+            return grades.list.eval((r / position * reached).sum()).list.first()
 
         def rbp_sum() -> pl.Expr:  # sum over the hit positions j of p^(j - 1)
             p = conv.rbp_persistence
