@@ -635,10 +635,12 @@ def _open_duckdb(duckdb, path: Path):
         raise WriteError(f"{str(path)!r} is {kind}, not a DuckDB database.",
                          hint="rankwise writes DuckDB files: write to a new .duckdb path.")
     for attempt in range(LOCK_RETRIES + 1):
+        size_seen = _size(path)  # before DuckDB reads it: the creator may replace the file meanwhile
         try:
             return _duckdb_connect.connect(str(path))
         except duckdb.IOException as error:
-            being_created = "not a valid duckdb database" in str(error).lower() and _size(path) < 3 * 4096
+            short = min(size_seen, _size(path)) < 3 * 4096
+            being_created = "not a valid duckdb database" in str(error).lower() and short
             if "lock" not in str(error).lower() and not being_created:
                 raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
                                  hint="Is it a DuckDB file? Write to a new .duckdb path.") from error
