@@ -23,11 +23,11 @@ import warnings
 
 import polars as pl
 import pytest
+from trec_suite import SUITE, SUITE_DIR, parse_trec_eval_output
 
 import rankwise
 from rankwise.errors import CutoffWarning
 from rankwise.inputs.trec import read_qrels, read_trec_run
-from trec_suite import SUITE, SUITE_DIR, parse_trec_eval_output
 
 # trec_eval measure family (the name without its _<cutoff> suffix) -> rankwise metric
 CUT = {"P": "precision", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "hit_rate"}
@@ -114,7 +114,7 @@ def compare(cmd, backend: str) -> tuple[int, int, list[str], list[str]]:
             continue
         metric, k = mk[0], (mk[1] if mk[1] is not None else whole)
         value = means.get((metric, k)) if qid == "all" else per_user.get(qid, {}).get(f"{metric}@{k}")
-        got = "missing" if value is None else "%.4f" % value
+        got = "missing" if value is None else f"{value:.4f}"
         line = f"{measure} {qid}: expected {text}, got {got}"
         if (cmd.expected, measure) in DIVERGES:
             known.append(line) if got != text else None
@@ -130,7 +130,7 @@ def compare(cmd, backend: str) -> tuple[int, int, list[str], list[str]]:
 @pytest.mark.parametrize("cmd", SUITE, ids=[f"{i}-{c.id}" for i, c in enumerate(SUITE)])
 def test_trec_eval_quick_test_lines(cmd, engine):
     """Every expected line of a family rankwise has equals trec_eval's printed value."""
-    checked, not_yet, bad, known = compare(cmd, engine)
+    checked, _not_yet, bad, known = compare(cmd, engine)
     assert checked > 0
     assert not bad, f"{cmd.argv} on {engine}: {len(bad)} of {checked} lines differ:\n" + "\n".join(bad)
     for (expected, measure), why in DIVERGES.items():

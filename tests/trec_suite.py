@@ -30,7 +30,7 @@ class Command:
         parts += ["-q"] * self.per_query + ["-c"] * self.complete
         parts += [f"-M{self.max_docs}"] * (self.max_docs is not None)
         parts += [f"-l{self.relevance_level}"] * (self.relevance_level is not None)
-        run = self.run[:-3] if self.run.endswith(".gz") else self.run
+        run = self.run.removesuffix(".gz")
         return " ".join(parts + [f"test/{self.qrels}", f"test/{run}"])
 
     @property

@@ -35,9 +35,14 @@ import os
 
 import polars as pl
 
-from rankwise.errors import DuplicateItemError, InputFileError, ParameterError, did_you_mean
+from rankwise.errors import (
+    DuplicateItemError,
+    InputFileError,
+    ParameterError,
+    did_you_mean,
+)
 
-__all__ = ["read_trec_run", "read_qrels"]
+__all__ = ["read_qrels", "read_trec_run"]
 
 _BLOCK = 16 << 20
 _SHOW = 5  # offending lines shown in an error
@@ -65,7 +70,7 @@ _MAGIC = {
 def _open(path: str):
     """A binary stream of the file's text, decompressed when its first bytes say it is compressed."""
     try:
-        raw = open(path, "rb")
+        raw = open(path, "rb")  # noqa: SIM115 (returned to the caller, closed there)
     except FileNotFoundError:
         raise InputFileError(f"{path!r} does not exist.", hint="Check the path.") from None
     except IsADirectoryError:
@@ -174,7 +179,8 @@ def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: boo
         if bad.height:
             raise _malformed(path, bad, what, fmt, "wrong number of fields")
         fields = fields if keep else fields.select(names)
-        frames.append(fields.with_columns(*convert) if convert else fields)
+        if fields.height:
+            frames.append(fields.with_columns(*convert) if convert else fields)
     if not frames:
         raise InputFileError(f"{path!r} holds no {what} lines (it is empty, or only blank lines and comments).",
                              hint=f"A TREC {what} file has one line per document: {fmt}.")
