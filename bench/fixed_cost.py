@@ -213,13 +213,30 @@ def instrument() -> None:
     return rankwise
 
 
-def child(engine: str, reps: int, metrics, top: int) -> dict:
+def top_rows(prof: cProfile.Profile, calls: int, top: int) -> list:
+    rows = []
+    for (file, line, fn), (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():
+        if "fixed_cost.py" in file:
+            continue
+        rows.append((ct / calls, tt / calls, nc / calls, f"{os.path.basename(file)}:{line}({fn})"))
+    rows.sort(reverse=True)
+    return rows[:top]
+
+
+def child(engine: str, reps: int, metrics, top: int, profile_first: bool = False) -> dict:
     t0 = time.perf_counter()
     import rankwise
 
     imp = time.perf_counter() - t0
     recs, truth = tiny()
     kw = dict(k=10, metrics=metrics, backend=engine)
+    if profile_first:  # the first call of a fresh process under cProfile (what makes it slower than the next)
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        rankwise.evaluate(recs, truth, **kw)
+        prof.disable()
+        return {"engine": engine, "first_profiled_s": time.perf_counter() - t0, "first_profile_top": top_rows(prof, 1, top)}
     t0 = time.perf_counter()
     rankwise.evaluate(recs, truth, **kw)
     first = time.perf_counter() - t0
@@ -244,15 +261,11 @@ def child(engine: str, reps: int, metrics, top: int) -> dict:
     for _ in range(reps):
         rankwise.evaluate(recs, truth, **kw)
     prof.disable()
-    st = pstats.Stats(prof)
-    rows = []
-    for (file, line, fn), (cc, nc, tt, ct, callers) in st.stats.items():
-        rows.append((ct / reps, tt / reps, nc / reps, f"{os.path.basename(file)}:{line}({fn})"))
-    rows.sort(reverse=True)
+    rows = top_rows(prof, reps, top)
     return {"engine": engine, "import_s": imp, "first_s": first, "warm_median_s": statistics.median(warm),
             "warm_min_s": min(warm), "warm_max_s": max(warm), "instrumented_median_s": statistics.median(totals),
             "stages_median_s": {k: statistics.median(v + [0.0] * (reps - len(v))) for k, v in per_stage.items()},
-            "profile_top": rows[:top], "load_1m": os.getloadavg()[0], "rankwise": rankwise.__version__}
+            "profile_top": rows, "load_1m": os.getloadavg()[0], "rankwise": rankwise.__version__}
 
 
 def main() -> None:
@@ -261,26 +274,45 @@ def main() -> None:
     ap.add_argument("--engines", default="polars,duckdb")
     ap.add_argument("--metrics", default="all", help="all (every metric) or accuracy6")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--procs", type=int, default=3, help="fresh processes per engine (first call: their median)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--profile-first", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     metrics = None if a.metrics == "all" else ["precision", "recall", "map", "ndcg", "mrr", "hit_rate"]
     if a.child:
-        print("RESULT " + json.dumps(child(a.child, a.reps, metrics, a.top)))
+        print("RESULT " + json.dumps(child(a.child, a.reps, metrics, a.top, a.profile_first)))
         return
-    for engine in a.engines.split(","):
+
+    def spawn(engine, *extra):
         out = subprocess.run([sys.executable, __file__, "--child", engine, "--reps", str(a.reps), "--metrics",
-                              a.metrics, "--top", str(a.top)], capture_output=True, text=True, check=True).stdout
-        r = json.loads([x for x in out.splitlines() if x.startswith("RESULT ")][-1][7:])
-        print(f"\n## {engine}: import {r['import_s'] * 1e3:.0f} ms, first call {r['first_s'] * 1e3:.1f} ms, warm median "
+                              a.metrics, "--top", str(a.top), *extra], capture_output=True, text=True, check=True).stdout
+        return json.loads([x for x in out.splitlines() if x.startswith("RESULT ")][-1][7:])
+
+    for engine in a.engines.split(","):
+        runs = [spawn(engine) for _ in range(a.procs)]
+        r = runs[-1]
+        firsts = [x["first_s"] for x in runs]
+        imports = [x["import_s"] for x in runs]
+        warms = [x["warm_median_s"] for x in runs]
+        print(f"\n## {engine}: {a.procs} fresh processes: import median {statistics.median(imports) * 1e3:.0f} ms, "
+              f"first call median {statistics.median(firsts) * 1e3:.1f} ms ({', '.join('%.1f' % (f * 1e3) for f in firsts)}), "
+              f"warm medians {', '.join('%.1f' % (w * 1e3) for w in warms)} ms, loads "
+              f"{', '.join('%.2f' % x['load_1m'] for x in runs)}")
+        print(f"last process: import {r['import_s'] * 1e3:.0f} ms, first call {r['first_s'] * 1e3:.1f} ms, warm median "
               f"{r['warm_median_s'] * 1e3:.1f} ms ({r['warm_min_s'] * 1e3:.1f}-{r['warm_max_s'] * 1e3:.1f}), "
               f"instrumented {r['instrumented_median_s'] * 1e3:.1f} ms, load {r['load_1m']:.2f}, "
               f"metrics={a.metrics}")
         print("| stage | median ms |\n|---|---:|")
         for name, v in sorted(r["stages_median_s"].items(), key=lambda x: -x[1]):
             print(f"| {name} | {v * 1e3:.2f} |")
-        print("\ncProfile, per call: cumulative ms | own ms | calls | function")
+        print("\ncProfile, warm calls, per call: cumulative ms | own ms | calls | function")
         for ct, tt, nc, fn in r["profile_top"]:
             print(f"  {ct * 1e3:8.2f} {tt * 1e3:8.2f} {nc:7.1f}  {fn}")
+        p = spawn(engine, "--profile-first")
+        print(f"\ncProfile, the FIRST call of a fresh process ({p['first_profiled_s'] * 1e3:.0f} ms profiled): "
+              "cumulative ms | own ms | calls | function")
+        for ct, tt, nc, fn in p["first_profile_top"]:
+            print(f"  {ct * 1e3:8.2f} {tt * 1e3:8.2f} {nc:7.0f}  {fn}")
 
 
 if __name__ == "__main__":

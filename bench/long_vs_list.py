@@ -8,8 +8,9 @@ At --users (default 1M) x 100, every metric at k = 1, 5, 10, 20, 50, 100, every 
                                  (lists_recs_/lists_truth_<N>.parquet, written once from the long files)
   grouped-<grouper>-<engine>     prototype: the long files grouped into per-user lists (Polars group_by or
                                  DuckDB list(... ORDER BY rank)) with exact rank checks, then the list path
-                                 (bench/prototypes/long_to_lists.py)
-for each --conventions (default, recommended_ideal). Ratios printed: long/floor and list/floor on the faster
+                                 (bench/prototypes/long_to_lists.py); grouped-runs-*: lists cut at the run
+                                 starts of a file already in runs (no group_by, no sort)
+for each --conventions (default, recommended_ideal; the grouped prototypes under the first one only). Ratios printed: long/floor and list/floor on the faster
 engine (floor = the faster floor), long/list per engine and best/best, grouped/long, peak RSS against
 the issue's 1.5 GB.
 
@@ -66,8 +67,9 @@ def jobs(users: str, conventions: list[str], tools: list[str]) -> list[tuple[str
                 out.append((f"long-{engine}", conv, proto + ["--mode", "long", "--backend", engine]))
             if "list" in tools:
                 out.append((f"list-{engine}", conv, proto + ["--mode", "lists-file", "--backend", engine]))
-        if "grouped" in tools:
-            for grouper, engine in (("polars", "polars"), ("polars", "duckdb"), ("duckdb", "duckdb")):
+        if "grouped" in tools and conv == conventions[0]:  # the prototype under the first convention only
+            for grouper, engine in (("polars", "polars"), ("polars", "duckdb"), ("duckdb", "duckdb"),
+                                    ("runs", "polars"), ("runs", "duckdb")):
                 out.append((f"grouped-{grouper}-{engine}", conv,
                             proto + ["--mode", f"group-{grouper}", "--backend", engine]))
     return out

@@ -7,6 +7,9 @@ Modes (--mode):
                  (bench/data/lists_recs_<N>.parquet, lists_truth_<N>.parquet; --write-lists makes them)
   group-polars   long Parquet -> Polars lazy group_by(user).agg(item sorted by rank) -> evaluate(lists)
   group-duckdb   long Parquet -> DuckDB SELECT user, list(item ORDER BY rank) ... GROUP BY user -> evaluate(lists)
+  group-runs     long Parquet already in runs (each user's rows contiguous, ranks 1..n in row order: the layout
+                 rankwise/_runs.py checks today) -> list columns cut at the run starts (no group_by, no sort;
+                 numpy + pyarrow offsets) -> evaluate(lists); falls back to group-polars when the layout fails
 --truth lists (default) groups the ground truth too (item and relevance lists); --truth long passes
 the long truth file as is (only the recommendations are grouped).
 
@@ -82,6 +85,50 @@ def group_duckdb(recs: Path, truth: Path | None):
     return r, t
 
 
+def _run_lists(path: Path, cols: list[str]):
+    """One file already in runs (each user's rows contiguous): list columns cut at the run starts, no
+    group_by and no sort; None when the layout does not hold (then the caller groups)."""
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+
+    df = pl.read_parquet(path, columns=["user", *cols])
+    if sum(df.null_count().row(0)):
+        raise InputError(f"{path}: null values")
+    user = df["user"].to_numpy()
+    n = len(user)
+    starts = np.flatnonzero(np.r_[True, user[1:] != user[:-1]]) if n else np.zeros(0, np.int64)
+    run_users = user[starts]
+    if len(np.unique(run_users)) != len(starts):
+        return None  # a user with two runs: not this layout
+    offsets = np.r_[starts, n].astype(np.int64)
+    if "rank" in cols:  # ranks 1..n in row order within each run, exactly
+        expected = np.arange(n) - np.repeat(starts, np.diff(offsets)) + 1
+        if not np.array_equal(df["rank"].to_numpy(), expected):
+            return None
+    off = pa.array(offsets)
+    out = {"user": run_users}
+    for c in cols:
+        if c == "rank":
+            continue
+        out[c] = pl.from_arrow(pa.LargeListArray.from_arrays(off, df[c].to_arrow()))
+    return pl.DataFrame(out)
+
+
+def group_runs(recs: Path, truth: Path | None):
+    """The zero-sort variant: the layout check rankwise already makes (rankwise/_runs.py: one run per
+    user, ranks 1..n in row order) gives the run starts, and the lists are the item column cut there."""
+    r = _run_lists(recs, ["item", "rank"])
+    if r is None:
+        return group_polars(recs, truth)
+    t = None
+    if truth is not None:
+        t = _run_lists(truth, ["item", "relevance"])
+        if t is None:
+            _, t = group_polars(recs, truth)
+    return r, t
+
+
 def write_lists(users: str) -> None:
     import polars as pl
 
@@ -94,7 +141,7 @@ def write_lists(users: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--users", default="1M")
-    ap.add_argument("--mode", default="group-polars", choices=["long", "lists-file", "group-polars", "group-duckdb"])
+    ap.add_argument("--mode", default="group-polars", choices=["long", "lists-file", "group-polars", "group-duckdb", "group-runs"])
     ap.add_argument("--backend", default="polars")
     ap.add_argument("--convention", default="default")
     ap.add_argument("--truth", choices=["lists", "long"], default="lists")
@@ -121,7 +168,7 @@ def main() -> None:
         if a.truth == "long":
             t = str(truth)
     else:
-        grouper = group_polars if a.mode == "group-polars" else group_duckdb
+        grouper = {"group-polars": group_polars, "group-duckdb": group_duckdb, "group-runs": group_runs}[a.mode]
         r, t = grouper(recs, truth if a.truth == "lists" else None)
         if t is None:
             t = str(truth)
