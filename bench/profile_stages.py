@@ -12,8 +12,10 @@ import resource
 import time
 
 import rankwise
-from rankwise import _inputs, _shape, api
-from rankwise.metrics import parse_request
+from rankwise import api
+from rankwise.inputs import normalize as _inputs
+from rankwise.engines import shape as _shape
+from rankwise.metrics.declarations import parse_request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("size")

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _beyond as B
+from rankwise.engines import beyond as B
 from rankwise.conventions import Convention, knob_documentation
 from rankwise.errors import DtypeMismatchError, DuplicateItemError, InputError, MissingColumnError, NullValueError
 

@@ -15,7 +15,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import rankwise
-from rankwise import _inputs, api
+from rankwise import api
+from rankwise.inputs import normalize as _inputs
 
 # user 1: [10, 11] with 11 relevant; user 2: [10] with 12 relevant (not recommended)
 RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})

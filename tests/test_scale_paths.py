@@ -17,7 +17,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rankwise
-from rankwise import _inputs, _runs
+from rankwise.inputs import normalize as _inputs
+from rankwise.inputs import layout as _runs
 
 # the batch sizes change the streaming check in Python, before any engine: on Spark and PostgreSQL
 # each test runs its first case only (tests/conftest.py)

@@ -13,17 +13,27 @@ from typing import NamedTuple
 
 import polars as pl
 
-from . import _beyond, _beyond_spec, _progress, _segments, _shape, _spark_backend
-from ._duckdb_backend import DuckDBEngine
-from ._engine import Engine
-from ._inputs import Columns, Prepared, input_key, is_spark_dataframe, prepare, prepare_truth
-from ._polars_backend import PolarsEngine
-from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
-from ._spark_backend import SparkEngine
-from .conventions import Convention, resolve
-from .errors import CutoffWarning, ParameterError, did_you_mean, naming_run, warn
-from .result import Result, within_range
-from .metrics import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request,
+from rankwise.engines import beyond as _beyond
+
+from rankwise.metrics import beyond as _beyond_spec
+
+from rankwise import _progress
+
+from rankwise.inference import segments as _segments
+
+from rankwise.engines import shape as _shape
+
+from rankwise.engines import spark as _spark_backend
+from rankwise.engines.duckdb import DuckDBEngine
+from rankwise.engines.protocol import Engine
+from rankwise.inputs.normalize import Columns, Prepared, input_key, is_spark_dataframe, prepare, prepare_truth
+from rankwise.engines.polars import PolarsEngine
+from rankwise.engines.postgres import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
+from rankwise.engines.spark import SparkEngine
+from rankwise.conventions import Convention, resolve
+from rankwise.errors import CutoffWarning, ParameterError, did_you_mean, naming_run, warn
+from rankwise.result import Result, within_range
+from rankwise.metrics.declarations import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request,
                       require_defined)
 
 # spark: pyspark is imported on first use only (rankwise[spark] extra)
@@ -339,7 +349,7 @@ def _split_beyond(metrics) -> tuple[list | None, list[str]]:
 
 def _no_truth(recommendations, columns: Columns) -> pl.DataFrame:
     """An empty ground truth with the recommendations' id types (beyond-accuracy metrics only)."""
-    from ._inputs import to_lazyframe
+    from rankwise.inputs.normalize import to_lazyframe
 
     schema = to_lazyframe(recommendations, "recommendations", columns).collect_schema()
     item = schema.get(columns.item, pl.Int64)

@@ -4,7 +4,7 @@ Expected values are only the libraries' own outputs, stored in fixtures/<library
 ``python tests/conformance/make_fixtures.py --libraries <lib> --datasets beyond`` (the runners are
 runners/run_<lib>_beyond.py). rankwise.evaluate must give them on backend="polars" and "duckdb":
 per user where the library returns per-user values, the library's aggregate otherwise.
-score_entropy is not an evaluate metric yet: it is checked through the core (rankwise._beyond).
+score_entropy is not an evaluate metric yet: it is checked through the core (rankwise.engines.beyond).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _beyond as B
+from rankwise.engines import beyond as B
 
 HERE = Path(__file__).parent
 P = rankwise.PRESETS

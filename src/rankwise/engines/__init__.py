@@ -1,0 +1,1 @@
+"""The engines behind one protocol (engines.protocol): Polars, DuckDB, Spark, PostgreSQL."""
