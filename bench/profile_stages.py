@@ -13,6 +13,7 @@ import time
 
 import rankwise
 from rankwise import api
+from rankwise.engines import engine
 from rankwise.inputs import normalize as _inputs
 from rankwise.engines import shape as _shape
 from rankwise.metrics.declarations import parse_request
@@ -38,7 +39,7 @@ else:
     marks = [("start", t0)]
     prep = _inputs.prepare(recs, truth, _inputs.Columns(), conv)
     marks.append(("prepare", time.perf_counter()))
-    eng = api.ENGINES[args.backend]
+    eng = engine(args.backend)
     out = eng.run(prep, req, conv, memory_limit=api.memory_bytes(args.memory_limit, eng))
     marks.append(("engine", time.perf_counter()))  # per-user rows, summary and counts in one session
     long = _shape.long(out.per_user, req, "user")

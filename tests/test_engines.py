@@ -14,6 +14,7 @@ import engines as E
 import polars as pl
 import pytest
 
+from rankwise.engines.polars import beyond as PB
 import rankwise
 
 CONVENTIONS = {
@@ -508,9 +509,9 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
             engine.execute(statement)
         users = engine.query(script.per_user)
         catalog, per_item = engine.query(script.catalog), engine.query(script.per_item)
-        want_users = B.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
-        want_catalog = B.polars_catalog(recs_df.lazy(), side, ks, conv)
-        want_items = B.per_item(recs_df.lazy(), side, ks, conv)
+        want_users = PB.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
+        want_catalog = PB.polars_catalog(recs_df.lazy(), side, ks, conv)
+        want_items = PB.per_item(recs_df.lazy(), side, ks, conv)
         got = {(r["user_id"], r["k"]): r for r in users.iter_rows(named=True)}
         assert len(got) == want_users.height, label
         for row in want_users.iter_rows(named=True):

@@ -13,8 +13,7 @@ import polars as pl
 
 from rankwise.engines import shape as _shape
 
-from rankwise.engines import spark as _spark_backend
-from rankwise.inputs.normalize import Prepared, is_spark_dataframe
+from rankwise.inputs.normalize import Prepared
 from rankwise.conventions import Convention
 from rankwise.errors import LeftOutWarning, ParameterError, did_you_mean, warn
 from rankwise.metrics.declarations import MetricRequest, internal_name, value_range
@@ -49,6 +48,7 @@ class Result:
     # ci_high; segment_by names the grouping ("country" for segments=(table, "country") or ="country")
     segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
     run_name: str = field(default="run", repr=False)  # one run's name in write(): the recommendations file's stem
+    engine: Any = field(default=None, repr=False)  # the engine that holds ``long`` when it was not collected
 
     def __post_init__(self):
         # excluded lists the reasons that leave someone out: a count of 0 is no reason (same columns when empty)
@@ -58,9 +58,8 @@ class Result:
     def per_user(self):
         if isinstance(self.long, pl.DataFrame):
             return _shape.wide(self.long, self.user_col, self.request.ks)
-        if is_spark_dataframe(self.long):
-            return _spark_backend.wide(self.long, self.request, self.user_col)
-        return self.long  # a table left in the database: its long rows, as the engine wrote them
+        # left in the engine: a Spark frame pivoted there; a database table as the engine wrote it
+        return self.engine.kept_wide(self.long, self.request, self.user_col) if self.engine else self.long
 
     @cached_property
     def _fingerprints(self) -> dict:

@@ -18,6 +18,9 @@ import duckdb
 import polars as pl
 import pytest
 
+from rankwise.inputs.side import prepare_side_inputs
+from rankwise.engines.polars import beyond as PB
+from rankwise.engines import duckdb as D
 import rankwise
 from rankwise.engines import beyond as B
 
@@ -95,13 +98,13 @@ def _score_entropy(scored, ks, conv, engine: str) -> dict[int, float]:
     rows += [(u, None, None, None) for u, lst, _ in scored if not lst]
     recs = pl.DataFrame(rows, schema={"user_id": pl.Int64, "rank": pl.Int64, "item_id": pl.Int64,
                                       "score": pl.Float64}, orient="row")
-    side = B.prepare_side_inputs()
+    side = prepare_side_inputs()
     if engine == "duckdb":
         with duckdb.connect() as con:
-            B.register(con, recs, side, ks)
-            cat = B.duckdb_catalog(con, conv)
+            D.register(con, recs, side, ks)
+            cat = D.beyond_query(con, "beyond_catalog", conv).sort("metric", "k")
     else:
-        cat = B.polars_catalog(recs.lazy(), side, ks, conv)
+        cat = PB.polars_catalog(recs.lazy(), side, ks, conv)
     return {r["k"]: r["value"] for r in cat.filter(pl.col("metric") == "score_entropy").iter_rows(named=True)}
 
 

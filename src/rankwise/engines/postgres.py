@@ -35,7 +35,7 @@ from rankwise.engines import beyond as _beyond
 from rankwise.sqlgen import checks as _checks
 
 from rankwise.sqlgen import core as _sqlgen
-from rankwise.engines.protocol import COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql
+from rankwise.engines.protocol import COUNTS, COUNTS_SQL, Capabilities, Engine, Output, error_rules, examples_sql
 from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Columns, no_order_column, require
 from rankwise.conventions import Convention
 from rankwise.engines.shape import overflow_hint
@@ -123,8 +123,20 @@ def set_local(cur, values: dict) -> dict:
     return before
 
 
-class PostgresEngine:
+class PostgresEngine(Engine):
+    """The rendered SQL in PostgreSQL, over tables that stay there or frames copied in (see the module)."""
+
     capabilities = Capabilities(native_tables=True, keeps_results=True)
+
+    @classmethod
+    def claims(cls, backend) -> bool:
+        return is_postgres_backend(backend)
+
+    def native_inputs(self, recs, truth, columns: Columns, conv: Convention):
+        return postgres_inputs(recs, truth, columns, conv, self)
+
+    def is_native(self, data) -> bool:
+        return is_table_input(data)
 
     def __init__(self, target=None):
         if target is not None and not isinstance(target, str) and isinstance(target, _psycopg().AsyncConnection):
@@ -201,7 +213,8 @@ class PostgresEngine:
         with self.connect() as conn, conn.transaction(), cursor(conn) as cur:
             cur.execute(f"DROP TABLE IF EXISTS {kept.name}")
 
-    def run_beyond_script(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention):
+    def beyond(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention, *, source, empty,
+               want_catalog, memory_limit):
         """The beyond-accuracy values (users, catalog, per_item) for ``_beyond.run``: the script
         rankwise.sql renders for PostgreSQL, run over the canonical frames copied into temporary
         tables, in one transaction rolled back at the end."""

@@ -1,4 +1,4 @@
-"""The engine protocol: what the Polars, DuckDB and Spark engines each do, written down once.
+"""The engine protocol: what the Polars, DuckDB, Spark and PostgreSQL engines each do, written down once.
 
 An engine gets the canonical inputs (:class:`rankwise.inputs.normalize.Prepared`), one request and one
 convention, and in ONE session (one lazy plan, one DuckDB connection, one Spark session) computes
@@ -22,7 +22,7 @@ Engines never import :mod:`rankwise.api`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import polars as pl
 
@@ -55,6 +55,7 @@ class Capabilities:
     keeps_results: bool = False  # evaluate(collect=False) leaves per_user in the engine
     native_frames: bool = False  # checks and normalises its own DataFrames (no trip through the driver)
     native_tables: bool = False  # takes table names / SELECT queries and evaluates them where they live
+    reads_files: bool = False  # scans a recommendations file itself (Prepared.sources), not the Polars frame
 
 
 @dataclass(frozen=True)
@@ -67,19 +68,55 @@ class Output:
     empty_examples: dict[str, pl.DataFrame]  # knob -> first offending users, for rules set to 'error'
 
 
-class Engine(Protocol):
+class Engine:
+    """What every engine does; the defaults here are those of an engine that reads only the canonical
+    frames and keeps nothing (Polars, DuckDB). The API calls only these."""
+
     name: str
-    capabilities: Capabilities
+    capabilities: Capabilities = Capabilities()
+
+    @classmethod
+    def claims(cls, backend: Any) -> bool:
+        """Whether ``backend`` (anything but a registry name) is a target of this engine, bound by
+        ``cls(backend)``: the PostgreSQL engine claims postgresql:// URIs and psycopg connections."""
+        return False
 
     def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
         """Per-user rows, summary, counts and empty-rule examples in one session."""
-        ...
+        raise NotImplementedError
+
+    def beyond(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention, *,
+               source: str | None, empty: pl.DataFrame | None, want_catalog: bool,
+               memory_limit: int | None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """The beyond-accuracy tables of one run over the canonical recommendations (and ``truth`` for
+        serendipity, the side inputs ``side``): (users: user_id, k, n_items, one column per user-level
+        metric; catalog: metric, k, value, n_users; per_item: item_id, k, exposure, popularity).
+        ``source``: the recommendations file the engine may scan itself (``reads_files``); ``empty``:
+        users with no list to add as empty lists; catalog rows only when ``want_catalog``.
+        :func:`rankwise.engines.beyond.run` does what is common before and after."""
+        raise NotImplementedError
+
+    def native_inputs(self, recs: Any, truth: Any, columns, conv: Convention) -> Any:
+        """The inputs as this engine takes them where they live (``native_frames``/``native_tables``),
+        or None: they are read and checked in Python into the canonical frames."""
+        return None
+
+    def is_native(self, data: Any) -> bool:
+        """Whether ``data`` is an input this engine evaluates in place (a Spark DataFrame, a table name)."""
+        return False
+
+    def kept_rows(self, kept: Any, request: MetricRequest, user_col: str) -> Any:
+        """``run(collect=False)``'s per-user rows as the caller gets them (``keeps_results``)."""
+        return kept
+
+    def kept_wide(self, kept: Any, request: MetricRequest, user_col: str) -> Any:
+        """Result.per_user of rows left in the engine: one row per user where the engine can pivot."""
+        return kept
 
     def discard(self, kept: Any) -> None:
         """Engines that ``keeps_results``: drop what ``run(collect=False)`` left in the engine (its
         ``per_user``), when a later step of evaluate() fails and the caller never receives it."""
-        ...
 
 
 def error_rules(conv: Convention):

@@ -26,9 +26,10 @@ from rankwise.sqlgen import checks as _checks
 from rankwise.sqlgen import files as _sql_files
 
 from rankwise.sqlgen import core as _sqlgen
-from rankwise.engines.protocol import (COUNTS, COUNTS_SQL, Capabilities, Output, error_rules, examples_sql, polars_counts,
+from rankwise.engines.protocol import (COUNTS, COUNTS_SQL, Capabilities, Engine, Output, error_rules, examples_sql, polars_counts,
                       polars_examples)
 from rankwise.inputs.normalize import USER, Columns, is_spark_dataframe, no_order_column, require
+from rankwise.inputs.normalize import spark_to_polars as to_polars
 from rankwise.engines.shape import KEYS
 from rankwise.conventions import Convention
 from rankwise.errors import (DtypeMismatchError, InvalidRankError, InvalidRelevanceError, InvalidScoreError,
@@ -64,11 +65,6 @@ def session():
             # the backend never writes tables; keep Spark from creating ./spark-warehouse
             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="rankwise-spark-warehouse-"))
             .getOrCreate())
-
-
-def to_polars(frame) -> pl.DataFrame:
-    """A Spark DataFrame collected to Polars through Arrow."""
-    return pl.from_arrow(frame.toArrow())
 
 
 def _to_spark(spark, frame: pl.DataFrame):
@@ -335,13 +331,25 @@ def _names(prefix: str) -> dict:
             "user_arrays": f"{prefix}user_arrays", "stats": f"{prefix}stats"}
 
 
-class SparkEngine:
+class SparkEngine(Engine):
     """The rendered SQL on the active (or a small local) Spark session; per-user rows, summary and
     counts stay in Spark, and only the small outputs reach the driver unless ``collect``.
     Spark DataFrame inputs (:class:`SparkInputs`) are checked and normalised in Spark too."""
 
     name = "spark"
     capabilities = Capabilities(keeps_results=True, native_frames=True)
+
+    def native_inputs(self, recs, truth, columns: Columns, conv: Convention):
+        return spark_inputs(recs, truth, columns, conv)
+
+    def is_native(self, data) -> bool:
+        return is_spark_dataframe(data)
+
+    def kept_rows(self, kept, request: MetricRequest, user_col: str):
+        return public_long(kept, request, user_col)
+
+    def kept_wide(self, kept, request: MetricRequest, user_col: str):
+        return wide(kept, request, user_col)
 
     def run(self, prep, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
@@ -398,7 +406,8 @@ class SparkEngine:
         """Nothing to drop: the kept per-user rows are a checkpointed DataFrame (no view, no cached
         plan), freed by Spark's cleaner once unreferenced."""
 
-    def run_beyond_script(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention):
+    def beyond(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention, *, source, empty,
+               want_catalog, memory_limit):
         """The beyond-accuracy values (users, catalog, per_item) for ``_beyond.run``: the script
         rankwise.sql renders for Spark, run by spark.sql over the canonical frames as temporary views
         (dropped afterwards)."""

@@ -11,7 +11,6 @@ exists in that input with nothing in it. Both engines read exactly these tables;
 from __future__ import annotations
 
 import csv
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -81,9 +80,8 @@ class Prepared:
     ``recs`` / ``truth`` are lazy: when a file input already satisfies every rule (checked exactly,
     see ``_runs.grouped_runs``) they are plain scans, so a 100M-row input is never held in
     memory. ``recommendations`` / ``ground_truth`` collect them on first use (writers, Spark).
-    ``sources`` holds, per table, a DuckDB SELECT that reads the same file with the same renames and
-    casts, so DuckDB scans the Parquet itself (long files only: a list-form file is read through
-    Polars). ``rec_users`` / ``truth_users`` are each input's distinct users when the checks already
+    ``sources`` holds, per table, the :class:`FileSource` of a validated long Parquet file, so an
+    engine that ``reads_files`` (DuckDB) scans it itself (a list-form file is read through Polars). ``rec_users`` / ``truth_users`` are each input's distinct users when the checks already
     produced them (else None).
     """
 
@@ -139,6 +137,17 @@ def to_lazyframe(data, what: str, columns: Columns | None = None) -> pl.LazyFram
 def is_spark_dataframe(obj) -> bool:
     """True for a pyspark (classic or Connect) DataFrame, without importing pyspark."""
     return type(obj).__module__.startswith("pyspark.") and type(obj).__name__ == "DataFrame"
+
+
+def spark_to_polars(frame) -> pl.DataFrame:
+    """A Spark DataFrame collected to Polars through Arrow."""
+    return pl.from_arrow(frame.toArrow())
+
+
+def local(data):
+    """A Spark DataFrame an engine does not take as it is (another backend, list form, min_score)
+    collected to Polars; anything else as it is."""
+    return spark_to_polars(data) if is_spark_dataframe(data) else data
 
 
 def _lazy(data, what: str, columns: Columns | None) -> pl.LazyFrame:
@@ -352,11 +361,11 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     recs, truth = _align_dtypes(recs, gt.frame, columns, csv)
     sources = {}  # long Parquet files only: a list-form file has no rank or scalar item column to SELECT
     if rec_users is not None and rec_lists is None and _parquet_file(recommendations):
-        sources["recommendations"] = _duckdb_select(
+        sources["recommendations"] = _file_source(
             recommendations, recs.collect_schema(), {USER: columns.user, RANK: columns.rank, ITEM: columns.item},
             has=recs_raw.collect_schema())
     if gt.users is not None and gt.lists is None and _parquet_file(gt.data):
-        sources["ground_truth"] = _duckdb_select(
+        sources["ground_truth"] = _file_source(
             gt.data, truth.collect_schema(), {USER: columns.user, ITEM: columns.item, REL: columns.relevance},
             has=gt.raw_schema)
     sources = {k: v for k, v in sources.items() if v is not None}
@@ -371,46 +380,36 @@ def _typed_lists(lists: pl.DataFrame | None, schema: pl.Schema) -> pl.DataFrame 
     return lists.select(pl.col(USER).cast(schema[USER]), pl.col(ITEM).cast(pl.List(schema[ITEM])))
 
 
-# -- file inputs read by DuckDB directly -----------------------------------------------------------
+# -- file inputs an engine may scan itself ----------------------------------------------------------
 
-_DUCKDB_TYPES = {pl.Int8: "TINYINT", pl.Int16: "SMALLINT", pl.Int32: "INTEGER", pl.Int64: "BIGINT",
-                 pl.UInt8: "UTINYINT", pl.UInt16: "USMALLINT", pl.UInt32: "UINTEGER", pl.UInt64: "UBIGINT",
-                 pl.Float32: "FLOAT", pl.Float64: "DOUBLE", pl.String: "VARCHAR"}
+
+@dataclass(frozen=True)
+class FileSource:
+    """A validated long-form Parquet file as an engine that ``reads_files`` scans it: the canonical
+    column ``name`` read from the file's column ``source`` (None: not in the file, the constant 1.0 the
+    Polars scan uses) as ``dtype``. The file is read literally (no Hive partition columns)."""
+
+    path: str
+    columns: tuple  # ((name, source | None, dtype), ...) in the canonical order
 
 
 def _parquet_file(data) -> bool:
     return isinstance(data, (str, Path)) and Path(data).suffix.lower() in (".parquet", ".pq") and Path(data).is_file()
 
 
-def _duckdb_select(path, schema, names: dict, has=None) -> str | None:
-    """The DuckDB twin of the canonical lazy scan: same file (read literally: no Hive partition columns
-    from a ``key=value`` directory in its path), same renames, same target types.
-
-    A column missing from the file (relevance) is the constant the Polars side uses (1.0). None when
-    a type has no plain DuckDB equivalent, or when DuckDB, which binds names without regard to case,
-    could take another column (``Relevance`` beside ``relevance``): the engine then reads the
-    collected frame instead.
-    """
+def _file_source(path, schema, names: dict, has=None) -> FileSource | None:
+    """The twin of the canonical lazy scan of a Parquet file: same file, same renames, same target
+    types. None when an engine that binds names without regard to case (DuckDB) could take another
+    column (``Relevance`` beside ``relevance``), or a name is empty: the engine then reads the frame."""
     folded = [name.casefold() for name in has or ()]
     if any(folded.count(source.casefold()) > 1 for source in names.values() if source):
         return None
-    parts = []
-    for out, dtype in schema.items():
-        sql_type = _DUCKDB_TYPES.get(dtype)
-        source = names[out]
-        if sql_type is None or source == "":  # DuckDB has no empty identifier: read through Polars
-            return None
-        if has is not None and source not in has:
-            parts.append(f"CAST(1.0 AS {sql_type}) AS {out}")
-        else:
-            quoted = source.replace('"', '""')
-            parts.append(f'CAST("{quoted}" AS {sql_type}) AS {out}')
-    # DuckDB expands glob characters in every path: bracket them so that the path is read literally
-    literal = _GLOB.sub(r"[\1]", str(Path(path))).replace("'", "''")
-    return f"SELECT {', '.join(parts)} FROM read_parquet('{literal}', hive_partitioning = false)"
+    if any(names[out] == "" for out in schema):
+        return None
+    return FileSource(str(Path(path)), tuple((out, names[out] if has is None or names[out] in has else None, dtype)
+                                             for out, dtype in schema.items()))
 
 
-_GLOB = re.compile(r"([*?\[])")
 
 
 # -- recommendations -------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from rankwise.engines.polars import knobs
+from rankwise.engines.beyond import NO_CATALOG
+from rankwise.engines.polars import beyond, knobs
 from rankwise.engines.polars import positions
-from rankwise.engines.protocol import Capabilities, Output, polars_output
+from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
 from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Prepared
 from rankwise.conventions import Convention
 from rankwise.metrics.declarations import REGISTRY, USER_LEVEL, MetricRequest, computed_columns
@@ -184,7 +185,7 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.Da
     return out
 
 
-class PolarsEngine:
+class PolarsEngine(Engine):
     """The lazy plan above, then its summary, in one process (see rankwise.engines.protocol)."""
 
     name = "polars"
@@ -194,6 +195,16 @@ class PolarsEngine:
             memory_limit: int | None = None, collect: bool = True) -> Output:
         rows = per_user(prep, request.ks, conv, request.beta, memory_limit, computed_columns(request))
         return polars_output(rows, summary(rows, conv, request.beta), conv)
+
+    def beyond(self, recs, truth, names, side, ks, conv: Convention, *, source, empty, want_catalog,
+               memory_limit):
+        """The Polars plans of :mod:`rankwise.engines.polars.beyond`; every pass reads only the top
+        max(k) of each list, so the input is read once and those rows kept."""
+        recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()
+        expo = beyond.exposure(recs, ks).collect()
+        users = beyond.polars_user(recs, side, ks, conv, truth=truth, names=names, expo=expo).collect()
+        catalog = beyond.polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
+        return users, catalog, beyond.per_item(recs, side, ks, conv, expo)
 
 
 # -- expression builders ---------------------------------------------------------------------------
