@@ -12,8 +12,11 @@ import resource
 import time
 
 import rankwise
-from rankwise import _inputs, _shape, api
-from rankwise.metrics import parse_request
+from rankwise import api
+from rankwise.engines import engine
+from rankwise.inputs import normalize as _inputs
+from rankwise.engines import shape as _shape
+from rankwise.metrics.declarations import parse_request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("size")
@@ -36,7 +39,7 @@ else:
     marks = [("start", t0)]
     prep = _inputs.prepare(recs, truth, _inputs.Columns(), conv)
     marks.append(("prepare", time.perf_counter()))
-    eng = api.ENGINES[args.backend]
+    eng = engine(args.backend)
     out = eng.run(prep, req, conv, memory_limit=api.memory_bytes(args.memory_limit, eng))
     marks.append(("engine", time.perf_counter()))  # per-user rows, summary and counts in one session
     long = _shape.long(out.per_user, req, "user")

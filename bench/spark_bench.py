@@ -30,7 +30,7 @@ import time
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import rankwise  # noqa: E402
-from rankwise import _spark_backend  # noqa: E402
+from rankwise.engines import spark as _spark_backend
 
 METRICS = {"precision": "precisionAtK", "recall": "recallAtK", "map": "meanAveragePrecisionAtK", "ndcg": "ndcgAtK"}
 K = 10

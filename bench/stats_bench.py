@@ -62,7 +62,7 @@ def main() -> None:
 
     start = time.perf_counter()
     pair = res.long.filter(pl.col("run").is_in(["model", "swapped"])).select("run", "user", "k", "ndcg")
-    randomization = rankwise.stats.compare(pair, "user", ["ndcg"], test="randomization", n_resamples=10_000, seed=0)
+    randomization = rankwise.inference.stats.compare(pair, "user", ["ndcg"], test="randomization", n_resamples=10_000, seed=0)
     out["randomization_10k_one_pair_s"] = round(time.perf_counter() - start, 2)
     out["randomization_p"] = randomization["p_value"].item()
     out["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)

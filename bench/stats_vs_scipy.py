@@ -1,4 +1,4 @@
-"""Issue 36 (7): rankwise.stats' hand-written resampling against scipy.stats.bootstrap and
+"""Issue 36 (7): rankwise.inference.stats' hand-written resampling against scipy.stats.bootstrap and
 scipy.stats.permutation_test, at 100k users x 3 runs (ndcg@10 of bench/data's 100k set; the runs
 of bench/stats_bench.py: the model, its lists rotated by one, its top two swapped).
 
@@ -31,7 +31,7 @@ import scipy
 import scipy.stats
 
 import rankwise
-from rankwise import stats
+from rankwise.inference import stats
 
 
 def _runs(recs: pl.DataFrame) -> dict[str, pl.DataFrame]:

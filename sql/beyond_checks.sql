@@ -4,7 +4,7 @@
 -- Inputs (tables or views; one not given is an empty view): train(user_id, item_id),
 --        items(item_id), item_features(item_id, feature, value).
 -- Output: code, problem, n_rows (offending rows), example_user, example_item (one offending row's, as
--- text), as sql/checks.sql. The same rules as evaluate() (rankwise._beyond.prepare_side_inputs), which
+-- text), as sql/checks.sql. The same rules as evaluate() (rankwise.engines.beyond.prepare_side_inputs), which
 -- raises them as typed errors. NaN and infinite values fail the BETWEEN as in sql/checks.sql.
 WITH
 -- a NULL train row's user and item from one row, keyed as in sql/checks.sql (the smallest MD5 of the

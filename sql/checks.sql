@@ -11,7 +11,7 @@
 --             an error, as in evaluate().
 -- Output: code, problem, n_rows (offending rows), example_user, example_item: one offending row's
 --         user and item as text (NULL for a NULL), both from the same row.
--- The same rules as evaluate() (rankwise._inputs), which raises the same codes as typed errors.
+-- The same rules as evaluate() (rankwise.inputs.normalize), which raises the same codes as typed errors.
 -- A value outside [-max double, max double] is NaN or infinite on every engine: NaN compares
 -- greater than every number in DuckDB, PostgreSQL and Spark, and false with everything elsewhere.
 WITH

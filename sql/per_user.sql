@@ -23,7 +23,7 @@
 --   $rbp_persistence       RBP's persistence p, 0 < p < 1
 --   $err_max_grade         ERR's largest grade g_max; 0 = the largest relevance in ground_truth
 --   $beta                  F-beta's beta
--- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics (precision, recall,
+-- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics.declarations (precision, recall,
 --   fbeta, map, ...). NULL = undefined under the convention (excluded from means).
 -- The stages up to `stats` compute the per-(user, k) statistics (hits@k = relevant items in the top k,
 -- n_rel = relevant labels, and the running sums each metric reads); the stages after it, each
@@ -248,8 +248,8 @@ stats AS (
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN idcg_ones AS io ON io.k = c.k
 ),
--- >>> generated from the metric declarations (rankwise.metrics) by python -m rankwise._generate: do not edit
--- the terms several metrics share (rankwise._formulas.TERMS)
+-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
+-- the terms several metrics share (rankwise.metrics.formulas.TERMS)
 denominators AS (
     SELECT s.*,
            CAST(CASE WHEN $precision_denominator = 'k' THEN s.k
@@ -263,7 +263,7 @@ denominators AS (
                      ELSE LEAST(s.k, s.n_recs) END AS DOUBLE) AS ap_den
     FROM stats AS s
 ),
--- each metric's value where the user has labels and recommendations (rankwise.metrics)
+-- each metric's value where the user has labels and recommendations (rankwise.metrics.declarations)
 defined AS (
     SELECT d.user_id, d.k, d.n_recs, d.n_rel,
            d.hits / NULLIF(d.p_den, 0.0) AS precision,

@@ -8,7 +8,7 @@
 --        canonical rows with their ranks as positions; a row with a NULL item marks an empty list;
 --        ground_truth (user_id, item_id, relevance): the canonical labels (a NULL item marks a user
 --        with no labels).
--- Parameters: $by_score, $ties, $duplicates (the input rules of rankwise._inputs); $max_rank (the
+-- Parameters: $by_score, $ties, $duplicates (the input rules of rankwise.inputs.normalize); $max_rank (the
 --             largest rank that can earn: MAX(k), or 2147483647 when RR looks at the whole list);
 --             $relevance_threshold, $gain, $ideal, $err_max_grade (as in per_user.sql); $top_only 1 to sort only the
 --             rows with a rank column value <= $max_rank (with ranks, not scores, and a finite
@@ -26,7 +26,7 @@
 --     rank value is <= $max_rank are the first places exactly when there are MIN(n, $max_rank) of them.
 -- Ranks: the list sorted by (position, item), or by (score descending, item by $ties); with
 -- $duplicates = 'first_shift' an item keeps its first place and the ranks close up (array_distinct
--- keeps first occurrences): the renumbering of rankwise._inputs and render's input views.
+-- keeps first occurrences): the renumbering of rankwise.inputs.normalize and render's input views.
 WITH
 rec_rows AS (
     -- the row-level rules of sql/checks.sql, decided while grouping (no pass over the arrays)

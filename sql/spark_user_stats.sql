@@ -1,7 +1,7 @@
 -- rankwise on Spark: per_user.sql's `stats` rows (one per evaluated user and k) from the per-user
 -- arrays of sql/spark_user_arrays.sql, with Spark's lambda functions instead of joins and windows.
 -- The rest of per_user.sql (denominators, metrics, empty-input values) then runs on these rows
--- unchanged (rankwise._spark_backend splices it), so every metric rule stays in per_user.sql.
+-- unchanged (rankwise.engines.spark splices it), so every metric rule stays in per_user.sql.
 --
 -- Input: user_arrays (the output of sql/spark_user_arrays.sql), cutoffs (k).
 -- Parameters: $users, $unjudged, $rr_cutoff, $ideal, $log_base, $rbp_persistence (as in per_user.sql).

@@ -1,5 +1,5 @@
 -- rankwise: summary of the per-user metrics, one row per (metric, k).
--- Generated from the metric declarations (rankwise.metrics) by python -m rankwise._generate: do not edit.
+-- Generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit.
 --
 -- Inputs: per_user, the output of per_user.sql (user_id, k, n_recs, n_rel, precision, ...); cutoffs(k):
 --         a row per cutoff also when no user was evaluated (value NULL, n_users 0).

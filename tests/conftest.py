@@ -111,7 +111,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run (local, loopback, no UI); backend="spark" reuses it."""
-    from rankwise import _spark_backend
+    from rankwise.engines import spark as _spark_backend
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = _spark_backend.session()

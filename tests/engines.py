@@ -17,9 +17,9 @@ from pathlib import Path
 import polars as pl
 
 import rankwise
-from rankwise.render import render
+from rankwise.sqlgen.render import render
 
-from rankwise.metrics import USER_LEVEL as METRIC_COLUMNS  # noqa: E402
+from rankwise.metrics.declarations import USER_LEVEL as METRIC_COLUMNS  # noqa: E402
 KS = (1, 3, 5, 20)  # 20: beyond every list (at most 9 items)
 PG_DSN = os.environ.get("RANKWISE_PG_DSN", "host=127.0.0.1 port=54329 user=postgres dbname=postgres")
 

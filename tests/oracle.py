@@ -1,5 +1,5 @@
 """An independent, deliberately naive oracle: plain Python loops over each user's list, straight from
-the formulas in rankwise.metrics' docstring. It shares no code with either engine.
+the formulas in rankwise.metrics.declarations' docstring. It shares no code with either engine.
 
 recs:  {user: [item, ...]}  in rank order (users present in the recommendations input)
 truth: {user: {item: relevance}}  (users present in the ground-truth input)
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from rankwise.metrics import USER_LEVEL as METRICS  # only the list of names; every value is computed here
+from rankwise.metrics.declarations import USER_LEVEL as METRICS  # only the list of names; every value is computed here
 
 NAN = float("nan")
 

@@ -1,5 +1,5 @@
 """A naive oracle for the beyond-accuracy metrics: plain Python over dicts and sets, pairs enumerated,
-sets intersected, every catalog item listed. It shares no code with rankwise._beyond or the SQL.
+sets intersected, every catalog item listed. It shares no code with rankwise.engines.beyond or the SQL.
 
 recs:     {user: [item, ...]} in rank order (an empty list: a user with no recommendations)
 train:    [(user, item), ...]

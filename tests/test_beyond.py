@@ -14,8 +14,11 @@ import oracle_beyond as oracle
 import polars as pl
 import pytest
 
+from rankwise.inputs.side import prepare_side_inputs
+from rankwise.engines.polars import beyond as PB
+from rankwise.engines import duckdb as D
 import rankwise
-from rankwise import _beyond as B
+from rankwise.engines import beyond as B
 from rankwise.conventions import Convention, knob_documentation
 from rankwise.errors import DtypeMismatchError, DuplicateItemError, InputError, MissingColumnError, NullValueError
 
@@ -92,7 +95,7 @@ def _frames(recs, scores, truth, train, items, features, embedding):
     else:
         feats = pl.DataFrame([(i, f, v) for i, fs in features.items() for f, v in fs.items()],
                              schema={"item": iid, "feature": pl.String, "value": pl.Float64}, orient="row")
-    side = B.prepare_side_inputs(train=train_df, items=items, item_features=feats)
+    side = prepare_side_inputs(train=train_df, items=items, item_features=feats)
     return recs_df, truth_df, side
 
 
@@ -104,7 +107,7 @@ def _close(a, b) -> bool:
 
 def _duckdb(recs_df, side, ks, truth_df):
     con = duckdb.connect()
-    B.register(con, recs_df, side, ks, truth_df)
+    D.register(con, recs_df, side, ks, truth_df)
     return con
 
 
@@ -120,10 +123,10 @@ def test_engines_equal_the_oracle(seed):
     con = _duckdb(recs_df, side, ks, truth_df)
     chosen = [(label, conv) for n, (label, conv) in enumerate(CONVENTIONS.items()) if n == 0 or n % 3 == seed % 3]
     for label, conv in chosen:
-        users_pl = B.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
-        users_sql = B.duckdb_user(con, conv)
-        cat_pl, cat_sql = B.polars_catalog(recs_df.lazy(), side, ks, conv), B.duckdb_catalog(con, conv)
-        items_pl, items_sql = B.per_item(recs_df.lazy(), side, ks, conv), B.duckdb_per_item(con, conv)
+        users_pl = PB.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
+        users_sql = D.beyond_query(con, "beyond_user", conv).sort("k", "user_id")
+        cat_pl, cat_sql = PB.polars_catalog(recs_df.lazy(), side, ks, conv), D.beyond_query(con, "beyond_catalog", conv).sort("metric", "k")
+        items_pl, items_sql = PB.per_item(recs_df.lazy(), side, ks, conv), D.beyond_query(con, "beyond_items", conv).sort("k", "item_id")
         assert users_pl.height == users_sql.height == len(recs) * len(ks), label
         assert items_pl.equals(items_sql), label
         for k in ks:
@@ -153,9 +156,9 @@ def _run(recs: dict, train, k, conv, items=None, features=None, truth=None, scor
     scores = scores or {u: [0.0] * len(lst) for u, lst in recs.items()}
     recs_df, truth_df, side = _frames(recs, scores, truth or {}, train, items, features, False)
     con = _duckdb(recs_df, side, (k,), truth_df)
-    users = B.polars_user(recs_df.lazy(), side, (k,), conv, truth=truth_df).collect()
-    cat = B.polars_catalog(recs_df.lazy(), side, (k,), conv)
-    users_sql, cat_sql = B.duckdb_user(con, conv), B.duckdb_catalog(con, conv)
+    users = PB.polars_user(recs_df.lazy(), side, (k,), conv, truth=truth_df).collect()
+    cat = PB.polars_catalog(recs_df.lazy(), side, (k,), conv)
+    users_sql, cat_sql = D.beyond_query(con, "beyond_user", conv).sort("k", "user_id"), D.beyond_query(con, "beyond_catalog", conv).sort("metric", "k")
     for a, b in zip(users.iter_rows(), users_sql.iter_rows(), strict=True):
         assert all(_close(x, y) if isinstance(x, float) else x == y for x, y in zip(a, b)), (a, b)
     for a, b in zip(cat.iter_rows(), cat_sql.iter_rows(), strict=True):
@@ -339,11 +342,11 @@ def test_side_inputs_accept_containers_and_sequences():
     import pandas as pd
     import pyarrow as pa
 
-    side = B.prepare_side_inputs(train=pd.DataFrame({"user": [1, 2], "item": [3, 3], "extra": [0, 0]}),
+    side = prepare_side_inputs(train=pd.DataFrame({"user": [1, 2], "item": [3, 3], "extra": [0, 0]}),
                                  items=(3, 4, 4), item_features=pa.table({"item": [3], "feature": ["genre"]}))
     assert side.train.columns == ["user_id", "item_id"] and side.items["item_id"].to_list() == [3, 4]
     assert side.features.row(0) == (3, "genre", 1.0)  # value defaults to 1 (categorical)
-    emb = B.prepare_side_inputs(item_features=pl.DataFrame({"item": ["a"], "embedding": [[0.5, 2.0]]}))
+    emb = prepare_side_inputs(item_features=pl.DataFrame({"item": ["a"], "embedding": [[0.5, 2.0]]}))
     assert emb.long_features.rows() == [("a", "0", 0.5), ("a", "1", 2.0)]  # what the SQL reads
     assert emb.embeddings[0].to_list() == ["a"] and emb.embeddings[1].tolist() == [[0.5, 2.0]]
 
@@ -363,7 +366,7 @@ def test_side_inputs_accept_containers_and_sequences():
 ])
 def test_side_input_errors_are_typed_with_rows_and_hint(kwargs, error, words):
     with pytest.raises(error) as info:
-        B.prepare_side_inputs(**kwargs)
+        prepare_side_inputs(**kwargs)
     assert words in str(info.value) and "Hint:" in str(info.value)
 
 
@@ -685,14 +688,14 @@ def _close9(a, b) -> bool:
 def test_memory_limit_reaches_the_beyond_duckdb_connection(monkeypatch):
     """evaluate(memory_limit=...) caps the beyond-accuracy DuckDB connection too, with a spill directory."""
     seen = {}
-    register = B.register
+    register = D.register
 
     def spy(con, *args, **kwargs):
         seen["limit"], seen["spill"] = con.execute(
             "SELECT current_setting('memory_limit'), current_setting('temp_directory')").fetchall()[0]
         return register(con, *args, **kwargs)
 
-    monkeypatch.setattr(B, "register", spy)
+    monkeypatch.setattr(D, "register", spy)
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
     rankwise.evaluate(recs, None, k=2, metrics=["novelty"], train=recs, backend="duckdb", memory_limit="64MB")
     with duckdb.connect() as con:

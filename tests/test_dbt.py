@@ -1,4 +1,4 @@
-"""The dbt package (integrations/dbt): generated from rankwise.render without drift, and `dbt build`
+"""The dbt package (integrations/dbt): generated from rankwise.sqlgen.render without drift, and `dbt build`
 over the bundled example on DuckDB and PostgreSQL gives exactly evaluate()'s per-user values and summary."""
 
 from __future__ import annotations
@@ -15,25 +15,25 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _dbt
+from rankwise.generate import dbt as _dbt
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples"
 DBT = Path(sys.executable).parent / "dbt"
 needs_dbt = pytest.mark.skipif(not DBT.exists() and os.environ.get("CI", "").lower() not in ("1", "true", "yes"),
                                reason="dbt is not installed (pip install 'rankwise[dbt]')")
-NAMES = [("f2" if m == "f1" else m) for m in rankwise.metrics.METRICS]  # every accuracy metric, F-beta as F2
+NAMES = [("f2" if m == "f1" else m) for m in rankwise.metrics.declarations.METRICS]  # every accuracy metric, F-beta as F2
 pytestmark = pytest.mark.xdist_group("dbt")  # one dbt at a time: each parses the package (~5 s of CPU)
 
 
 def test_generated_package_has_not_drifted():
-    """integrations/dbt/macros/generated/ is what `python -m rankwise._dbt` writes from today's SQL."""
+    """integrations/dbt/macros/generated/ is what `python -m rankwise.generate.dbt` writes from today's SQL."""
     wanted = _dbt.files()
     folder = ROOT / "integrations" / "dbt" / _dbt.GENERATED
     on_disk = {f"{_dbt.GENERATED}/{p.name}" for p in folder.glob("*.sql")}
-    assert on_disk == set(wanted), "regenerate: python -m rankwise._dbt"
+    assert on_disk == set(wanted), "regenerate: python -m rankwise.generate.dbt"
     for path, text in wanted.items():
-        assert (ROOT / "integrations" / "dbt" / path).read_text() == text, f"{path} drifted: python -m rankwise._dbt"
+        assert (ROOT / "integrations" / "dbt" / path).read_text() == text, f"{path} drifted: python -m rankwise.generate.dbt"
 
 
 def test_templates_filled_with_a_preset_are_what_rankwise_sql_renders():

@@ -14,6 +14,7 @@ import engines as E
 import polars as pl
 import pytest
 
+from rankwise.engines.polars import beyond as PB
 import rankwise
 
 CONVENTIONS = {
@@ -144,7 +145,7 @@ def _failed_check(engine, recs: list, truth: list):
     (the script, the error's text)."""
     engine.load("rw_recs", pl.DataFrame(recs, schema=RECS_SCHEMA, orient="row"))
     engine.load("rw_truth", pl.DataFrame(truth, schema=TRUTH_SCHEMA, orient="row"))
-    script = rankwise.render.render(None, [1], "default", engine.dialect,
+    script = rankwise.sqlgen.render.render(None, [1], "default", engine.dialect,
                                     {"recommendations": engine.qualified("rw_recs"),
                                      "ground_truth": engine.qualified("rw_truth")}, schema=engine.schema)
     statements = script.statements()
@@ -239,7 +240,7 @@ def test_rendered_score_entropy_equals_evaluate(engine):
     User 4's list is empty (a NULL-item row); user 1's tie at 0.5 straddles k = 2."""
     import math
 
-    from rankwise._render_beyond import render_beyond
+    from rankwise.sqlgen.beyond import render_beyond
 
     rows = [(1, 5, 0.9), (1, 6, 0.5), (1, 7, 0.5), (2, 5, 2.0), (2, 8, -1.0), (3, 9, 0.0), (4, None, None)]
     recs = pl.DataFrame(rows, schema={"user": pl.Int64, "item": pl.Int64, "score": pl.Float64}, orient="row")
@@ -283,7 +284,7 @@ def test_a_failed_input_check_stops_the_beyond_script(engine):
     before any stage is made (an earlier run's stages are dropped first); valid tables pass. Spark
     plans every statement for a second or more: one side-input case there (its recommendations checks
     are sql/checks.sql, run there by test_a_failed_input_check_stops_the_script)."""
-    from rankwise._render_beyond import render_beyond
+    from rankwise.sqlgen.beyond import render_beyond
 
     def load(rows_by_table):
         for name, rows in rows_by_table.items():
@@ -329,7 +330,7 @@ def test_uuid_ids(engine):
     engine.execute(f'CREATE TABLE {truth} ("user" BIGINT, item UUID, relevance DOUBLE PRECISION)')
     engine.execute(f"INSERT INTO {recs} VALUES (1, {a}, 1), (1, {b}, 2)")
     engine.execute(f"INSERT INTO {truth} VALUES (1, {b}, 1.0)")
-    script = rankwise.render.render(["precision", "mrr"], [2], "default", engine.dialect,
+    script = rankwise.sqlgen.render.render(["precision", "mrr"], [2], "default", engine.dialect,
                                     {"recommendations": recs, "ground_truth": truth}, schema=engine.schema)
     for statement in script.statements()[:-1]:
         engine.execute(statement)
@@ -345,7 +346,7 @@ def test_the_script_drops_only_its_own_temporary_objects(engine):
     """A persistent view or table named as one of the scripts' temporary views or stages, where an
     unqualified name resolves to it, survives both scripts: they drop their own temporary objects (in
     DuckDB's temp, PostgreSQL's pg_temp), never a caller's of the same name."""
-    from rankwise._render_beyond import render_beyond
+    from rankwise.sqlgen.beyond import render_beyond
 
     home = "memory.main" if engine.dialect == "duckdb" else engine.schema  # main alone finds temp.main first
     if engine.dialect == "postgres":  # unqualified names resolve to the engine's own schema (not public)
@@ -429,7 +430,7 @@ def test_spark_error_values_uncollected(spark_session):
 def test_missing_pyspark_says_how_to_install(monkeypatch):
     import builtins
 
-    from rankwise import _spark_backend
+    from rankwise.engines import spark as _spark_backend
 
     real_import = builtins.__import__
 
@@ -474,8 +475,8 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
 
     from test_beyond import _dataset, _frames
 
-    from rankwise import _beyond as B
-    from rankwise._render_beyond import render_beyond
+    from rankwise.engines import beyond as B
+    from rankwise.sqlgen.beyond import render_beyond
 
     # Spark plans each of the ~20 statements for seconds: one case there (integer ids run through
     # backend="spark" in test_spark_backend_beyond_metrics_equal_polars)
@@ -508,9 +509,9 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
             engine.execute(statement)
         users = engine.query(script.per_user)
         catalog, per_item = engine.query(script.catalog), engine.query(script.per_item)
-        want_users = B.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
-        want_catalog = B.polars_catalog(recs_df.lazy(), side, ks, conv)
-        want_items = B.per_item(recs_df.lazy(), side, ks, conv)
+        want_users = PB.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
+        want_catalog = PB.polars_catalog(recs_df.lazy(), side, ks, conv)
+        want_items = PB.per_item(recs_df.lazy(), side, ks, conv)
         got = {(r["user_id"], r["k"]): r for r in users.iter_rows(named=True)}
         assert len(got) == want_users.height, label
         for row in want_users.iter_rows(named=True):
@@ -566,7 +567,7 @@ def test_spark_backend_beyond_metrics_equal_polars(spark_session):
 def test_the_user_counts_hold_the_longest_list(engine):
     """evaluate() warns when k is above every list: the engines count the longest list (the largest
     n_recs) with the users, in the same query, also for rows left in the engine (collect=False)."""
-    from rankwise._engine import COUNTS, COUNTS_SQL
+    from rankwise.engines.protocol import COUNTS, COUNTS_SQL
 
     rows = pl.DataFrame({"user_id": [1, 1, 2, 2, 3, 3], "k": [1, 5] * 3, "n_recs": [4, 4, 0, 0, 7, 7],
                          "n_rel": [1, 1, 2, 2, 0, 0], "ndcg": [0.5, 0.6, 0.0, 0.0, None, None]},

@@ -66,7 +66,7 @@ def _frames(users, graded=True):
 
 
 def _metric_names(conv):
-    have = conv.metrics or rankwise.metrics.USER_LEVEL
+    have = conv.metrics or rankwise.metrics.declarations.USER_LEVEL
     return [("f1" if m == "fbeta" else m) for m in NAMES if (m if m != "f1" else "fbeta") in have]
 
 
@@ -93,7 +93,7 @@ def test_expressions_equal_evaluate_and_oracle(users, preset, ks):
             if u not in want:  # outside the convention's users: NaN
                 assert math.isnan(value), (u, col, value)
                 continue
-            expected = want[u][f"{rankwise.metrics.internal_name(name)}@{k}"]
+            expected = want[u][f"{rankwise.metrics.declarations.internal_name(name)}@{k}"]
             assert close(value, expected), (preset, u, col, value, expected, users)
             if evaluated:
                 assert close(value, evaluated[u][col]), (preset, u, col, value, evaluated[u][col])
@@ -109,7 +109,7 @@ def _expected(got, want, preset, users):
                 assert math.isnan(value), (u, col, value)
                 continue
             name, k = col.split("@")
-            expected = want[u][f"{rankwise.metrics.internal_name(name)}@{k}"]
+            expected = want[u][f"{rankwise.metrics.declarations.internal_name(name)}@{k}"]
             assert close(value, expected), (preset, u, col, value, expected, users)
 
 
@@ -218,7 +218,7 @@ def test_macros_equal_oracle(con, users, preset, k):
                 if row["user"] not in want:  # in neither input: NaN
                     assert math.isnan(row[n])
                     continue
-                expected = want[row["user"]][f"{rankwise.metrics.internal_name(n)}@{k}"]
+                expected = want[row["user"]][f"{rankwise.metrics.declarations.internal_name(n)}@{k}"]
                 assert close(row[n], expected), (preset, graded, row["user"], n, row[n], expected, users)
 
 
@@ -297,7 +297,7 @@ def test_composes_in_group_by_lazy_and_streaming():
 def test_macro_knob_checks_allow_the_conventions_values():
     """Every knob a macro takes is checked against Convention's allowed values (the one source),
     less 'error' for empty_labels / empty_predictions (a macro cannot raise per row, as in expr)."""
-    from rankwise import _sql_files
+    from rankwise.sqlgen import files as _sql_files
     from rankwise.conventions import knob_documentation
 
     sql = _sql_files.read("macros")

@@ -16,9 +16,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from rankwise import _formulas, _sql_files
+from rankwise.metrics import formulas as _formulas
+
+from rankwise.sqlgen import files as _sql_files
 from rankwise.conventions import PRESETS, Convention
-from rankwise.metrics import REGISTRY
+from rankwise.metrics.declarations import REGISTRY
 
 USER_METRICS = [m for m in REGISTRY if m.level == "user"]
 
@@ -28,21 +30,22 @@ def test_the_shipped_per_user_sql_is_generated_from_the_declarations():
     text = path.read_text()
     assert _formulas.BEGIN in text, "per_user.sql lost its generated-part marker"
     assert _formulas.render_per_user(text, USER_METRICS) == text, (
-        "sql/per_user.sql is out of date with rankwise.metrics: run python -m rankwise._generate")
+        "sql/per_user.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
 def test_the_formula_trees_are_generated_from_the_declarations():
-    """An evaluation reads the formulas' trees from rankwise._formula_trees (no SQL parser imported)."""
-    from rankwise import _formula_trees, _generate
+    """An evaluation reads the formulas' trees from rankwise.metrics.formula_trees (no SQL parser imported)."""
+    from rankwise.metrics import formula_trees as _formula_trees
+    from rankwise.generate import sql as _generate
 
     assert _formula_trees.TREES == {sql: _formulas._as_tuples(_formulas._parse(sql)) for sql in _generate.formulas()}, (
-        "src/rankwise/_formula_trees.py is out of date with rankwise.metrics: run python -m rankwise._generate")
+        "src/rankwise/_formula_trees.py is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
 def test_the_shipped_summary_sql_is_generated_from_the_declarations():
     text = (_sql_files.sql_dir() / "summary.sql").read_text()
     assert _formulas.summary_sql(USER_METRICS) == text, (
-        "sql/summary.sql is out of date with rankwise.metrics: run python -m rankwise._generate")
+        "sql/summary.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
 def test_every_formula_reads_only_statistics_terms_metrics_and_knobs():

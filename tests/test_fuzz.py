@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import oracle
 import rankwise
-from rankwise import render
-from rankwise.metrics import KNOBS_BY_METRIC, REGISTRY
+from rankwise.sqlgen import render
+from rankwise.metrics.declarations import KNOBS_BY_METRIC, REGISTRY
 
 ACCURACY_KNOBS = sorted({k for m in REGISTRY for k in KNOBS_BY_METRIC[m.name]}
                         - {"duplicates", "ties", "min_score", "relevance_threshold", "log_base", "rbp_persistence",

@@ -15,7 +15,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import rankwise
-from rankwise import _inputs, api
+from rankwise import api
+from rankwise.engines import engine
+from rankwise.engines.duckdb import select as duckdb_select
+from rankwise.inputs import normalize as _inputs
 
 # user 1: [10, 11] with 11 relevant; user 2: [10] with 12 relevant (not recommended)
 RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
@@ -205,7 +208,7 @@ def test_duckdb_reads_a_glob_path_itself_and_literally(tmp_path):
     pl.DataFrame({"user": [1], "item": [10], "rank": [1]}).write_parquet(path)
     pl.DataFrame({"user": [2], "item": [20], "rank": [1]}).write_parquet(tmp_path / "rX1Y.parquet")
     prep = _inputs.prepare(str(path), TRUTH, _inputs.Columns(), rankwise.Convention())
-    assert duckdb.sql(prep.sources["recommendations"]).fetchall() == [(1, 1, 10)]
+    assert duckdb.sql(duckdb_select(prep.sources["recommendations"])).fetchall() == [(1, 1, 10)]
 
 
 def test_a_key_value_directory_in_the_path_is_not_a_column(tmp_path, backend):
@@ -402,12 +405,12 @@ def test_bad_memory_limit_is_a_parameter_error_on_every_backend(limit, backend):
     (2**30, 2**30), (np.int64(2**30), 2**30), ("1000000000", 10**9), ("1TiB", 2**40),
 ])
 def test_memory_limit_sizes(text, size):
-    assert api.memory_bytes(text, api.ENGINES["duckdb"]) == size
+    assert api.memory_bytes(text, engine("duckdb")) == size
 
 
 @pytest.mark.parametrize("limit", ["2GB", "512MiB", "1.5 GB", 2**30])
 def test_memory_limit_runs(limit, backend):
-    if not api.ENGINES[backend].capabilities.memory_limit:
+    if not engine(backend).capabilities.memory_limit:
         with pytest.raises(rankwise.ParameterError, match="memory_limit"):
             rankwise.evaluate(RECS, TRUTH, k=2, backend=backend, memory_limit=limit)
         return

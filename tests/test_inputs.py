@@ -11,7 +11,8 @@ import polars.testing as plt
 import pytest
 
 import rankwise
-from rankwise import _sql_files, cli
+from rankwise import cli
+from rankwise.sqlgen import files as _sql_files
 
 RECS = pl.DataFrame({"user": [1, 1, 1, 2, 2, 3], "item": [5, 6, 7, 5, 8, 9], "rank": [1, 2, 3, 1, 2, 1]})
 TRUTH = pl.DataFrame({"user": [1, 1, 2, 4], "item": [6, 7, 9, 5], "relevance": [1.0, 3.0, 2.0, 1.0]})

@@ -1,7 +1,7 @@
 """The engines' list-form paths against DuckDB's long-form SQL.
 
 List-form recommendations are scored position by position on the lists by the Polars engine
-(rankwise._polars_positions), and by the DuckDB engine over the rows ``sql/list_rows.sql`` finds on
+(rankwise.engines.polars.positions), and by the DuckDB engine over the rows ``sql/list_rows.sql`` finds on
 the lists; the same data in long form goes through ``sql/per_user.sql`` over every row. Per-user
 values must agree to 1e-12 for graded and binary relevance, short lists, k beyond the lists, users on one
 side only, and every preset the path serves; a spy checks the list path really ran.
@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _polars_positions
+from rankwise.engines.polars import positions as _polars_positions
 from rankwise.conventions import resolve
 
 PRESETS = [name for name in rankwise.PRESETS if resolve(name).min_score is None]  # lists carry no scores

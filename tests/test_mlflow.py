@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _mlflow
+from rankwise.io import mlflow as _mlflow
 from rankwise.conventions import PRESETS
 from rankwise.errors import MissingDependencyError, ParameterError
 

@@ -12,7 +12,9 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import Convention, _docs, _presets
+from rankwise import Convention
+from rankwise.generate import docs as _docs
+from rankwise.conventions import presets as _presets
 
 RECS = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 6, 8], [1, 2, 3, 4, 5], [], [1, 2, 3, 4], []]})
 TRUTH = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": [[1, 2, 3, 4, 5, 6], [2, 4, 6], [2, 4, 6], [], []]})
@@ -105,7 +107,7 @@ def test_compare_conventions_side_by_side():
 
 def test_docs_page_is_generated_from_the_code():
     page = Path(__file__).parents[1] / "docs" / "metrics.md"
-    assert page.read_text() == _docs.render(), "run: python -m rankwise._docs > docs/metrics.md"
+    assert page.read_text() == _docs.render(), "run: python -m rankwise.generate.docs > docs/metrics.md"
 
 
 # beyond accuracy: train users u1-u4 all saw A, u1 saw B (U_T = 4, pop A = 4, pop B = 1); x gets [B],
@@ -190,7 +192,7 @@ def test_a_convention_built_with_other_knobs_is_not_named_default():
     assert Convention().name == "default"
     recs = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
     result = rankwise.evaluate(recs, recs, k=1, metrics=["dcg"], convention=Convention(gain="exp2"))
-    from rankwise import _write
+    from rankwise.io import write as _write
     assert _write.frames(result)["runs"]["convention"].to_list() == ["default gain='exp2'"]
 
 
@@ -236,7 +238,7 @@ def test_a_beyond_metric_a_preset_lacks_is_refused_like_an_accuracy_one():
 def test_the_readme_preset_table_lists_each_presets_metrics():
     """The README's "metrics it has" column is each preset's Convention.metrics (accuracy; beyond
     accuracy), so that it cannot drift from the presets (it listed only the accuracy metrics)."""
-    from rankwise.metrics import REGISTRY
+    from rankwise.metrics.declarations import REGISTRY
 
     public = {m.name: m.public_name for m in REGISTRY}
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -406,7 +408,7 @@ def test_the_duckdb_macros_default_to_the_default_convention():
     """sql/macros.sql writes each knob's default as a named parameter: every one is Convention()'s."""
     import re
 
-    from rankwise import _sql_files
+    from rankwise.sqlgen import files as _sql_files
 
     default = Convention().knobs()
     headers = re.findall(r"CREATE OR REPLACE TEMP MACRO (rankwise_\w+)\((.*?)\) AS", _sql_files.read("macros"), re.S)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rankwise
-from rankwise.metrics import KNOBS_BY_METRIC, REGISTRY
+from rankwise.metrics.declarations import KNOBS_BY_METRIC, REGISTRY
 
 def _knob_values():
     """Every value of every engine knob (numeric knobs: a few representative values)."""

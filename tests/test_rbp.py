@@ -1,5 +1,5 @@
 """RBP@k (Moffat and Zobel 2008), the first metric added as a declaration: its formula is one line of
-``rankwise.metrics`` over one new statistic. Proven three ways: by hand, against trec_eval 10.0's own
+``rankwise.metrics.declarations`` over one new statistic. Proven three ways: by hand, against trec_eval 10.0's own
 per-query output on the bundled example, and (with every other metric) against the naive oracle on
 every backend by tests/test_engines.py, test_expr.py and test_list_positions.py.
 """

@@ -1,5 +1,5 @@
 """The metric registry is the one list: the shipped SQL, both engines, presets, docs and the oracle
-agree with it (adding a metric touches: its declaration in rankwise.metrics with its expression in
+agree with it (adding a metric touches: its declaration in rankwise.metrics.declarations with its expression in
 rankwise._expressions, sql/per_user.sql, sql/summary.sql, tests/oracle.py; these tests say which of
 them is missing)."""
 
@@ -11,8 +11,8 @@ from sqlglot import exp
 
 import oracle
 import rankwise
-from rankwise import _sql_files
-from rankwise.metrics import KNOBS_BY_METRIC, REGISTRY, USER_LEVEL
+from rankwise.sqlgen import files as _sql_files
+from rankwise.metrics.declarations import KNOBS_BY_METRIC, REGISTRY, USER_LEVEL
 
 PER_USER_KEYS = ["user_id", "k", "n_recs", "n_rel"]
 
@@ -107,7 +107,7 @@ def test_each_beyond_metric_moves_only_with_its_declared_knobs():
     these data."""
     import math
 
-    from rankwise.metrics import BEYOND
+    from rankwise.metrics.declarations import BEYOND
 
     inputs, ks = _beyond_inputs(), [3, 8]
     names = [m.name for m in BEYOND]

@@ -13,7 +13,7 @@ trees (30.8 wraps each division in NULLIF(x, 0)). Under any version the probe's 
 executing it: on the engines at hand (DuckDB, PostgreSQL, ClickHouse), and for every other dialect
 after sqlglot reads it back and writes DuckDB, against the shipped DuckDB text's rows on DuckDB; the
 whole scripts are executed and compared with evaluate() in test_engines.py.
-Each declared gap (rankwise.render.GAPS) has a probe asserting the behaviour a dialect without the
+Each declared gap (rankwise.sqlgen.render.GAPS) has a probe asserting the behaviour a dialect without the
 gap has; it is a strict xfail exactly where the gap is declared, so a gap that starts working, or a
 gap present but undeclared, fails the suite.
 """
@@ -32,7 +32,8 @@ import sqlglot
 from sqlglot import exp
 
 import rankwise
-from rankwise import _sqlgen, render
+from rankwise.sqlgen import core as _sqlgen
+from rankwise.sqlgen import render
 from rankwise.cli import main
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "rewrites"
@@ -189,11 +190,11 @@ def test_no_decimal_literals(dialect):
 
 def test_reads_the_files_at_call_time(monkeypatch, tmp_path):
     """A new knob in the SQL files is bound generically (no renderer change)."""
-    for path in rankwise._sql_files.sql_dir().glob("*.sql"):
+    for path in rankwise.sqlgen.files.sql_dir().glob("*.sql"):
         (tmp_path / path.name).write_text(path.read_text())
     text = (tmp_path / "summary.sql").read_text().replace("$f_aggregation <> 'of_means'", "$gain = 'nope' OR $f_aggregation <> 'of_means'")
     (tmp_path / "summary.sql").write_text(text)
-    monkeypatch.setattr(rankwise._sql_files, "sql_dir", lambda: tmp_path)
+    monkeypatch.setattr(rankwise.sqlgen.files, "sql_dir", lambda: tmp_path)
     assert f"'{rankwise.Convention().gain}' = 'nope'" in rankwise.sql(dialect="postgres", k=3)
 
 
@@ -371,7 +372,7 @@ BEYOND_TABLES = {"recommendations": "recommendations", "train": "train", "item_f
 
 
 def _beyond_script(dialect, metrics=("novelty", "ild", "gini"), **kw):
-    from rankwise._render_beyond import render_beyond
+    from rankwise.sqlgen.beyond import render_beyond
 
     return render_beyond(list(metrics), [2], "default", dialect, BEYOND_TABLES,
                          schema="ds" if dialect == "bigquery" else None, **kw)
@@ -487,7 +488,7 @@ def test_cli_sql(capsys):
 def test_beyond_script_renders_and_parses_back(dialect):
     """Every beyond-accuracy metric but score_entropy renders for every dialect, each statement
     parses back in that dialect, and rankwise.sql adds the beyond script to the accuracy one."""
-    from rankwise import _beyond
+    from rankwise.engines import beyond as _beyond
 
     script = _beyond_script(dialect, metrics=[m for m in _beyond.METRICS if m not in ("score_entropy", "serendipity")])
     for statement in script.statements():
@@ -551,7 +552,7 @@ def test_ild_unit_vectors_never_divide_by_zero():
     """ILD's unit vectors divide by the norm behind a WHERE norm > 0, but an engine may compute the
     projection before that filter (BigQuery and Spark in ANSI mode raise on a division by zero): the
     divisor itself is NULL for a zero norm, so the division is safe in any evaluation order."""
-    tree = sqlglot.parse_one(rankwise._sql_files.read("beyond_user"), read="duckdb")
+    tree = sqlglot.parse_one(rankwise.sqlgen.files.read("beyond_user"), read="duckdb")
     unit = next(cte for cte in tree.find_all(exp.CTE) if cte.alias == "unit")
     divisions = list(unit.this.find_all(exp.Div))
     assert divisions and all(isinstance(d.expression, exp.Nullif) for d in divisions)

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import render
+from rankwise.sqlgen import render
 
 RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 20], "rank": [1, 2, 1]})
 TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 21], "relevance": [1.0, 1.0]})

@@ -20,7 +20,8 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _progress, _write, report
+from rankwise import _progress, report
+from rankwise.io import write as _write
 from rankwise.errors import MissingDependencyError, ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]

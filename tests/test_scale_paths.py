@@ -17,7 +17,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rankwise
-from rankwise import _inputs, _runs
+from rankwise.inputs import normalize as _inputs
+from rankwise.inputs import layout as _runs
 
 # the batch sizes change the streaming check in Python, before any engine: on Spark and PostgreSQL
 # each test runs its first case only (tests/conftest.py)
@@ -129,7 +130,7 @@ def test_errors_are_the_same_when_runs_cross_batches(monkeypatch):
 
 
 def test_memory_limit_gives_identical_results(tmp_path, backend):
-    if not rankwise.api.ENGINES[backend].capabilities.memory_limit:
+    if not rankwise.engines.engine(backend).capabilities.memory_limit:
         pytest.skip(f"backend={backend!r} takes no memory_limit (a ParameterError, tested in test_hostile_inputs)")
     recs, truth = _data(n_users=2000, seed=11)
     recs_path, truth_path = tmp_path / "recs.parquet", tmp_path / "truth.parquet"

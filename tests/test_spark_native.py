@@ -14,7 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import rankwise
-from rankwise import _spark_backend
+from rankwise.engines import spark as _spark_backend
 
 pytest.importorskip("pyspark")
 

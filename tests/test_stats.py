@@ -1,4 +1,4 @@
-"""rankwise.stats: t intervals, corrections, bootstrap and paired tests against independent oracles.
+"""rankwise.inference.stats: t intervals, corrections, bootstrap and paired tests against independent oracles.
 
 Oracles: scipy (ttest_rel, wilcoxon, t.interval, stats.bootstrap), hand-computed Holm/Bonferroni,
 exact enumeration of all sign vectors, naive re-implementations of the documented random streams,
@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 import scipy.stats
 
-from rankwise import stats
+from rankwise.inference import stats
 from rankwise.errors import DuplicateUserError, MissingColumnError, ParameterError
 
 RUNS = ("pop", "als", "ease")

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _write
+from rankwise.io import write as _write
 from rankwise.cli import main
 
 RECS = pl.DataFrame({"user": [1, 1, 2, 3], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 1]})

@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 import rankwise
-from rankwise import _write
+from rankwise.io import write as _write
 
 RECS = pl.DataFrame({"user": [1, 1, 2, 3], "item": [10, 11, 10, 12], "rank": [1, 2, 1, 1]})
 TRUTH = pl.DataFrame({"user": [1, 2, 4], "item": [11, 12, 10]})
@@ -411,7 +411,7 @@ IDS = {  # user ids of three types and their text form in user_id (by hand: JSON
 }
 FINGERPRINT = """
 import polars as pl, sys
-from rankwise import _write
+from rankwise.io import write as _write
 from types import SimpleNamespace
 frame = pl.read_ipc(sys.argv[1])
 print(_write.fingerprint(SimpleNamespace(recommendations=frame, ground_truth=frame)))
@@ -788,7 +788,7 @@ def test_a_sqlite_file_is_named_not_opened(result, tmp_path):
 
 
 def test_every_duckdb_connection_rankwise_opens_has_extension_autoloading_off(result, tmp_path, monkeypatch):
-    from rankwise import _docs
+    from rankwise.generate import docs as _docs
 
     seen, connect = [], duckdb.connect
 

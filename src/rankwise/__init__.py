@@ -1,11 +1,11 @@
 """rankwise: ranking and recommendation metrics with every convention explicit, on Polars and DuckDB."""
 
-from ._sql_files import bind as bind_parameters
-from ._sql_files import read as shipped_sql
-from .api import BACKENDS, Result, evaluate
-from .compare import Explanation, compare_conventions, explain
-from .conventions import PRESETS, Convention, knob_documentation
-from .errors import (
+from rankwise.sqlgen.files import bind as bind_parameters
+from rankwise.sqlgen.files import read as shipped_sql
+from rankwise.api import BACKENDS, Result, evaluate
+from rankwise.explain import Explanation, compare_conventions, explain
+from rankwise.conventions import PRESETS, Convention, knob_documentation
+from rankwise.errors import (
     DtypeMismatchError,
     DuplicateItemError,
     DuplicateRankError,
@@ -29,12 +29,14 @@ from .errors import (
     WriteLockedError,
     WriteSchemaError,
 )
-from ._beyond_spec import METRICS as BEYOND_METRICS
-from .metrics import METRICS
-from .render import sql
-from ._postgres_backend import PostgresTable
-from ._version import __version__
-from . import expr, report, stats  # noqa: E402  (list-form expressions; HTML report and plots; statistics)
+from rankwise.metrics.beyond import METRICS as BEYOND_METRICS
+from rankwise.metrics.declarations import METRICS
+from rankwise.sqlgen.render import sql
+from rankwise.engines.postgres import PostgresTable
+from rankwise._version import __version__
+from rankwise import expr
+from rankwise import report
+from rankwise.inference import stats  # noqa: E402  (list-form expressions; HTML report and plots; statistics)
 
 
 __all__ = [

@@ -13,23 +13,23 @@ from typing import NamedTuple
 
 import polars as pl
 
-from . import _beyond, _beyond_spec, _progress, _segments, _shape, _spark_backend
-from ._duckdb_backend import DuckDBEngine
-from ._engine import Engine
-from ._inputs import Columns, Prepared, input_key, is_spark_dataframe, prepare, prepare_truth
-from ._polars_backend import PolarsEngine
-from ._postgres_backend import PostgresEngine, is_postgres_backend, is_table_input, postgres_inputs
-from ._spark_backend import SparkEngine
-from .conventions import Convention, resolve
-from .errors import CutoffWarning, ParameterError, did_you_mean, naming_run, warn
-from .result import Result, within_range
-from .metrics import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request,
-                      require_defined)
+from rankwise import _progress
+from rankwise.conventions import Convention, resolve
+from rankwise.engines import ENGINES, able
+from rankwise.engines import beyond as _beyond
+from rankwise.engines import engine as _engine
+from rankwise.engines import shape as _shape
+from rankwise.engines.protocol import Engine
+from rankwise.errors import CutoffWarning, ParameterError, naming_run, warn
+from rankwise.inference import segments as _segments
+from rankwise.inputs.normalize import Columns, Prepared, input_key, local, prepare, prepare_truth
+from rankwise.inputs.side import prepare_side_inputs
+from rankwise.metrics import beyond as _beyond_spec
+from rankwise.metrics.declarations import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request,
+                                           require_defined)
+from rankwise.result import Result, within_range
 
-# spark: pyspark is imported on first use only (rankwise[spark] extra)
-ENGINES: dict[str, Engine] = {"polars": PolarsEngine(), "duckdb": DuckDBEngine(), "spark": SparkEngine(),
-                              "postgres": PostgresEngine()}
-BACKENDS = tuple(ENGINES)
+BACKENDS = tuple(ENGINES)  # each engine is imported on first use (Spark's and PostgreSQL's drivers are extras)
 
 
 def evaluate(
@@ -119,7 +119,7 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
-    request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: _beyond.prepare_side_inputs(
+    request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: prepare_side_inputs(
         train, items, item_features, item_col=item_col, user_col=user_col))
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
@@ -128,8 +128,9 @@ def evaluate(
         raise ParameterError(f"confidence must be a number between 0 and 1, got {confidence!r}.",
                              hint="Pass e.g. confidence=0.95 for 95 % intervals.")
     if not collect and not engine.capabilities.keeps_results:
-        raise ParameterError(f"collect=False needs an engine that keeps results (spark, postgres), not {backend!r}.",
-                             hint="Pass backend='spark' or 'postgres', or collect=True.")
+        keeping = able("keeps_results")
+        raise ParameterError(f"collect=False needs an engine that keeps results ({', '.join(keeping)}), not "
+                             f"{backend!r}.", hint=f"Pass backend={' or '.join(map(repr, keeping))}, or collect=True.")
     columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
     _shape.check_user_column(user_col, [*METRICS, *USER_LEVEL, *_beyond_spec.METRICS])
     runs = _runs(recommendations)
@@ -142,25 +143,23 @@ def evaluate(
             raise ParameterError("Beyond-accuracy metrics need collect=True (their values join the per-user rows).",
                                  hint="Evaluate with collect=True, or render the script: rankwise.sql(metrics=[...]).")
         if ground_truth is None:
-            if engine.capabilities.native_tables and any(is_table_input(r) for r in runs.values()):
+            if any(engine.is_native(r) for r in runs.values()):
                 raise _beyond_in_place(engine)  # (the truth built from the recommendations would read a file)
             ground_truth = _no_truth(next(iter(runs.values())), columns)
     native = {}
     for name, recs in runs.items():
         with naming_run(name):
-            if engine.capabilities.native_frames:  # Spark DataFrames stay in Spark (checked there)
-                native[name] = _spark_backend.spark_inputs(recs, ground_truth, columns, conv)
-            if engine.capabilities.native_tables:  # table names / queries stay in the database (checked there)
-                native[name] = postgres_inputs(recs, ground_truth, columns, conv, engine)
-    truth = _from_spark(ground_truth) if sum(n is not None for n in native.values()) < len(runs) else None
+            # Spark DataFrames stay in Spark, table names / queries in the database (checked there)
+            native[name] = engine.native_inputs(recs, ground_truth, columns, conv)
+    truth = local(ground_truth) if sum(n is not None for n in native.values()) < len(runs) else None
     if truth is not None and (len(runs) > 1 or None not in runs):
         truth = prepare_truth(truth, columns)  # once for every run
     prepared = {}
     for name, recs in runs.items():
         with naming_run(name):
-            prepared[name] = native.get(name) or prepare(_from_spark(recs), truth, columns, conv)
+            prepared[name] = native.get(name) or prepare(local(recs), truth, columns, conv)
     if beyond is not None and "score_entropy" in beyond.names:  # the scores ride along with the canonical rows
-        prepared = {name: _beyond.with_scores(prep, _from_spark(runs[name]), columns) for name, prep in prepared.items()}
+        prepared = {name: _beyond.with_scores(prep, local(runs[name]), columns) for name, prep in prepared.items()}
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)  # (table, name)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
                           memory_limit=memory_limit, confidence=confidence, beyond=beyond)
@@ -206,7 +205,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
         long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
         per_item = None if beyond is None else _shape.stack({name: parts[3] for name, parts in shaped.items()})
     return Result(long, within_range(summary, conv), excluded, conv, request, user_col, prepared, confidence,
-                  per_item)
+                  per_item, engine=engine)
 
 
 def _warn_cutoffs(ks, longest: dict) -> None:
@@ -237,8 +236,7 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
         else:
             # per-user rows left in the engine: a Spark frame under the public names of _shape.long; a
             # PostgreSQL table as the engine wrote it (documented)
-            kept = out.per_user
-            rows = _spark_backend.public_long(kept, request, user_col) if is_spark_dataframe(kept) else kept
+            rows = engine.kept_rows(out.per_user, request, user_col)
         parts = (rows, _shape.summary(out.summary, request, confidence),
                  _shape.excluded(prep, out.counts, conv), None)
     except BaseException:
@@ -264,9 +262,9 @@ def _beyond_values(prep, beyond, request, conv, engine, user_col, confidence, me
     names, side = beyond.names, beyond.side
     if not hasattr(prep, "recs"):  # Spark DataFrames / PostgreSQL tables evaluated in place: not these yet
         raise _beyond_in_place(engine)
-    users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine.name,
-                                        source=prep.sources.get("recommendations"), script_engine=engine,
-                                        memory_limit=memory_limit, evaluated=evaluated)
+    users, catalog, items = _beyond.run(prep.recs, prep.ground_truth, names, side, request.ks, conv, engine,
+                                        source=prep.sources.get("recommendations"), memory_limit=memory_limit,
+                                        evaluated=evaluated)
     summary = _shape.summary(_beyond.summary_rows(users, catalog, names), MetricRequest(names, request.ks, 1.0),
                              confidence)
     excluded = pl.DataFrame(_beyond.excluded_rows(users, names), schema=_shape.EXCLUDED_SCHEMA, orient="row")
@@ -339,7 +337,7 @@ def _split_beyond(metrics) -> tuple[list | None, list[str]]:
 
 def _no_truth(recommendations, columns: Columns) -> pl.DataFrame:
     """An empty ground truth with the recommendations' id types (beyond-accuracy metrics only)."""
-    from ._inputs import to_lazyframe
+    from rankwise.inputs.normalize import to_lazyframe
 
     schema = to_lazyframe(recommendations, "recommendations", columns).collect_schema()
     item = schema.get(columns.item, pl.Int64)
@@ -367,10 +365,10 @@ class Evaluator:
         self.engine = _engine(backend)
         self.memory_limit = memory_bytes(memory_limit, self.engine)
         self.columns = Columns(user_col, item_col, rank_col, score_col, relevance_col)
-        self.recommendations = _from_spark(recommendations)
+        self.recommendations = local(recommendations)
         self.has_truth = ground_truth is not None
         truth = ground_truth if self.has_truth else _no_truth(self.recommendations, self.columns)
-        self.truth = prepare_truth(_from_spark(truth), self.columns)
+        self.truth = prepare_truth(local(truth), self.columns)
         self.side_args = dict(train=train, items=items, item_features=item_features)
         self._side = None
         self.confidence = confidence
@@ -378,7 +376,7 @@ class Evaluator:
 
     def side(self):
         if self._side is None:
-            self._side = _beyond.prepare_side_inputs(**self.side_args, item_col=self.columns.item,
+            self._side = prepare_side_inputs(**self.side_args, item_col=self.columns.item,
                                                      user_col=self.columns.user)
         return self._side
 
@@ -421,17 +419,6 @@ def _runs(recommendations) -> dict:
     return dict(recommendations)
 
 
-def _engine(backend) -> Engine:
-    """A backend name, or for PostgreSQL a postgresql:// URI or an open psycopg connection."""
-    if is_postgres_backend(backend):
-        return PostgresEngine(backend)
-    if not isinstance(backend, str) or backend not in ENGINES:
-        raise ParameterError(f"Unknown backend {backend!r}.",
-                             hint=did_you_mean(backend, ENGINES) + f"Use one of: {', '.join(ENGINES)}, or a "
-                                  "postgresql:// URI.")
-    return ENGINES[backend]
-
-
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
@@ -447,8 +434,8 @@ def memory_bytes(memory_limit, engine: Engine) -> int | None:
     if memory_limit is None:
         return None
     if not engine.capabilities.memory_limit:
-        able = [name for name, e in ENGINES.items() if e.capabilities.memory_limit]
-        raise ParameterError(f"memory_limit applies to backend={' or '.join(map(repr, able))}, not {engine.name!r}.",
+        raise ParameterError(f"memory_limit applies to backend={' or '.join(map(repr, able('memory_limit')))}, "
+                             f"not {engine.name!r}.",
                              hint="Size the engine's session instead (Spark: spark.driver.memory).")
     size = None
     if isinstance(memory_limit, numbers.Integral) and not isinstance(memory_limit, bool):
@@ -463,9 +450,3 @@ def memory_bytes(memory_limit, engine: Engine) -> int | None:
             f"memory_limit must be a size from 16MiB to 1PiB, like '2GB' or a number of bytes, got {memory_limit!r}.",
             hint="Pass e.g. memory_limit='2GB' (10^9 bytes), '512MiB' (2^29 bytes) or 4_000_000_000.")
     return size
-
-
-def _from_spark(data):
-    """A Spark DataFrame the engine cannot take as it is (another backend, list form, min_score) is
-    collected to Polars through Arrow; anything else passes."""
-    return _spark_backend.to_polars(data) if is_spark_dataframe(data) else data

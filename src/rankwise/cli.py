@@ -18,12 +18,12 @@ from pathlib import Path
 
 import polars as pl
 
-from ._version import __version__
-from ._table import printable
-from ._write import target_kind
-from .api import BACKENDS, Result, evaluate
-from .conventions import PRESETS
-from .errors import MissingDependencyError, ParameterError, RankwiseError, WriteError
+from rankwise._version import __version__
+from rankwise.inference.tables import printable
+from rankwise.io.write import target_kind
+from rankwise.api import BACKENDS, Result, evaluate
+from rankwise.conventions import PRESETS
+from rankwise.errors import MissingDependencyError, ParameterError, RankwiseError, WriteError
 
 EXIT_CODES = {
     0: "success",
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--per-user", type=Path, help="write the per-user frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
-                    "file or .parquet/.csv/.jsonl files (see rankwise._write)")
+                    "file or .parquet/.csv/.jsonl files (see rankwise.io.write)")
     rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
     _evaluation_arguments(rp)
     rp.add_argument("--output", "-o", type=Path, default=Path("report.html"),
@@ -279,7 +279,7 @@ def _side(args) -> dict:
 
 
 def _compare_command(args) -> int:
-    from .compare import compare_conventions, explain
+    from rankwise.explain import compare_conventions, explain
 
     if args.command == "compare":
         table, skipped = compare_conventions(args.recommendations, args.ground_truth, k=args.k, presets=args.presets,
@@ -299,7 +299,7 @@ def _compare_command(args) -> int:
 
 
 def _sql_command(args) -> int:
-    from .render import sql
+    from rankwise.sqlgen.render import sql
 
     def given(tables: dict) -> dict:  # (the accuracy script defaults to a ground_truth table)
         return {key: table for key, table in tables.items() if table is not None}

@@ -9,7 +9,7 @@
     │   └── InvalidIdentifierError           a table/column/prefix name that is not a plain identifier
     ├── UndefinedValueError (also ValueError)  a value the convention says is an error
     ├── NumericOverflowError (also ValueError) a metric value is not finite (e.g. 2^relevance overflows)
-    ├── UnsupportedSQLError                  a declared gap of a SQL dialect (rankwise.render.GAPS)
+    ├── UnsupportedSQLError                  a declared gap of a SQL dialect (rankwise.sqlgen.render.GAPS)
     ├── WriteError                           Result.write could not write
     │   ├── WriteSchemaError                 the target holds other columns
     │   └── WriteLockedError                 another writer holds the target

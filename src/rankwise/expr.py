@@ -67,11 +67,11 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from . import metrics as _metrics
-from ._inputs import check_roles, common_integer, id_kind
-from .conventions import Convention, resolve
-from . import _polars_knobs as knobs
-from .errors import (
+from rankwise.metrics import declarations as _metrics
+from rankwise.inputs.normalize import check_roles, common_integer, id_kind
+from rankwise.conventions import Convention, resolve
+from rankwise.engines.polars import knobs
+from rankwise.errors import (
     LeftOutWarning,
     warn,
     DtypeMismatchError,
@@ -925,7 +925,7 @@ def _overflow_check(metric: str, conv: Convention, names: dict):
     """The value of each row of a (recs, truth, rel, value, overflowed) struct column; a
     NumericOverflowError showing the rows when one overflowed (run when the query runs)."""
     def check(report: pl.Series) -> pl.Series:
-        from ._shape import overflow_hint
+        from rankwise.engines.shape import overflow_hint
 
         rows = report.struct.unnest()
         bad = rows.filter(pl.col("overflowed"))
@@ -1008,6 +1008,6 @@ def install_duckdb(con) -> None:
     >>> con.execute("SELECT rankwise_precision([1, 2, 3], [1, 3], 2)").fetchone()[0]
     0.5
     """
-    from . import _sql_files
+    from rankwise.sqlgen import files as _sql_files
 
     con.execute(_sql_files.read("macros"))

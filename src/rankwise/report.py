@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from .errors import MissingDependencyError, ParameterError, WriteError
+from rankwise.errors import MissingDependencyError, ParameterError, WriteError
 
 BINS = 20  # histogram bins per (metric, k)
 MAX_POINTS = 200  # points per Lorenz curve
@@ -609,7 +609,7 @@ td.key,th.key{text-align:left}table.runs tr.first td{border-top:1px solid #ccc}
 
 
 def _run_card(result, generated: str) -> str:
-    from ._version import __version__
+    from rankwise._version import __version__
 
     long = _long(result)  # one row per (run, user, k): the users of a run are its rows at one k
     users = long.filter(pl.col("k") == result.request.ks[0]).group_by("run", maintain_order=True).agg(users=pl.len())
@@ -686,7 +686,7 @@ def build(result, path, *, k: int | None = None, title: str | None = None, pair:
         pairs = _pairs(result, pair, compared)
         counts, hist = differences(long, pairs, list(result.request.ks), names, result.user_col, bins=bins)
         if compared is not None:
-            from ._table import from_pairs
+            from rankwise.inference.tables import from_pairs
 
             options = {name: value for name, value in (compare or {}).items() if name in ("test", "correction", "alpha")}
             table = from_pairs(result.summary.filter(pl.col("k") == k), compared.filter(pl.col("k") == k),

@@ -11,11 +11,12 @@ from typing import Any
 
 import polars as pl
 
-from . import _shape, _spark_backend
-from ._inputs import Prepared, is_spark_dataframe
-from .conventions import Convention
-from .errors import LeftOutWarning, ParameterError, did_you_mean, warn
-from .metrics import MetricRequest, internal_name, value_range
+from rankwise.engines import shape as _shape
+
+from rankwise.inputs.normalize import Prepared
+from rankwise.conventions import Convention
+from rankwise.errors import LeftOutWarning, ParameterError, did_you_mean, warn
+from rankwise.metrics.declarations import MetricRequest, internal_name, value_range
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +48,7 @@ class Result:
     # ci_high; segment_by names the grouping ("country" for segments=(table, "country") or ="country")
     segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
     run_name: str = field(default="run", repr=False)  # one run's name in write(): the recommendations file's stem
+    engine: Any = field(default=None, repr=False)  # the engine that holds ``long`` when it was not collected
 
     def __post_init__(self):
         # excluded lists the reasons that leave someone out: a count of 0 is no reason (same columns when empty)
@@ -56,15 +58,14 @@ class Result:
     def per_user(self):
         if isinstance(self.long, pl.DataFrame):
             return _shape.wide(self.long, self.user_col, self.request.ks)
-        if is_spark_dataframe(self.long):
-            return _spark_backend.wide(self.long, self.request, self.user_col)
-        return self.long  # a table left in the database: its long rows, as the engine wrote them
+        # left in the engine: a Spark frame pivoted there; a database table as the engine wrote it
+        return self.engine.kept_wide(self.long, self.request, self.user_col) if self.engine else self.long
 
     @cached_property
     def _fingerprints(self) -> dict:
         """{run (None for one run): SHA-256 of its canonical inputs}, computed once for the report's run
         card and write() (a sort of every input row: ~15 s per run at 1M users x 100)."""
-        from ._write import fingerprint
+        from rankwise.io.write import fingerprint
 
         return {name: fingerprint(prep) for name, prep in self.prepared.items()}
 
@@ -78,20 +79,20 @@ class Result:
 
     def write(self, target, *, mode: str = "append", prefix: str = "rankwise_", **options) -> dict:
         """Write the runs, per-user rows, summary, excluded (and per_item, segments) with run metadata
-        (``rankwise._write``)."""
-        from ._write import write
+        (``rankwise.io.write``)."""
+        from rankwise.io.write import write
 
         return write(self, target, mode=mode, prefix=prefix, **options)
 
     def log_mlflow(self, run_id: str | None = None, prefix: str = "") -> dict:
-        """Log the summary (``ndcg_at_10``), knobs and tables to MLflow (``rankwise._mlflow``; the mlflow extra)."""
-        from ._mlflow import log_mlflow
+        """Log the summary (``ndcg_at_10``), knobs and tables to MLflow (``rankwise.io.mlflow``; the mlflow extra)."""
+        from rankwise.io.mlflow import log_mlflow
         return log_mlflow(self, run_id=run_id, prefix=prefix)
 
     def compare(self, baseline: str | None = None, *, test: str = "t", correction: str | None = "holm",
                 alpha: float = 0.05, seed=0, n_resamples: int = 10_000, metrics=None,
                 by_segment: bool = False) -> pl.DataFrame:
-        """Paired significance tests between runs, per metric and k (``rankwise.stats.compare``):
+        """Paired significance tests between runs, per metric and k (``rankwise.inference.stats.compare``):
         every pair of runs, or each run against ``baseline``; tests "t" (scipy.stats.ttest_rel),
         "wilcoxon" (scipy.stats.wilcoxon), "randomization" (sign flip, p = (1 + #{|T*| >= |T|}) /
         (1 + n_resamples)), "bootstrap"; correction "holm", "bonferroni" or None within a metric and k.
@@ -107,7 +108,7 @@ class Result:
         return out
 
     def _compare(self, baseline, *, test, correction, alpha, seed, n_resamples, metrics, by_segment=False):
-        from . import stats
+        from rankwise.inference import stats
 
         if by_segment:
             if self.segment_of is None:
@@ -139,7 +140,7 @@ class Result:
         "basic" or "bca"; reproducible with ``seed``. The level is the result's ``confidence``; an interval
         never leaves the metric's range. ``metrics=None`` leaves out (with a LeftOutWarning) the metrics
         with one value per run."""
-        from . import stats
+        from rankwise.inference import stats
 
         out = stats.bootstrap(self._long_with_runs(), self.user_col, self._metric_names(metrics), n_resamples,
                               seed=seed, confidence=self.confidence, method=method, runs=self.runs or None,
@@ -152,7 +153,7 @@ class Result:
               alpha: float = 0.05, seed=0, n_resamples: int = 10_000, digits: int = 4):
         """The readable comparison: runs as rows, one column per metric@k, each cell the mean, its
         t interval and the letters of the runs it is significantly better than (footnote included)."""
-        from . import _table
+        from rankwise.inference import tables as _table
 
         if not (isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= 17):
             raise ParameterError(f"digits={digits!r} must be an integer from 0 to 17.", hint="e.g. digits=4.")
@@ -170,19 +171,19 @@ class Result:
         """Write one self-contained HTML report (run card, summary with CIs, metric-vs-k curves,
         per-user distributions, with several runs the comparison); see ``rankwise.report.build``.
         Needs the rankwise[report] extra."""
-        from . import report
+        from rankwise import report
 
         return report.build(self, path, **options)
 
     def plot(self, kind: str = "curves", **options):
         """An Altair chart ("curves", "distribution", "difference"); ``rankwise.report.save(chart,
         "x.png" | "x.svg")`` exports it. Needs the rankwise[report] extra."""
-        from . import report
+        from rankwise import report
 
         return report.plot(self, kind, **options)
 
     def _repr_html_(self) -> str:
-        from . import report
+        from rankwise import report
 
         return report.html_table(self)
 
@@ -271,6 +272,6 @@ class Result:
 def within_range(frame: pl.DataFrame, conv: Convention, difference: bool = False) -> pl.DataFrame:
     """``frame``'s intervals (ci_low, ci_high) clipped to each metric's range under ``conv``: the one rule
     for the summary, segments, bootstrap and compare (``stats.within_range``, the registry's bounds)."""
-    from . import stats
+    from rankwise.inference import stats
 
     return stats.within_range(frame, lambda name: value_range(name, conv), difference=difference)

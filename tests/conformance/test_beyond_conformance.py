@@ -4,7 +4,7 @@ Expected values are only the libraries' own outputs, stored in fixtures/<library
 ``python tests/conformance/make_fixtures.py --libraries <lib> --datasets beyond`` (the runners are
 runners/run_<lib>_beyond.py). rankwise.evaluate must give them on backend="polars" and "duckdb":
 per user where the library returns per-user values, the library's aggregate otherwise.
-score_entropy is not an evaluate metric yet: it is checked through the core (rankwise._beyond).
+score_entropy is not an evaluate metric yet: it is checked through the core (rankwise.engines.beyond).
 """
 
 from __future__ import annotations
@@ -18,8 +18,11 @@ import duckdb
 import polars as pl
 import pytest
 
+from rankwise.inputs.side import prepare_side_inputs
+from rankwise.engines.polars import beyond as PB
+from rankwise.engines import duckdb as D
 import rankwise
-from rankwise import _beyond as B
+from rankwise.engines import beyond as B
 
 HERE = Path(__file__).parent
 P = rankwise.PRESETS
@@ -95,13 +98,13 @@ def _score_entropy(scored, ks, conv, engine: str) -> dict[int, float]:
     rows += [(u, None, None, None) for u, lst, _ in scored if not lst]
     recs = pl.DataFrame(rows, schema={"user_id": pl.Int64, "rank": pl.Int64, "item_id": pl.Int64,
                                       "score": pl.Float64}, orient="row")
-    side = B.prepare_side_inputs()
+    side = prepare_side_inputs()
     if engine == "duckdb":
         with duckdb.connect() as con:
-            B.register(con, recs, side, ks)
-            cat = B.duckdb_catalog(con, conv)
+            D.register(con, recs, side, ks)
+            cat = D.beyond_query(con, "beyond_catalog", conv).sort("metric", "k")
     else:
-        cat = B.polars_catalog(recs.lazy(), side, ks, conv)
+        cat = PB.polars_catalog(recs.lazy(), side, ks, conv)
     return {r["k"]: r["value"] for r in cat.filter(pl.col("metric") == "score_entropy").iter_rows(named=True)}
 
 

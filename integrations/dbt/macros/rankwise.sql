@@ -1,5 +1,5 @@
 {#- rankwise's dbt macros. The SQL itself is in macros/generated/ (one file per dialect, generated from
-    rankwise.render: the shipped sql/*.sql, as `rankwise.sql` renders it); this file only reads the
+    rankwise.sqlgen.render: the shipped sql/*.sql, as `rankwise.sql` renders it); this file only reads the
     options, checks them as rankwise.sql does, and puts the generated parts together:
 
       per_user(recommendations, ground_truth, ...)  one row per (user, k): user_id, k, n_recs, n_rel and a

@@ -1,0 +1,257 @@
+"""Polars backend: one lazy plan, stage for stage the same as ``sql/per_user.sql``.
+
+Each metric's value is its declared formula (``rankwise.metrics.declarations.REGISTRY``, ``Metric.sql``, turned into
+Polars by ``rankwise.metrics.formulas``) over the per-(user, k) statistics this plan computes.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from rankwise.engines.beyond import NO_CATALOG
+from rankwise.engines.polars import beyond, knobs
+from rankwise.engines.polars import positions
+from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
+from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Prepared
+from rankwise.conventions import Convention
+from rankwise.metrics.declarations import REGISTRY, USER_LEVEL, MetricRequest, computed_columns
+
+METRIC_COLUMNS = USER_LEVEL
+
+
+def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
+             memory_limit: str | int | None = None, computed: set[str] | None = None) -> pl.DataFrame:
+    """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined).
+
+    With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
+    ``computed``: the metric columns to compute (metrics.computed_columns; None: all); the others are
+    null, and the statistics only they read are left out of the plan.
+    """
+    computed = set(METRIC_COLUMNS) if computed is None else computed
+    engine = "streaming" if memory_limit is not None else "auto"
+    if prep.rec_lists is not None and positions.applies_to(conv, ks) and (levels := positions.levels(prep)) is not None:
+        return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
+    recs, truth = prep.recs, prep.truth
+    cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
+    discount = knobs.discount(conv.log_base)
+
+    labels = truth.with_columns(
+        is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)).fill_null(False).cast(pl.Int64)
+    ).with_columns(gain=knobs.gain(conv))
+    label_stats = labels.group_by(USER).agg(
+        pl.col("is_rel").sum().alias("n_rel"), pl.col(ITEM).count().alias("n_judged"), pl.lit(1).alias("in_truth")
+    )
+    if prep.rec_lists is not None:  # list form: the lengths, not a group-by over every row
+        rec_stats = prep.rec_lists.lazy().select(
+            USER, pl.col(ITEM).list.len().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
+    else:
+        rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"),
+                                            pl.lit(1).alias("in_recs"))
+    everyone = rec_stats.join(label_stats, on=USER, how="full", coalesce=True, nulls_equal=True).with_columns(
+        pl.col("n_recs", "n_rel", "n_judged", "in_recs", "in_truth").fill_null(0).cast(pl.Int64)
+    )
+    judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
+    universe = everyone.filter(knobs.in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
+
+    # a relevance of 0 is never relevant and has gain 0 under every rule: such labels earn nothing
+    earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
+    # a recommendation below the largest k earns nothing, unless a metric looks past k (sql: reach)
+    if prep.rec_lists is not None:
+        # every label will do (the join with `earning` below drops the rest): the truth's own lists if it has them
+        labels_lists = (prep.truth_lists.lazy() if prep.truth_lists is not None
+                        else earning.group_by(USER).agg(pl.col(ITEM)))
+        within_reach = _earning_rows(prep.rec_lists, labels_lists, max(ks) if conv.rr_cutoff else None)
+    else:
+        within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
+    pair = _pair_key(recs.collect_schema())
+    judged = (
+        within_reach.with_columns(pair).join(earning.with_columns(pair).drop(USER, ITEM), on="_pair", how="inner")
+        .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+        .sort(USER, RANK)
+        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
+    )
+    # ERR's chance that the user stops at a row (sql: err_scale, judged.err_r); g_max from the labels only when asked
+    g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else \
+        labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
+    g_max = 1.0 if g_max is None else g_max  # no label at all: no row earns, R is never read
+    judged = judged.with_columns(err_r=knobs.err_stop(pl.col(REL).cast(pl.Float64), g_max))
+    hit = pl.col("is_rel") == 1
+    users = universe.join(
+        judged.group_by(USER).agg(pl.col(RANK).filter(hit).min().alias("first_hit_any"),
+                                  pl.col("is_rel").sum().alias("hits_all")),
+        on=USER, how="left", nulls_equal=True,
+    ).with_columns(pl.col("first_hit_any", "hits_all").fill_null(0))
+    # each user's sums run in rank order (the same terms in the same order every run), read at each k
+    running = judged.filter(pl.col(RANK) <= max(ks)).with_columns(
+        pl.col("hits_so_far").alias("hits"),
+        pl.when(hit).then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).otherwise(0.0)
+        .cum_sum().over(USER).alias("precision_sum"),
+        pl.when(hit).then(pl.col("hits_so_far")).otherwise(0).cum_sum().over(USER).alias("hits_sum"),
+        (hit & (pl.col(RANK) <= pl.col("n_rel"))).cast(pl.Int64).cum_sum().over(USER).alias("r_hits"),
+        (pl.col("gain") / discount(pl.col(RANK))).cum_sum().over(USER).alias("dcg"),
+        pl.when(hit).then(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64))).otherwise(0.0)
+        .cum_sum().over(USER).alias("rbp_sum"),
+        knobs.err_log_complement(pl.col("err_r"), g_max).cum_sum().over(USER).alias("err_logs"),
+    ).with_columns(  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
+        (pl.col("err_r") / pl.col(RANK)
+         * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp())
+        .cum_sum().over(USER).alias("err_sum"),
+    )
+    at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum"])
+    # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
+    grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
+    grid = _read_back(grid, at_k)
+    # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
+    if conv.ideal == "predictions_topk":
+        # per (user, k) the top k's gains in descending order, then discounted and summed in that order
+        # (rows of equal gain are interchangeable: no tie-break needed)
+        gains = pl.col("gain").sort(descending=True)
+        idcg_topk = (
+            judged.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, "gain")
+            .join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k"))
+            .group_by(USER, "k").agg((gains / discount(pl.int_range(1, pl.len() + 1, dtype=pl.Int64))).sum()
+                                     .alias("idcg"))
+        )
+        grid = grid.join(idcg_topk, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
+    elif conv.ideal == "labels":
+        # the labels' gains in descending order, their running sum read at min(k, n)
+        idcg_labels = (
+            earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
+            .sort([USER, "gain"], descending=[False, True])
+            .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
+            .filter(pl.col("pos") <= max(ks))
+            .with_columns((pl.col("gain") / discount(pl.col("pos"))).cum_sum().over(USER).alias("idcg"))
+        )
+        grid = _read_back(grid, _at_cutoffs(idcg_labels, "pos", ks, ["idcg"]))
+    elif conv.ideal == "k_ones":
+        idcg_ones = (
+            pl.LazyFrame({"pos": range(1, max(ks) + 1)}, schema={"pos": pl.Int64})
+            .join(cutoffs, how="cross")
+            .filter(pl.col("pos") <= pl.col("k"))
+            .group_by("k")
+            .agg((1.0 / discount(pl.col("pos"))).sum().alias("idcg"))
+        )
+        grid = grid.join(idcg_ones, on="k", how="left", maintain_order="left")
+    first_hit = pl.col("first_hit_any")
+    if conv.rr_cutoff:
+        first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
+    stats = grid.with_columns(
+        pl.col("hits", "hits_sum", "r_hits").fill_null(0).cast(pl.Float64),
+        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum").fill_null(0.0),
+        first_hit.alias("first_hit"),
+        # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
+        (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
+    )
+    empty = knobs.empty_value(conv)
+    return (
+        stats.with_columns(**{m.name: empty(m.build(conv, beta)) if m.name in computed
+                              else pl.lit(None, dtype=pl.Float64) for m in REGISTRY if m.level == "user"})
+        .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
+        .collect(engine=engine)
+    )
+
+
+def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
+    """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
+    their number and the sample standard deviation (rows in (k, user) order: the same sums every run)."""
+    # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
+    per_k = per_user_long.group_by("k", maintain_order=True).agg(
+        # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
+        # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
+        *[pl.when(pl.col(m).count() > 0).then(pl.col(m).sum() / pl.col(m).count()).alias(f"value:{m}")
+          for m in METRIC_COLUMNS],
+        *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
+        *[pl.col(m).std(ddof=1).alias(f"sd:{m}") for m in METRIC_COLUMNS],
+    )
+    out = pl.concat([
+        per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
+                     pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
+        for m in METRIC_COLUMNS
+    ])
+    from rankwise.metrics import formulas as _formulas
+
+    for m in REGISTRY:  # a metric whose summary is its formula over the other metrics' means (F of means)
+        if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1]:
+            continue
+        reads = sorted(_formulas.reads(m.sql) & set(METRIC_COLUMNS))
+        means = per_user_long.group_by("k").agg(pl.col(r).mean() for r in reads)
+        over_means = _formulas.to_polars(m.sql, {**conv.sql_parameters(), "beta": float(beta)})  # reads columns
+        defined = pl.all_horizontal(pl.col(r).is_not_null() for r in reads)  # no user, no value (summary.sql)
+        f = means.select("k", pl.when(defined).then(over_means).alias("of_means"))
+        out = out.join(f.with_columns(metric=pl.lit(m.name)), on=["metric", "k"], how="left").with_columns(
+            value=pl.coalesce("of_means", "value"),
+            sd=pl.when(pl.col("of_means").is_null()).then("sd"),  # a formula of means is not a mean over users
+        ).drop("of_means")
+    return out
+
+
+class PolarsEngine(Engine):
+    """The lazy plan above, then its summary, in one process (see rankwise.engines.protocol)."""
+
+    name = "polars"
+    capabilities = Capabilities(memory_limit=True)
+
+    def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        rows = per_user(prep, request.ks, conv, request.beta, memory_limit, computed_columns(request))
+        return polars_output(rows, summary(rows, conv, request.beta), conv)
+
+    def beyond(self, recs, truth, names, side, ks, conv: Convention, *, source, empty, want_catalog,
+               memory_limit):
+        """The Polars plans of :mod:`rankwise.engines.polars.beyond`; every pass reads only the top
+        max(k) of each list, so the input is read once and those rows kept."""
+        recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()
+        expo = beyond.exposure(recs, ks).collect()
+        users = beyond.polars_user(recs, side, ks, conv, truth=truth, names=names, expo=expo).collect()
+        catalog = beyond.polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
+        return users, catalog, beyond.per_item(recs, side, ks, conv, expo)
+
+
+# -- expression builders ---------------------------------------------------------------------------
+
+
+def _earning_rows(lists: pl.DataFrame, labels: pl.LazyFrame, reach: int | None) -> pl.LazyFrame:
+    """The (user, rank, item) rows of list-form recommendations whose item is one of the user's
+    ``labels`` (user_id, item_id: list), found on the lists (the position of each item that follows
+    its copy in labels + list) instead of joining every recommended row: with every earning label
+    among the labels, a superset of the rows the long-form join keeps, at a fraction of the cost.
+    Only the first ``reach`` positions count (None: all)."""
+    labels = labels.select(USER, pl.col(ITEM).alias("_earning"))
+    items = pl.col(ITEM) if reach is None else pl.col(ITEM).list.head(reach)
+    after_labels = pl.concat_list("_earning", items).list.eval(pl.element().is_first_distinct().not_().arg_true())
+    found = (lists.lazy().join(labels, on=USER, how="inner", nulls_equal=True)
+             .select(USER, ITEM, (after_labels - pl.col("_earning").list.len()).alias("_at")))
+    return found.select(USER, (pl.col("_at").cast(pl.List(pl.Int64)) + 1).alias(RANK),
+                        pl.col(ITEM).list.gather("_at").alias(ITEM)).explode(RANK, ITEM).drop_nulls(RANK)
+
+
+def _at_cutoffs(rows: pl.LazyFrame, position: str, ks: tuple[int, ...], running: list[str]) -> pl.LazyFrame:
+    """Running sums read at the cutoffs: of ``rows`` sorted by (user, position), per user and k the
+    last row in the bucket of positions (previous cutoff, k] (user, k, *running; buckets without rows
+    are left out: ``_read_back`` carries the previous one forward)."""
+    cuts = pl.Series(sorted(set(ks)), dtype=pl.Int64)
+    bucket = pl.lit(cuts).gather(pl.lit(cuts).search_sorted(pl.col(position)))
+    last_in_bucket = pl.col(USER).ne_missing(pl.col(USER).shift(-1)) | pl.col("k").ne_missing(pl.col("k").shift(-1))
+    return rows.select(USER, bucket.alias("k"), *running).filter(last_in_bucket)
+
+
+def _read_back(grid: pl.LazyFrame, at_k: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (user, k) row of ``grid`` (in (k, user) order) the values of the user's last bucket at or
+    below k (null before the first). Struct and list ids, which an as-of join cannot group by: the
+    buckets joined on (user, k), then carried forward over each user's rows (k ascending)."""
+    if not grid.collect_schema()[USER].is_nested():
+        return grid.join_asof(at_k, on="k", by=USER, strategy="backward", check_sortedness=False)
+    carried = [c for c in at_k.collect_schema().names() if c not in (USER, "k")]
+    return (grid.join(at_k, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(pl.col(carried).forward_fill().over(USER)))
+
+
+def _pair_key(schema) -> pl.Expr:
+    """One join key per (user, item): user * 2^64 + item as Int128 when both ids are integers that
+    fit (exact, and about a quarter faster than Polars' two-column join at 1M users); else a struct.
+    (The layout check's ``_runs.pair_key`` packs into UInt64 instead: faster to hash, and there a
+    collision only costs the slow path.)"""
+    fits = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
+    if schema[USER] in fits and schema[ITEM] in fits:
+        return (pl.col(USER).cast(pl.Int128) * (1 << 64) + pl.col(ITEM).cast(pl.Int128)).alias("_pair")
+    return pl.struct(USER, ITEM).alias("_pair")

@@ -1,0 +1,351 @@
+"""Beyond-accuracy metrics as Polars lazy plans (the formulas: :mod:`rankwise.engines.beyond`): per user
+(``polars_user``), per catalog (``polars_catalog``) and per item (``per_item``), over the canonical
+recommendations and the side inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from rankwise.conventions import Convention
+from rankwise.engines.beyond import ids as _ids
+from rankwise.metrics.beyond import USER_COLUMNS
+from rankwise.inputs.normalize import ITEM, USER
+from rankwise.inputs.side import FEATURE, VALUE, SideInputs
+
+def _top(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """(user_id, k, item_id, rank[, score]): the items with rank <= k, one block per k."""
+    rows = recs.filter(pl.col(ITEM).is_not_null())
+    return pl.concat([rows.filter(pl.col("rank") <= k).with_columns(pl.lit(k, pl.Int64).alias("k")) for k in ks])
+
+
+def _buckets(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """The items with rank <= max(k), each once, with ``ix``: the position among the sorted cutoffs of
+    the smallest k >= rank. Cutoff number j sums the buckets 0..j (:func:`_cumulative`), so a list row
+    is read once whatever the number of cutoffs (as sql/beyond_ranks.sql)."""
+    ks = sorted(ks)
+    ix = pl.sum_horizontal([(pl.col("rank") > k).cast(pl.Int32) for k in ks[:-1]]) if len(ks) > 1 else pl.lit(0)
+    return recs.filter(pl.col(ITEM).is_not_null() & (pl.col("rank") <= ks[-1])).with_columns(
+        ix.cast(pl.Int32).alias("ix"))
+
+
+def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, aggs: list) -> pl.LazyFrame:
+    """Per (keys, k): ``aggs`` over the buckets up to k (``per_bucket`` holds keys, ix and the sums)."""
+    cut = pl.LazyFrame({"k": sorted(ks), "kx": range(len(ks))}, schema={"k": pl.Int64, "kx": pl.Int32})
+    return per_bucket.join(cut, how="cross").filter(pl.col("ix") <= pl.col("kx")).group_by(*keys, "k").agg(aggs)
+
+
+def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """(user_id, k) for every user of ``recs``: a user with items has one at rank 1 (canonical ranks),
+    a user with an empty list one null-item row; no pass over every row."""
+    users = recs.filter(pl.col(ITEM).is_null() | (pl.col("rank") == 1)).select(USER).unique()
+    return users.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
+
+
+def _popularity(side: SideInputs, item_dtype=pl.Int64) -> tuple[pl.LazyFrame, dict]:
+    """Per train item: pop_users, pop_rows; totals: users (U_T), rows (#train)."""
+    if side.train is None:
+        empty = pl.LazyFrame(schema={ITEM: item_dtype, "pop_users": pl.Int64, "pop_rows": pl.Int64})
+        return empty, {"users": 0, "rows": 0}
+    return side.popularity.lazy(), {"users": side.train[USER].n_unique(), "rows": side.train.height}
+
+
+def _tail_items(pop: pl.LazyFrame, conv: Convention) -> pl.LazyFrame:
+    """(item_id, is_tail) for the train items, by the long_tail rule."""
+    p = pl.col("pop_users" if conv.popularity == "users" else "pop_rows").cast(pl.Float64)
+    if conv.long_tail == "head_share":
+        ordered = pop.with_columns(p.alias("p")).sort(["p", ITEM], descending=[True, False])
+        before = pl.col("p").cum_sum() - pl.col("p")
+        return ordered.select(ITEM, (before >= conv.long_tail_ratio * pl.col("p").sum()).alias("is_tail"))
+    if conv.long_tail_ratio > 1:
+        return pop.select(ITEM, (p <= conv.long_tail_ratio).alias("is_tail"))
+    ordered = pop.with_columns(p.alias("p")).sort(["p", ITEM])
+    n_tail = pl.max_horizontal((conv.long_tail_ratio * pl.len().cast(pl.Float64)).floor(), pl.lit(1.0))
+    return ordered.select(ITEM, ((pl.int_range(pl.len()) + 1).cast(pl.Float64) <= n_tail).alias("is_tail"))
+
+
+def _catalog(expo: pl.LazyFrame, side: SideInputs, conv: Convention, ks) -> pl.LazyFrame:
+    """(k, item_id) of C at each k (``expo``: the exposure, :func:`exposure`)."""
+    if conv.catalog == "recommended":
+        return expo.select("k", ITEM)
+    if conv.catalog == "items" and side.items is not None:
+        base = side.items.lazy()
+    elif side.train is not None:
+        base = side.popularity.lazy().select(ITEM)
+    else:
+        base = pl.LazyFrame(schema={ITEM: expo.collect_schema()[ITEM]})
+    return base.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
+
+
+def _relevant(truth, conv: Convention, ids: tuple) -> pl.LazyFrame:
+    if truth is None:
+        return pl.LazyFrame(schema={USER: ids[0], ITEM: ids[1], "rel": pl.Float64})
+    t = truth.lazy() if isinstance(truth, pl.DataFrame) else truth
+    ok = (pl.col("relevance") > 0) & (pl.col("relevance") >= conv.relevance_threshold)
+    return t.filter(pl.col(ITEM).is_not_null() & ok).select(USER, ITEM, pl.lit(1.0).alias("rel")).unique()
+
+
+_LIST_SUMS = ("novelty", "arp", "long_tail_share", "serendipity")  # from one pass of sums per (user, bucket)
+# float terms are summed as exact decimals (sql/beyond_user.sql: the same terms in integer units of 1e-18):
+# the same sum in any order, so the values do not depend on how the threads split the rows
+EXACT = pl.Decimal(38, 18)
+
+
+def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth=None,
+                names=USER_COLUMNS, expo: pl.DataFrame | None = None) -> pl.LazyFrame:
+    """(user_id, k, n_items, novelty, arp, long_tail_share, ild, serendipity): one row per user of
+    ``recs`` and k; NaN = undefined. ild is NaN without features, serendipity 0 without truth. Only
+    the metrics in ``names`` are computed: the others are null (n_items too without one of _LIST_SUMS).
+    ``expo``: the :func:`exposure` frame when already computed."""
+    recs = recs.lazy()
+    out = _users(recs, ks)
+    if set(names) & set(_LIST_SUMS):
+        out = _list_values(out, recs, side, ks, conv, truth, expo)
+    else:
+        out = out.with_columns(pl.lit(None, pl.Int64).alias("n_items"),
+                               *(pl.lit(None, pl.Float64).alias(c) for c in _LIST_SUMS))
+    if "ild" in names:
+        out = _with_ild(out, recs, side, ks, conv)
+    else:
+        out = out.with_columns(pl.lit(None, pl.Float64).alias("ild"))
+    return out.select(USER, "k", "n_items", *[pl.col(c).cast(pl.Float64).fill_nan(None) for c in USER_COLUMNS]) \
+        .sort("k", USER)
+
+
+def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
+                 truth, expo: pl.DataFrame | None = None) -> pl.LazyFrame:
+    """``users`` (user_id, k) with n_items and _LIST_SUMS: sums per (user, rank bucket), added up per k."""
+    ids = _ids(recs)
+    pop, totals = _popularity(side, ids[1])
+    pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
+    acol = "pop_users" if conv.arp_popularity == "users" else "pop_rows"
+    total = float(totals[conv.popularity])
+    log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
+    undefined = conv.novelty_normalize == "log_users" and total <= 1  # log U_T = 0
+    if undefined:
+        log_den = 1.0  # finite terms for the sums; novelty is NaN below
+    cold = pl.col(pcol).is_null()
+    info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / (total or 1.0)).log()) / log_den
+    if conv.cold_items == "zero_novelty":
+        info = pl.when(cold).then(0.0).otherwise(info)
+    counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
+    tail = _tail_items(pop, conv)
+    cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
+    spop = pl.col("pop_users" if conv.serendipity_popularity == "users" else "pop_rows")
+    poprank = pop.select(ITEM, spop.rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
+    item_values = pop.join(tail, on=ITEM, how="left").join(poprank, on=ITEM, how="left")  # train items
+    rows = _buckets(recs, ks).join(item_values, on=ITEM, how="left").with_columns(
+        pl.when(counted).then(info).cast(EXACT).alias("info"),
+        pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).alias("apop"),
+        pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).alias("tail"),
+        counted.cast(pl.Int64).alias("counted"))
+    per_bucket = rows.group_by(USER, "ix").agg(
+        pl.len().cast(pl.Int64).alias("n_items"), pl.col("counted").sum().alias("n_counted"),
+        pl.col("info").sum().alias("info_sum"), pl.col("apop").sum().alias("apop_sum"),
+        pl.col("tail").sum().alias("tail_sum"))
+    per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in ("n_items", "n_counted", "info_sum",
+                                                                        "apop_sum", "tail_sum")])
+    # serendipity: only the list rows with a relevant label count (the term is 0 elsewhere; without
+    # ground truth no row has one, and the catalog size N, an exposure pass, is not needed)
+    if truth is None:
+        seren = pl.LazyFrame(schema={USER: ids[0], "k": pl.Int64, "seren_sum": EXACT})
+    else:
+        expo = exposure(recs, ks) if expo is None else expo.lazy()
+        catalog_n = _catalog(expo, side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
+        relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks)
+        seren = (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
+                 .group_by(USER, "k").agg((pl.max_horizontal(
+                     (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
+                     - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
+                     * pl.col("rel")).cast(EXACT).sum().alias("seren_sum")))
+    out = (users.join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
+           .with_columns(pl.col("n_items", "n_counted").fill_null(0),
+                         pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").cast(pl.Float64).fill_null(0.0)))
+    kf = pl.col("k").cast(pl.Float64)
+    if conv.list_denominator == "k":
+        den_all = den_counted = kf
+    else:
+        den_all = pl.when(pl.col("n_items") > 0).then(pl.col("n_items").cast(pl.Float64))
+        den_counted = pl.when(pl.col("n_counted") > 0).then(pl.col("n_counted").cast(pl.Float64))
+    return out.with_columns(
+        (pl.lit(float("nan")) if undefined else pl.col("info_sum") / den_counted).alias("novelty"),
+        (pl.col("apop_sum") / den_counted).alias("arp"),
+        (pl.col("tail_sum") / den_all).alias("long_tail_share"),
+        (pl.col("seren_sum") / den_all).alias("serendipity"),
+    )
+
+
+def _with_ild(out: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.LazyFrame:
+    """``out`` (user_id, k, ...) with ild = (pairs - (q - m) / 2) / (pairs or m), from :func:`_ild_polars`."""
+    out = out.join(_ild_polars(_top(recs, ks), side, conv), on=[USER, "k"], how="left")
+    m, q = pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0)
+    pairs = m * (m - 1) / 2
+    dist = (pairs - (q - m) / 2).clip(0.0, 2 * pairs)  # sum over pairs of 1 - cos (in [0, 2] each: rounding)
+    ild = dist / (pairs if conv.ild_denominator == "pairs" else m)
+    short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(None, pl.Float64)
+    no_features = not side.has_features
+    return out.with_columns((pl.lit(None, pl.Float64) if no_features else pl.when(m < 2).then(short).otherwise(ild))
+                            .alias("ild"))
+
+
+def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.LazyFrame:
+    """(user_id, k, m, q): m = items of L_u with a nonzero feature vector, q = |sum of their unit
+    vectors|^2 (a sparse product: lists x unit item vectors; no pairs)."""
+    from scipy import sparse
+
+    schema = {USER: top.collect_schema()[USER], "k": pl.Int64, "m": pl.Int64, "q": pl.Float64}
+    if not side.has_features:
+        return pl.LazyFrame(schema=schema)
+    if side.embeddings is not None:  # dense vectors: lists x unit vectors, a sparse x dense product
+        ids, matrix = side.embeddings
+        peak = np.abs(matrix).max(axis=1) if matrix.shape[1] else np.zeros(len(matrix))
+        keep = peak > 0  # a zero vector has no direction: the item counts as featureless
+        if not keep.all():
+            ids, matrix, peak = ids.filter(pl.Series(keep)), matrix[keep], peak[keep]
+        unit = matrix / peak[:, None]  # components in [-1, 1]: the squared norm neither overflows nor underflows
+        unit /= np.sqrt(np.einsum("ij,ij->i", unit, unit))[:, None]
+        item_ix = pl.DataFrame({ITEM: ids}).with_row_index("ii")
+        return _ild_sums(top, item_ix, unit, schema)
+    f = side.features.lazy()
+    # each vector over its largest |value| first (as sql/beyond_user.sql): no overflow or underflow in sq
+    peak = pl.col(VALUE).abs().max().over(ITEM)
+    f = (f.filter(peak > 0).with_columns((pl.col(VALUE) / peak).alias("x"))
+         .with_columns((pl.col("x") ** 2).sum().over(ITEM).alias("sq"))
+         .with_columns((pl.col("x") / pl.col("sq").sqrt()).alias("u")))
+    # collected once: a lazy unique() may number the ids differently each time it runs
+    item_ix = f.select(ITEM).unique().with_row_index("ii").collect()
+    feat_ix = f.select(FEATURE).unique().with_row_index("fi").collect()
+    f = f.join(item_ix.lazy(), on=ITEM).join(feat_ix.lazy(), on=FEATURE).select("ii", "fi", "u").collect()
+    n_items, n_feats = item_ix.height, feat_ix.height
+    U = sparse.csr_matrix((f["u"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
+    # dense item vectors (long rows of embeddings): a fast sparse x dense product
+    return _ild_sums(top, item_ix, U.toarray() if n_items * n_feats <= 50_000_000 else U, schema)
+
+
+def _ild_sums(top: pl.LazyFrame, item_ix: pl.DataFrame, unit, schema: dict) -> pl.LazyFrame:
+    """(user_id, k, m, q) from the unit item vectors ``unit`` (row ii of item_ix; dense or sparse):
+    S = lists x unit vectors, q = |S row|^2."""
+    from scipy import sparse
+
+    lists = top.select(USER, "k", ITEM).join(item_ix.lazy(), on=ITEM, how="inner")
+    # one aggregation: each (user, k) row of A lists its items' rows ii, so A is built as CSR directly
+    groups = lists.group_by(USER, "k").agg(pl.col("ii").sort()).with_columns(  # a fixed order of the terms
+        pl.col("ii").list.len().cast(pl.Int64).alias("m")).collect()
+    if groups.height == 0:
+        return pl.LazyFrame(schema=schema)
+    indptr = np.concatenate([[0], np.cumsum(groups["m"].to_numpy())])
+    indices = groups["ii"].explode().to_numpy()
+    A = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(groups.height, item_ix.height))
+    S = A @ unit
+    q = np.einsum("ij,ij->i", S, S) if isinstance(S, np.ndarray) else np.asarray(S.multiply(S).sum(axis=1)).ravel()
+    return groups.with_columns(pl.Series("q", q, pl.Float64)).select(USER, "k", "m", "q").lazy()
+
+
+def exposure(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """(k, item_id, exposure): c(i), the users whose top k holds i (counted per rank bucket)."""
+    per_bucket = _buckets(recs.lazy(), ks).group_by("ix", ITEM).agg(pl.len().cast(pl.Int64).alias("n"))
+    return _cumulative(per_bucket, [ITEM], ks, [pl.col("n").sum().alias("exposure")]).select("k", ITEM, "exposure")
+
+
+def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
+                   expo: pl.DataFrame | None = None) -> pl.DataFrame:
+    """(metric, k, value, n_users) for item_coverage, gini, exposure_entropy, personalization,
+    score_entropy (NaN without a score column); n_users = users with n_u > 0. ``expo``: the
+    :func:`exposure` frame when already computed."""
+    recs = recs.lazy()
+    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()  # read three times below
+    cat = _catalog(expo, side, conv, ks).with_columns(pl.lit(True).alias("in_c"))
+    both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True).with_columns(
+        pl.col("exposure").fill_null(0), pl.col("in_c").fill_null(False))
+    per_k = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
+    # a user with items has one at rank 1, inside every cutoff (canonical ranks): U = those users;
+    # sum n_u = sum c
+    n_lists = recs.filter((pl.col("rank") == 1) & pl.col(ITEM).is_not_null()).select(pl.len()).collect().item()
+    users = expo.group_by("k").agg(pl.lit(float(n_lists)).alias("U"), pl.col("exposure").sum().cast(pl.Float64)
+                                   .alias("sum_n"))
+    pad = float(conv.catalog_padding)
+    c = pl.col("exposure").cast(pl.Float64)
+    stats = both.group_by("k").agg(
+        pl.col("in_c").sum().cast(pl.Float64).alias("n_c"),
+        ((c > 0) & pl.col("in_c")).sum().cast(pl.Float64).alias("covered_in"),
+        (c > 0).sum().cast(pl.Float64).alias("E"),
+        pl.len().cast(pl.Float64).alias("N_all"),
+        c.sum().alias("C"),
+        (pl.col("exposure").cast(pl.Int64) ** 2).sum().cast(pl.Float64).alias("sum_c2"),  # exact sums (any order)
+        pl.when(c > 0).then(c * c.log()).otherwise(0.0).cast(EXACT).sum().cast(pl.Float64).alias("clogc"),
+    )
+    # gini numerator sum_r (2 (Z + r) - N - 1) c_(r) over the exposed items ascending (ties: equal c,
+    # any order gives the same sum); r and c_(r) come from a sort of the exposed items per k
+    ranked = expo.sort("k", "exposure").with_columns(
+        (pl.int_range(pl.len()).over("k") + 1).cast(pl.Int64).alias("r"))
+    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64)
+                                    .alias("sum_rc"))
+    sc = _score_entropy_polars(recs, ks)
+    s = (per_k.join(stats, on="k", how="left").join(users, on="k", how="left").join(gsum, on="k", how="left")
+         .join(sc, on="k", how="left").with_columns(pl.col("U", "sum_n", "C", "sum_rc", "E").fill_null(0.0))
+         .collect())
+    rows = []
+    for r in s.iter_rows(named=True):
+        rows += _catalog_values(r, conv, pad)
+    return pl.DataFrame(rows, schema={"metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64},
+                        orient="row").with_columns(pl.col("value").fill_nan(None)).sort("metric", "k")
+
+
+def _catalog_values(r: dict, conv: Convention, pad: float) -> list[tuple]:
+    """The catalog formulas, from per-k aggregates (shared by no SQL: sql/beyond_catalog.sql has its own)."""
+    nan = float("nan")
+    k, U, C, E = r["k"], r["U"], r["C"], r["E"]
+    n_c = (r["n_c"] or 0.0) + pad
+    covered = (r["covered_in"] or 0.0) if conv.catalog_outside == "ignore" else E
+    coverage = {"count": covered, "ratio": covered / n_c if n_c else nan,
+                "percent": 100.0 * covered / n_c if n_c else nan}[conv.coverage_scale]
+    if conv.gini == "recommended_n1":
+        N, den = E, E - 1
+    else:
+        N = (r["N_all"] or 0.0) + pad
+        den = N if conv.gini == "catalog" else N - 1
+    Z = N - E
+    num = 2 * (Z * C + r["sum_rc"]) - (N + 1) * C  # sum_r (2 (Z + r) - N - 1) c_(r)
+    gini = num / (den * C) if den > 0 and C > 0 else nan
+    if conv.gini == "catalog_n1_complement":
+        gini = 1 - gini
+    entropy = (math.log(C) - r["clogc"] / C) / math.log(conv.info_log_base) if C > 0 else nan
+    if conv.entropy_normalize == "distinct":
+        entropy = entropy / E if E > 0 else nan
+    sub = U * k if conv.personalization_lists == "full" else r["sum_n"]
+    pers = 1 - (r["sum_c2"] - sub) / (k * U * (U - 1)) if U >= 2 else nan
+    score = r.get("score_entropy")
+    n = int(U)
+    return [("item_coverage", k, coverage, n), ("gini", k, gini, n), ("exposure_entropy", k, entropy, n),
+            ("personalization", k, pers, n), ("score_entropy", k, nan if score is None else score, n)]
+
+
+def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    if "score" not in recs.collect_schema():
+        return pl.LazyFrame(schema={"k": pl.Int64, "score_entropy": pl.Float64})
+    s = pl.col("score").cast(pl.Float64)
+    # d = s - max(s) from the halves, at least -2000 (as sql/beyond_catalog.sql): no overflow, d * exp(d) = 0
+    half = s * 0.5 - (s * 0.5).max().over("k")
+    d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns(
+        (half.clip(lower_bound=-1000.0) * 2.0).alias("d"))
+    z = pl.col("d").exp().sum()
+    return d.group_by("k").agg((z.log() - (pl.col("d").exp() * pl.col("d")).sum() / z).alias("score_entropy"))
+
+
+def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
+             expo: pl.DataFrame | None = None) -> pl.DataFrame:
+    """(item_id, k, exposure, popularity) over C ∪ the recommended items; popularity by the
+    ``popularity`` knob (0 for an item with no train row)."""
+    recs = recs.lazy()
+    pop, _ = _popularity(side, _ids(recs)[1])
+    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()
+    cat = _catalog(expo, side, conv, ks).select("k", ITEM)
+    both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True)
+    pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
+    return (both.join(pop.select(ITEM, pl.col(pcol).alias("popularity")), on=ITEM, how="left")
+            .select(ITEM, "k", pl.col("exposure").fill_null(0), pl.col("popularity").fill_null(0))
+            .sort("k", ITEM).collect())
+
+

@@ -1,0 +1,1 @@
+"""Generators of committed files: sql/ from the declarations, the dbt package, docs/metrics.md."""

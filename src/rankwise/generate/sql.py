@@ -1,0 +1,34 @@
+"""``python -m rankwise.generate.sql``: write the shipped SQL generated from the metric declarations.
+
+It rewrites the generated part of ``sql/per_user.sql`` (from ``_formulas.BEGIN`` to the end: the shared
+terms, the metrics, the empty-input rules), all of ``sql/summary.sql`` and ``metrics/formula_trees.py`` (the
+formulas as the tuple trees the Polars translation reads) from ``rankwise.metrics.declarations.REGISTRY``
+through ``rankwise.metrics.formulas``; ``tests/test_formulas.py`` regenerates both and fails on drift. (Kept out of
+``_formulas``, which ``rankwise.metrics.declarations`` imports: the generator reads the registry, a layer above both.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rankwise.sqlgen import files as _sql_files
+from rankwise.metrics.formulas import TERMS, render_per_user, summary_sql, trees_module
+from rankwise.metrics.declarations import REGISTRY
+
+
+def formulas() -> list[str]:
+    """Every declared formula: the terms' and the accuracy metrics'."""
+    return [*TERMS.values(), *(m.sql for m in REGISTRY if m.sql is not None)]
+
+
+def main() -> None:
+    metrics = [m for m in REGISTRY if m.level == "user"]
+    path = Path(_sql_files.sql_dir()) / "per_user.sql"
+    path.write_text(render_per_user(path.read_text(), metrics))
+    (path.parent / "summary.sql").write_text(summary_sql(metrics))
+    (Path(__file__).resolve().parents[1] / "metrics" / "formula_trees.py").write_text(trees_module(formulas()))
+    print("wrote per_user.sql, summary.sql, src/rankwise/metrics/formula_trees.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Inference over per-user values: intervals, bootstrap, paired tests, segments, comparison tables."""

@@ -1,0 +1,1 @@
+"""Inputs: any container the user hands rankwise, checked and normalised into the canonical tables."""

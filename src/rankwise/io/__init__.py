@@ -1,0 +1,1 @@
+"""Writing results where people read them: files, DuckDB, PostgreSQL, Delta, MLflow."""

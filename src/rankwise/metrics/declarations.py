@@ -1,0 +1,316 @@
+"""The metric catalogue: one declaration per metric, and the parsing of user requests.
+
+Each accuracy metric's per-user value is declared once, as a SQL expression over the per-(user, k)
+statistics (``Metric.sql``); every engine, rankwise.expr, the shipped SQL's metric stages and
+docs/metrics.md come from it (rankwise.metrics.formulas). Users with no relevant label or no recommendation
+get the values ``empty_labels`` and ``empty_predictions`` say, for every metric; ``nan`` leaves the
+user out of the mean. The beyond-accuracy metrics (``BEYOND``) are declared here for their names,
+knobs, inputs and docs; rankwise.engines.beyond computes them.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import polars as pl
+
+from rankwise.errors import ParameterError, did_you_mean
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once. The public metric list, the presets' metric sets, which knobs move
+    which metric, the docs page, the Polars engine's expressions and the oracle's list all derive from
+    these declarations; tests check the shipped SQL (``per_user.sql`` columns, ``summary.sql``
+    branches) against them.
+
+    name: the per-user column and the summary's metric (F-beta is requested as f1, f2, f0.5, ...).
+    level: "user" (a per-user value, summarised by its mean over users with a defined value) or
+        "catalog" (one value per k for the whole run, e.g. coverage).
+    needs: the inputs it reads.
+    knobs: the convention knobs that move it, beyond those that move every metric (EVERY_METRIC).
+    sql: its per-user value, written once as a SQL expression over the per-(user, k) statistics of
+        ``sql/per_user.sql`` (``hits``, ``n_rel``, ``dcg``, ...), the shared terms
+        (``rankwise.metrics.formulas.TERMS``), other metrics' values and the knobs as ``$name``. The shipped
+        SQL's metric stages are generated from it, and :meth:`build` turns it into Polars
+        (``rankwise.metrics.formulas``). NULL = undefined. None for the beyond-accuracy metrics (computed
+        by ``rankwise.engines.beyond``).
+    bounds: (low, high), the range of every per-user value, so of their mean (None: open on that
+        side), or a function of the convention giving it; intervals of the mean are clipped to it
+        (:func:`value_range`). A catalog-level metric has one value, no interval: no bounds.
+    """
+
+    name: str
+    title: str
+    formula: str
+    sql: str | None
+    knobs: tuple[str, ...] = ()
+    level: str = "user"
+    needs: tuple[str, ...] = ("recommendations", "ground_truth")
+    aggregate: str = "mean over users with a defined value"
+    bounds: tuple | Callable | None = (0.0, 1.0)
+    # (knob, value): under it the summary is this formula over the other metrics' means (an F of means),
+    # not the mean of the per-user values; summary.sql's branch and the Polars summary follow it
+    of_means: tuple[str, str] | None = None
+
+    @property
+    def public_name(self) -> str:
+        return "f1" if self.name == "fbeta" else self.name
+
+    def build(self, conv, beta: float = 1.0, col=pl.col) -> pl.Expr:
+        """The Polars expression of :attr:`sql` under ``conv`` (and F-beta's ``beta``), reading each
+        statistic as ``col(name)``: a column of the plan by default, any expression for rankwise.expr."""
+        from rankwise.metrics import formulas as _formulas
+
+        params = {**conv.sql_parameters(), "beta": float(beta)}
+        return _formulas.to_polars(self.sql, params, col, names=_USER_FORMULAS)
+
+
+REGISTRY: tuple[Metric, ...] = (
+    Metric("precision", "Precision@k", "hits@k / den, den by `precision_denominator`",
+           "hits / NULLIF(p_den, 0.0)", ("precision_denominator",)),
+    Metric("recall", "Recall@k", "hits@k / n_rel", "hits / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"),
+    Metric("fbeta", "F-beta@k (`f1`, `f2`, `f0.5`, ...)",
+           "(1 + b^2) P R / (b^2 P + R), 0 when P = R = 0; the mean is per user or F of the means",
+           "CASE WHEN precision + recall > 0 THEN (1.0 + $beta * $beta) * precision * recall "
+           "/ ($beta * $beta * precision + recall) ELSE 0.0 END", ("precision_denominator", "f_aggregation"),
+           aggregate="mean over users, or F of mean precision and mean recall (f_aggregation)",
+           of_means=("f_aggregation", "of_means")),
+    Metric("map", "MAP@k (per user: AP@k)",
+           "sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`",
+           "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END", ("ap_denominator",)),
+    Metric("mar", "MAR@k (per user: AR@k, the mean recall at each hit)",
+           "sum over hit positions i <= k of hits@i / n_rel, divided by `ap_denominator`",
+           "CASE WHEN ap_den > 0 THEN hits_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0) / ap_den ELSE 0.0 END",
+           ("ap_denominator",)),
+    Metric("mrr", "MRR@k (per user: RR@k)",
+           "1 / position of the first relevant item (within k if `rr_cutoff`), else 0",
+           "CASE WHEN first_hit > 0 THEN 1.0 / first_hit ELSE 0.0 END", ("rr_cutoff",)),
+    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", "dcg", ("gain", "log_base"),
+           bounds=(0.0, None)),
+    # k slots of gain 1 are not an upper bound of graded gains (relevance 3 under exp2 earns 7 per slot)
+    Metric("ndcg", "NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`",
+           # idcg / idcg is exactly 1, or NaN when the ideal overflowed (2^r - 1 = inf under exp2): then the
+           # value is NaN, which evaluate() raises as a NumericOverflowError, not dcg / inf = 0
+           "CASE WHEN idcg > 0 THEN dcg / idcg * (idcg / idcg) WHEN $zero_ideal = 'zero' THEN 0.0 "
+           "ELSE CAST(NULL AS DOUBLE) END",
+           ("gain", "log_base", "ideal", "zero_ideal"),
+           bounds=lambda conv: (0.0, None) if conv.ideal == "k_ones" and conv.gain != "binary" else (0.0, 1.0)),
+    Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0",
+           "CASE WHEN hits > 0 THEN 1.0 ELSE 0.0 END"),
+    Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
+           "r_hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)"),
+    Metric("rbp", "RBP@k (rank-biased precision, Moffat and Zobel 2008)",
+           "(1 - p) sum_{i <= k, rel_i} p^(i - 1), p = `rbp_persistence` (trec_eval's rbp over the top k)",
+           "(1.0 - $rbp_persistence) * rbp_sum", ("rbp_persistence",)),
+    Metric("err", "ERR@k (expected reciprocal rank, Chapelle et al. 2009)",
+           "sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max, g_max by `err_max_grade`",
+           "err_sum", ("err_max_grade",)),
+)
+# a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
+_USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
+
+# Beyond accuracy (rankwise.engines.beyond computes them; docs/metrics.md and explain() read these). Notation:
+# L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users (rows
+# under popularity='rows'),
+# c(i) = exposure (users whose L_u holds i), C = the catalog.
+_TRAIN, _FEATURES = ("recommendations", "train"), ("recommendations", "item_features")
+_LISTS = "mean over users with n_u > 0; every user under list_denominator='k'"
+BEYOND: tuple[Metric, ...] = (
+    Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T), U_T = train users (train rows "
+           "under popularity='rows')", None,
+           ("popularity", "cold_items", "list_denominator", "novelty_normalize", "info_log_base"), needs=_TRAIN,
+           aggregate=_LISTS, bounds=lambda conv: (0.0, 1.0) if conv.novelty_normalize == "log_users" else (0.0, None)),
+    Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0", None,
+           ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate=_LISTS, bounds=(0.0, None)),
+    Metric("long_tail_share", "Long-tail share@k", "share of L_u outside the short head (the most popular train "
+           "items holding `long_tail_ratio` of the interactions)", None,
+           ("popularity", "long_tail", "long_tail_ratio", "list_denominator"), needs=_TRAIN,
+           aggregate=_LISTS),
+    Metric("ild", "ILD@k (intra-list diversity)", "sum over pairs {i, j} of L_u of 1 - cos(f_i, f_j) / pairs, "
+           "from |sum of unit vectors|^2", None, ("ild_denominator", "ild_short"), needs=_FEATURES,
+           aggregate="mean over users with 2 or more items with features; every user under ild_short='zero'",
+           bounds=(0.0, 2.0)),  # 1 - cos lies in [0, 2]
+    Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", None,
+           ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
+           aggregate=_LISTS, bounds=(0.0, None)),  # rel: the graded relevance
+    Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,
+           ("catalog", "catalog_outside", "catalog_padding", "coverage_scale"), level="catalog",
+           needs=("recommendations",), aggregate="one value per k"),
+    Metric("gini", "Gini index of exposure@k", "sum_j (2j - N - 1) c_(j) / (D sum c), c ascending", None,
+           ("catalog", "catalog_padding", "gini"), level="catalog", needs=("recommendations",),
+           aggregate="one value per k"),
+    Metric("exposure_entropy", "Exposure entropy@k", "-sum_i p_i log_b p_i, p_i = c(i) / sum c", None,
+           ("info_log_base", "entropy_normalize"), level="catalog", needs=("recommendations",),
+           aggregate="one value per k"),
+    Metric("personalization", "Personalization@k", "1 - (sum_i c(i)^2 - sum_u n_u) / (k U_R (U_R - 1))", None,
+           ("personalization_lists",), level="catalog", needs=("recommendations",), aggregate="one value per k"),
+    Metric("score_entropy", "Score entropy@k (Evidently ScoreDistribution)",
+           "entropy (nats) of the softmax of all users' top-k scores pooled", None, (), level="catalog",
+           needs=("recommendations", "scores"), aggregate="one value per k"),
+)
+# the input rules move every beyond-accuracy metric too (they decide L_u)
+BEYOND_EVERY = ("duplicates", "ties", "min_score")
+
+BY_NAME = {m.name: m for m in REGISTRY}
+_EVERY = BY_NAME | {m.name: m for m in BEYOND}
+USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
+METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
+_F_BETA = re.compile(r"f(\d+(?:\.\d+)?)\Z", re.ASCII)
+
+# Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
+# explain() read KNOBS_BY_METRIC.
+EVERY_METRIC = ("users", "unjudged", "empty_labels", "empty_predictions", "relevance_threshold", "duplicates",
+                "ties", "min_score")
+KNOBS_BY_METRIC = {m.name: EVERY_METRIC + m.knobs for m in REGISTRY} | {m.name: BEYOND_EVERY + m.knobs for m in BEYOND}
+
+
+@dataclass(frozen=True)
+class MetricRequest:
+    """The metrics and cutoffs one evaluation computes."""
+
+    names: tuple[str, ...]  # user-facing names in request order, e.g. ("precision", "f2")
+    ks: tuple[int, ...]
+    beta: float  # F-beta's beta (1.0 when no F metric is requested)
+
+    def column(self, name: str, k: int) -> str:
+        return f"{name}@{k}"
+
+
+K_ONES_MAX = 10_000  # the shipped SQL enumerates ideal slots 1..10000 (sql/per_user.sql, "slots")
+
+
+def check_cutoffs(conv, ks, names) -> None:
+    """Rules that tie the cutoffs to a convention, the same for every engine and the rendered SQL:
+    ideal='k_ones' caps k for the metrics the ideal moves (ndcg), asked for in ``names``."""
+    if conv.ideal == "k_ones" and max(ks) > K_ONES_MAX and any(
+            "ideal" in KNOBS_BY_METRIC.get(internal_name(name), ()) for name in names):
+        raise ParameterError(
+            f"ideal='k_ones' supports k <= {K_ONES_MAX} for ndcg, got k={max(ks)}.",
+            hint="Use a smaller k, ask for ndcg at smaller k in a second call, or ideal='labels' (the ideal "
+                 "ranking from the user's own labels).")
+
+
+def value_range(name: str, conv) -> tuple[float | None, float | None]:
+    """(low, high): where every per-user value of metric ``name`` (public name: f2 is F-beta) lies under
+    ``conv``, so its mean and the interval of that mean; None on an open side. (None, None) for a name
+    outside the registry or a catalog-level metric."""
+    metric = _EVERY.get(internal_name(name))
+    bounds = None if metric is None or metric.level == "catalog" else metric.bounds
+    bounds = bounds(conv) if callable(bounds) else bounds
+    return (None, None) if bounds is None else bounds
+
+
+def computed_columns(request: MetricRequest) -> set[str]:
+    """The per-user metric columns an engine computes for ``request`` (the others it may leave NULL):
+    the metrics asked for, the metrics their formulas read (an F of means reads precision and recall),
+    and ndcg, whose NULLs the counts of users left out by zero_ideal read."""
+    from rankwise.metrics.formulas import reads
+
+    asked = {internal_name(n) for n in request.names} & set(USER_LEVEL)
+    read = {r for n in asked for r in reads(BY_NAME[n].sql)} & set(USER_LEVEL)
+    return asked | read | {"ndcg"}
+
+
+def internal_name(name: str) -> str:
+    """The per-user column a metric lives in: every F-beta is "fbeta"."""
+    return "fbeta" if _F_BETA.fullmatch(name) else name
+
+
+def require_defined(conv, names) -> None:
+    """The beyond-accuracy ``names`` must be metrics of ``conv``'s library (parse_request checks the
+    accuracy ones): evaluate() and the rendered script refuse the others alike."""
+    lacking = [n for n in names if conv.metrics is not None and n not in conv.metrics]
+    if lacking:
+        raise not_defined(conv.name, lacking[0], conv.metrics)
+
+
+def not_defined(convention_name: str, name: str, supported) -> ParameterError:
+    """The error for a metric (accuracy or beyond accuracy) a preset's library does not define."""
+    has = ", ".join("f1 (any f<beta>)" if m == "fbeta" else m for m in supported)  # public names
+    return ParameterError(
+        f"The {convention_name!r} convention has no metric {name!r}: the library it reproduces does not define one.",
+        hint=f"It has: {has}. For another definition, derive a convention: "
+             f"rankwise.PRESETS[{convention_name!r}].replace(...) keeps its knobs and lifts the limit with metrics=None.")
+
+
+def parse_request(metrics, k, supported: tuple[str, ...] | None = None, convention_name: str = "") -> MetricRequest:
+    """Validate ``metrics`` (None = all the convention supports) and ``k`` (positive ints)."""
+    ks = _parse_k(k)
+    if metrics is None:
+        names = [m for m in METRICS if supported is None or internal_name(m) in supported]
+    else:
+        names = _as_list(metrics, "metrics")
+    seen, betas = [], []
+    for name in names:
+        if not isinstance(name, str):
+            raise ParameterError(f"Metric names are strings, got {name!r}.")
+        name = name.strip().lower()
+        match = _F_BETA.fullmatch(name)
+        if match:
+            beta = float(match.group(1))
+            if beta <= 0:
+                raise ParameterError(f"F-beta needs beta > 0, got {name!r}.", hint="For example f1, f2 or f0.5.")
+            betas.append(beta)
+        elif name not in METRICS:
+            base, _, cutoff = name.partition("@")
+            known = base in METRICS or _F_BETA.fullmatch(base) or base in (m.name for m in BEYOND)
+            raise ParameterError(
+                f"Unknown metric {name!r}.",
+                hint=f"Cutoffs go in k=, not in the name: metrics=[{base!r}], k={cutoff}." if cutoff.isdigit() and known else
+                did_you_mean(name, [*METRICS, *(m.name for m in BEYOND)]) + f"Known metrics: {', '.join(METRICS)} "
+                f"(and f<beta> such as f2 or f0.5); beyond accuracy: {', '.join(m.name for m in BEYOND)}.",
+            )
+        if supported is not None and internal_name(name) not in supported:
+            raise not_defined(convention_name, name, supported)
+        if name not in seen:
+            seen.append(name)
+    if not seen:
+        raise ParameterError("metrics is empty: nothing to compute.",
+                             hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for all.")
+    spellings = [n for n in seen if _F_BETA.fullmatch(n)]
+    if len(spellings) > len(set(betas)) == 1:  # f1 and f1.0: one per-user column, one summary row
+        raise ParameterError(
+            f"{' and '.join(map(repr, spellings))} are the same metric (F-beta, beta = {betas[0]:g}).",
+            hint=f"Name it once, e.g. metrics=[{spellings[0]!r}, ...].")
+    if len(set(betas)) > 1:
+        raise ParameterError(
+            f"One F-beta per evaluation, got {', '.join(n for n in seen if _F_BETA.fullmatch(n))}.",
+            hint="Call evaluate() once per beta.",
+        )
+    return MetricRequest(tuple(seen), ks, betas[0] if betas else 1.0)
+
+
+K_MAX = 2**31 - 1  # the largest cutoff: an INTEGER in every SQL dialect (larger k was a raw error)
+
+
+def _is_integer(value) -> bool:
+    """Any integer (Python or NumPy: numbers.Integral) but a boolean (NumPy's bool_ is not Integral)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _parse_k(k) -> tuple[int, ...]:
+    """k: a positive integer (Python or NumPy) or a list/array of them, each 1 <= k <= K_MAX."""
+    try:
+        values = list(k) if isinstance(k, Iterable) and not isinstance(k, (str, bytes)) else [k]
+    except TypeError:  # a 0-d NumPy array
+        values = [k]
+    bad = [v for v in values if not _is_integer(v) or not 1 <= v <= K_MAX]
+    if bad or not values:
+        raise ParameterError(
+            f"k must be a positive integer up to {K_MAX} or a list of them, got {k!r}.",
+            hint="For example k=10 or k=[1, 5, 10].",
+        )
+    return tuple(sorted({int(v) for v in values}))
+
+
+def _as_list(value, what) -> list:
+    if isinstance(value, (str, bytes)) or _is_integer(value):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise ParameterError(f"{what} must be a value or a list, got {value!r}.",
+                             hint="Pass a single value or a list of values.") from None

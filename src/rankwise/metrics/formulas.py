@@ -1,0 +1,357 @@
+"""A metric's formula, written once as a SQL expression, turned into Polars and into the shipped SQL.
+
+Each accuracy metric declares its per-user value (``Metric.sql`` in :mod:`rankwise.metrics.declarations`) as one SQL
+expression over the per-(user, k) statistics of ``sql/per_user.sql``'s ``stats`` stage (``hits``,
+``n_rel``, ``dcg``, ...), the shared terms in ``TERMS`` (``p_den``, ``ap_den``), other metrics' values
+(F-beta reads ``precision`` and ``recall``) and the convention's knobs as ``$name`` parameters.
+
+Why SQL is the single source: the shipped SQL is what the DuckDB, PostgreSQL and Spark engines run and
+what users run by hand, so its text must exist anyway; sqlglot parses it once, and
+
+* :func:`to_polars` turns the tree into a Polars expression with the knobs' values put in and every
+  branch the knobs decide dropped, so the Polars plan holds only the chosen rule (the same plan as a
+  hand-written builder, and the same IEEE operations in the same order as the SQL);
+* :func:`per_user_stages` writes the stages of ``sql/per_user.sql`` after ``stats`` (the shared
+  terms, the metrics, the empty-input rules), which every dialect then renders through sqlglot.
+
+* :func:`summary_sql` writes ``sql/summary.sql`` (a metric's mean, or its ``of_means`` rule).
+
+``python -m rankwise.generate.sql`` rewrites the generated part of ``sql/per_user.sql`` and
+``sql/summary.sql`` from these functions; ``tests/test_formulas.py`` regenerates them and fails on drift.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import polars as pl
+
+# The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
+# every formula reads. A metric named like one (dcg) is that statistic.
+STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
+              "dcg", "idcg", "rbp_sum", "err_sum")
+
+# Terms more than one metric reads, by name: the denominators the knobs choose.
+TERMS = {
+    "p_den": "CAST(CASE WHEN $precision_denominator = 'k' THEN k "
+             "WHEN $precision_denominator = 'min_k_len' THEN LEAST(k, n_recs) "
+             "WHEN $precision_denominator = 'min_k_candidates' THEN LEAST(k, n_candidates) "
+             "ELSE LEAST(k, n_rel) END AS DOUBLE)",
+    "ap_den": "CAST(CASE WHEN $ap_denominator = 'n_hits' THEN CAST(hits AS BIGINT) "
+              "WHEN $ap_denominator = 'n_rel' THEN n_rel "
+              "WHEN $ap_denominator = 'min_k_nrel' THEN LEAST(k, n_rel) "
+              "WHEN $ap_denominator = 'k' THEN k "
+              "ELSE LEAST(k, n_recs) END AS DOUBLE)",
+}
+
+
+def parse(sql: str):
+    """sqlglot's tree of a formula (for generating SQL; imported only then)."""
+    return _parse(sql).copy()
+
+
+@cache
+def _parse(sql: str):
+    import sqlglot
+
+    return sqlglot.parse_one(sql, dialect="duckdb")
+
+
+@cache
+def tree(sql: str) -> tuple:
+    """A formula as a tree of plain tuples, the form :func:`to_polars` reads: the declarations' trees
+    are generated into ``_formula_trees`` (so an evaluation imports no SQL parser), any other formula
+    is parsed here with sqlglot."""
+    from rankwise.metrics.formula_trees import TREES
+
+    return TREES[sql] if sql in TREES else _as_tuples(_parse(sql))
+
+
+def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
+    from sqlglot import exp
+
+    t = _as_tuples
+    ops = {exp.Add: "__add__", exp.Sub: "__sub__", exp.Mul: "__mul__", exp.Div: "__truediv__", exp.GT: "__gt__",
+           exp.GTE: "__ge__", exp.LT: "__lt__", exp.LTE: "__le__", exp.EQ: "__eq__", exp.NEQ: "__ne__"}
+    if isinstance(node, exp.Paren):
+        return t(node.this)
+    if isinstance(node, exp.Column):
+        return ("col", node.name)
+    if isinstance(node, exp.Placeholder):
+        return ("param", node.name)
+    if isinstance(node, exp.Literal):
+        text = node.this
+        return ("lit", text if node.is_string else (float(text) if re.search(r"[.eE]", text) else int(text)))
+    if isinstance(node, exp.Null):
+        return ("lit", None)
+    if isinstance(node, exp.Boolean):
+        return ("lit", bool(node.this))
+    if isinstance(node, exp.Neg):
+        return ("neg", t(node.this))
+    if type(node) in ops:
+        return (ops[type(node)], t(node.this), t(node.expression))
+    if isinstance(node, (exp.And, exp.Or)):
+        return ("and" if isinstance(node, exp.And) else "or", t(node.this), t(node.expression))
+    if isinstance(node, exp.Not):
+        return ("not", t(node.this))
+    if isinstance(node, exp.Case):
+        default = t(node.args["default"]) if node.args.get("default") else ("lit", None)
+        return ("case", tuple((t(b.this), t(b.args["true"])) for b in node.args["ifs"]), default)
+    if isinstance(node, exp.Nullif):
+        return ("nullif", t(node.this), t(node.expression))
+    if isinstance(node, (exp.Least, exp.Greatest)):
+        return ("least" if isinstance(node, exp.Least) else "greatest", tuple(t(a) for a in [node.this, *node.expressions]))
+    if isinstance(node, exp.Cast) and node.to.this.name in ("DOUBLE", "BIGINT"):
+        return ("cast", node.to.this.name, t(node.this))
+    raise NotImplementedError(f"rankwise.metrics.formulas: no Polars translation for {node.sql(dialect='duckdb')!r}")
+
+
+def reads(sql: str) -> set[str]:
+    """The names (statistics, terms, metrics) a formula reads."""
+    return set(_columns(tree(sql)))
+
+
+def _columns(part):
+    """The column names in a tree, a node being a tuple that starts with its kind (a str)."""
+    if isinstance(part, tuple) and part and isinstance(part[0], str):
+        if part[0] == "col":
+            yield part[1]
+        elif part[0] != "lit":
+            for child in part[1:]:
+                yield from _columns(child)
+    elif isinstance(part, tuple):  # a tuple of nodes, or of (condition, value) pairs
+        for child in part:
+            yield from _columns(child)
+
+
+# -- SQL to Polars -------------------------------------------------------------------------------------
+
+class _Const:
+    """A value known while the plan is built (a literal or a knob): folded, never sent to Polars."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _lit(x) -> pl.Expr:
+    if isinstance(x, _Const):
+        v = x.value
+        return pl.lit(None, dtype=pl.Float64) if v is None else pl.lit(v)
+    return x
+
+
+_TYPES = {"DOUBLE": (pl.Float64, float), "BIGINT": (pl.Int64, int)}
+
+
+def to_polars(sql: str, params: dict, col=pl.col, names: dict | None = None) -> pl.Expr:
+    """The Polars expression of the formula ``sql``: ``$name`` from ``params``, a column ``x`` as
+    ``col("x")``, unless ``names`` (e.g. the other metrics' formulas, the terms) gives its formula."""
+    names = {**TERMS, **{n: f for n, f in (names or {}).items() if n not in STATISTICS}}
+    return _lit(_translate(tree(sql), params, col, names))
+
+
+def _translate(node, params, col, names):  # noqa: C901 - one branch per construct
+    t = lambda n: _translate(n, params, col, names)  # noqa: E731
+    kind = node[0]
+    if kind == "col":
+        return t(tree(names[node[1]])) if node[1] in names else col(node[1])
+    if kind == "param":
+        return _Const(params[node[1]])
+    if kind == "lit":
+        return _Const(node[1])
+    if kind == "neg":
+        a = t(node[1])
+        return _Const(-a.value) if isinstance(a, _Const) else -a
+    if kind.startswith("__"):  # arithmetic and comparisons, by their Python operator
+        a, b = t(node[1]), t(node[2])
+        if isinstance(a, _Const) and isinstance(b, _Const):
+            return _Const(getattr(a.value, kind)(b.value))
+        if isinstance(a, _Const):
+            return getattr(pl.lit(a.value), kind)(b)
+        return getattr(a, kind)(b.value if isinstance(b, _Const) else b)
+    if kind in ("and", "or"):
+        a, b = t(node[1]), t(node[2])
+        is_and = kind == "and"
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, _Const):
+                return y if bool(x.value) == is_and else _Const(not is_and)
+        return (a & b) if is_and else (a | b)
+    if kind == "not":
+        a = t(node[1])
+        return _Const(not a.value) if isinstance(a, _Const) else ~a
+    if kind == "case":
+        branches, default = [], None
+        for cond_node, value_node in node[1]:
+            cond = t(cond_node)
+            if isinstance(cond, _Const):
+                if cond.value:  # always taken: what follows is never reached
+                    default = t(value_node)
+                    break
+                continue
+            branches.append((cond, t(value_node)))
+        else:
+            default = t(node[2])
+        if not branches:
+            return default
+        chain = pl.when(branches[0][0]).then(_lit(branches[0][1]))
+        for cond, value in branches[1:]:
+            chain = chain.when(cond).then(_lit(value))
+        return chain if isinstance(default, _Const) and default.value is None else chain.otherwise(_lit(default))
+    if kind == "nullif":
+        a, b = t(node[1]), t(node[2])
+        return pl.when(_lit(a) != _lit(b)).then(_lit(a))
+    if kind in ("least", "greatest"):
+        args = [t(a) for a in node[1]]
+        if all(isinstance(a, _Const) for a in args):
+            return _Const((min if kind == "least" else max)(a.value for a in args))
+        fn = pl.min_horizontal if kind == "least" else pl.max_horizontal
+        return fn(*map(_lit, args))
+    if kind == "cast":
+        dtype, convert = _TYPES[node[1]]
+        a = t(node[2])
+        if isinstance(a, _Const):
+            return _Const(None if a.value is None else convert(a.value))
+        return a.cast(dtype)
+    raise ValueError(f"rankwise.metrics.formulas: unknown node {kind!r}")
+
+
+def trees_module(sqls) -> str:
+    """The text of ``_formula_trees.py``: each formula's tuple tree (python -m rankwise.generate.sql)."""
+    lines = ['"""Generated by python -m rankwise.generate.sql from the metric declarations: each formula as the',
+             "tuple tree rankwise.metrics.formulas.to_polars reads (an evaluation then needs no SQL parser). Do not edit.",
+             '"""', "", "TREES = {"]
+    for sql in sqls:
+        lines.append(f"    {sql!r}:\n        {_as_tuples(_parse(sql))!r},")
+    return "\n".join(lines + ["}", ""])
+
+
+# -- the shipped SQL ----------------------------------------------------------------------------------
+
+def _qualified(sql: str, alias: str, indent: int = 11) -> str:
+    """The formula reading ``alias``'s columns; a long CASE gets a line per branch."""
+    from sqlglot import exp
+
+    tree = parse(sql)
+    for column in tree.find_all(exp.Column):
+        column.set("table", exp.to_identifier(alias))
+    text = tree.sql(dialect="duckdb")
+    if len(text) > 100:
+        case = text.index("CASE")
+        text = re.sub(r"(?<!CASE) (WHEN|ELSE) ", "\n" + " " * (indent + case + 5) + r"\1 ", text)
+    return text
+
+
+def metric_stages(metrics) -> list[list]:
+    """The metrics in stages: a metric that reads another comes in a later stage."""
+    names = {m.name for m in metrics} - set(STATISTICS)
+    done: set[str] = set()
+    stages: list[list] = []
+    pending = list(metrics)
+    while pending:
+        stage = [m for m in pending if not (reads(m.sql) & names) - done]
+        if not stage:
+            raise ValueError("metric formulas read each other in a cycle: " + ", ".join(m.name for m in pending))
+        stages.append(stage)
+        done |= {m.name for m in stage}
+        pending = [m for m in pending if m not in stage]
+    return stages
+
+
+def per_user_stages(metrics) -> str:
+    """The CTEs and final SELECT of ``sql/per_user.sql`` after ``stats``, from the declarations."""
+    out = ["-- the terms several metrics share (rankwise.metrics.formulas.TERMS)",
+           "denominators AS (",
+           "    SELECT s.*,",
+           ",\n".join(f"           {_qualified(sql, 's')} AS {name}" for name, sql in TERMS.items()),
+           "    FROM stats AS s",
+           "),"]
+    previous = "denominators"
+    for i, stage in enumerate(metric_stages(metrics)):
+        name = "defined" if i == 0 else f"defined_{i + 1}"
+        keep = "d.user_id, d.k, d.n_recs, d.n_rel" if i == 0 else "d.*"
+        if i == 0:
+            out.append("-- each metric's value where the user has labels and recommendations (rankwise.metrics.declarations)")
+        out += [f"{name} AS (",
+                f"    SELECT {keep},",
+                ",\n".join(f"           {_qualified(m.sql, 'd')} AS {m.name}" for m in stage),
+                f"    FROM {previous} AS d",
+                "),"]
+        previous = name
+    out += ["-- the values a user without labels or without recommendations gets, for every metric",
+            "empty_values AS (",
+            "    SELECT CASE WHEN $empty_labels = 'zero' THEN 0.0 WHEN $empty_labels = 'one' THEN 1.0",
+            "                ELSE CAST(NULL AS DOUBLE) END AS no_labels,",
+            "           CASE WHEN $empty_predictions = 'zero' THEN 0.0 WHEN $empty_predictions = 'one' THEN 1.0",
+            "                ELSE CAST(NULL AS DOUBLE) END AS no_predictions",
+            ")",
+            "SELECT f.user_id, f.k, f.n_recs, f.n_rel,",
+            ",\n".join(f"       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions "
+                       f"ELSE f.{m.name} END AS {m.name}" for m in metrics),
+            f"FROM {previous} AS f",
+            "CROSS JOIN empty_values AS e"]
+    return "\n".join(out) + "\n"
+
+
+def _over_means(sql: str) -> str:
+    """A formula reading each metric's mean over users (``s.<name>_mean``) instead of its value."""
+    from sqlglot import exp
+
+    tree = parse(sql)
+    for column in tree.find_all(exp.Column):
+        column.replace(exp.column(f"{column.name}_mean", table="s"))
+    return tree.sql(dialect="duckdb")
+
+
+def summary_sql(metrics) -> str:
+    """``sql/summary.sql``: per metric and k the mean over the users with a defined value, their number
+    and sample sd; a metric declaring ``of_means`` has the formula over the means under that knob value."""
+    head = [
+        "-- rankwise: summary of the per-user metrics, one row per (metric, k).",
+        f"-- Generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit.",
+        "--",
+        "-- Inputs: per_user, the output of per_user.sql (user_id, k, n_recs, n_rel, precision, ...); cutoffs(k):",
+        "--         a row per cutoff also when no user was evaluated (value NULL, n_users 0).",
+        "-- Parameters: the knobs of a metric's `of_means` rule ($f_aggregation 'per_user' | 'of_means': the",
+        "--             mean of per-user F or F of mean P and mean R), $beta (F-beta's beta), $f_name (the",
+        "--             F-beta row's metric name: 'f1', 'f2', 'f0.5').",
+        "-- Output: metric, k, value (mean over users whose value is defined), n_users (users in that mean),",
+        "--         sd (their sample standard deviation, for confidence intervals; NULL for an F of means).",
+        "-- AVG, COUNT and STDDEV_SAMP skip NULLs: a user whose value is undefined is left out of that mean.",
+        "WITH",
+        "-- one pass over the per-user rows; the selects below reshape its few rows",
+        "per_k AS (",
+        "    SELECT p.k,",
+        ",\n".join(f"           AVG(p.{m.name}) AS {m.name}_mean, COUNT(p.{m.name}) AS {m.name}_n, "
+                   f"STDDEV_SAMP(p.{m.name}) AS {m.name}_sd" for m in metrics),
+        "    FROM per_user AS p",
+        "    GROUP BY p.k",
+        ")",
+    ]
+    branches = []
+    for m in metrics:
+        row = "$f_name" if m.name == "fbeta" else f"'{m.name}'"
+        if m.of_means is None:
+            value, sd = f"s.{m.name}_mean", f"s.{m.name}_sd"
+        else:
+            knob, chosen = m.of_means
+            value = (f"CASE WHEN ${knob} <> '{chosen}' THEN s.{m.name}_mean\n"
+                     f"            WHEN COALESCE(s.{m.name}_n, 0) = 0 THEN CAST(NULL AS DOUBLE)\n"
+                     f"            ELSE {_over_means(m.sql)} END")
+            sd = f"CASE WHEN ${knob} <> '{chosen}' THEN s.{m.name}_sd END"
+        sep = "\n       " if m.of_means else " "
+        branches.append(f"SELECT {row} AS metric, c.k,{sep}{value} AS value,{sep}"
+                        f"COALESCE(s.{m.name}_n, 0) AS n_users,{sep}{sd} AS sd\n"
+                        f"FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k")
+    return "\n".join(head) + "\n" + "\nUNION ALL\n".join(branches) + "\n"
+
+
+BEGIN = "-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit"
+
+
+def render_per_user(text: str, metrics) -> str:
+    """``per_user.sql``'s text with its generated part (from BEGIN to the end) written anew."""
+    head = text.split(BEGIN, 1)[0]
+    return head + BEGIN + "\n" + per_user_stages(metrics)
