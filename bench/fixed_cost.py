@@ -192,7 +192,7 @@ def instrument() -> None:
                   "resolve": "convention resolve", "_plan": "plan (incl. side inputs)"})
     import rankwise
 
-    shape = [m for n, m in sys.modules.items() if n.startswith("rankwise") and n.endswith("_shape")]
+    shape = [m for n, m in sys.modules.items() if n.startswith("rankwise") and n.endswith(("_shape", "engines.shape"))]
     for m in shape:  # module-qualified: other modules have functions called long / summary / check
         for attr in ("check", "raise_on_non_finite", "long", "summary", "excluded", "wide"):
             f = getattr(m, attr, None)
@@ -205,7 +205,7 @@ def instrument() -> None:
             if isinstance(cls, type) and cname.endswith("Engine") and "run" in vars(cls) \
                     and cls.__module__ == n and not hasattr(cls.run, "__wrapped__"):
                 cls.run = timed(f"engine run ({cname}, outermost; the duckdb / polars rows are inside it)", cls.run)
-        if n.endswith("_polars_backend"):
+        if n.endswith(("_polars_backend", "engines.polars")):
             for attr in ("per_user", "summary"):
                 f = getattr(m, attr, None)
                 if callable(f):
