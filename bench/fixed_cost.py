@@ -99,7 +99,8 @@ def _sql_files() -> dict[str, str]:
     import rankwise
 
     out = {}
-    for d in {Path(__file__).resolve().parents[1] / "sql", Path(rankwise.__file__).parent / "sql"}:
+    package = Path(rankwise.__file__).resolve().parent  # the rankwise imported (a snapshot on PYTHONPATH too)
+    for d in (package / "_sql", package / "sql", package.parents[1] / "sql"):
         for f in d.glob("*.sql") if d.is_dir() else ():
             out[" ".join(f.read_text().split())] = f.name
     return out

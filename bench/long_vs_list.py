@@ -53,7 +53,10 @@ def run(cmd: list[str]) -> dict:
                   "load_1m_before": round(load, 2), "load_1m_after": round(os.getloadavg()[0], 2)}
 
 
-def jobs(users: str, conventions: list[str], tools: list[str]) -> list[tuple[str, str, list]]:
+GROUPED = "polars-polars,polars-duckdb,duckdb-duckdb,runs-polars,runs-duckdb"
+
+
+def jobs(users: str, conventions: list[str], tools: list[str], grouped=GROUPED.split(",")) -> list[tuple[str, str, list]]:
     recs, truth = HERE / "data" / f"recs_{users}.parquet", HERE / "data" / f"truth_{users}.parquet"
     out = []
     if "floor" in tools:
@@ -68,8 +71,7 @@ def jobs(users: str, conventions: list[str], tools: list[str]) -> list[tuple[str
             if "list" in tools:
                 out.append((f"list-{engine}", conv, proto + ["--mode", "lists-file", "--backend", engine]))
         if "grouped" in tools and conv == conventions[0]:  # the prototype under the first convention only
-            for grouper, engine in (("polars", "polars"), ("polars", "duckdb"), ("duckdb", "duckdb"),
-                                    ("runs", "polars"), ("runs", "duckdb")):
+            for grouper, engine in (tuple(g.split("-")) for g in grouped):
                 out.append((f"grouped-{grouper}-{engine}", conv,
                             proto + ["--mode", f"group-{grouper}", "--backend", engine]))
     return out
@@ -88,11 +90,12 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--conventions", default="default,recommended_ideal")
     ap.add_argument("--tools", default="floor,long,list,grouped")
+    ap.add_argument("--grouped", default=GROUPED, help="the prototypes, <grouper>-<engine>")
     a = ap.parse_args()
     data = HERE / "data"
     if not (data / f"lists_recs_{a.users}.parquet").exists():
         subprocess.run([sys.executable, PROTO, "--users", a.users, "--write-lists"], check=True)
-    todo = jobs(a.users, a.conventions.split(","), a.tools.split(","))
+    todo = jobs(a.users, a.conventions.split(","), a.tools.split(","), a.grouped.split(","))
     results = []
     for rep in range(a.reps):
         for name, conv, cmd in todo:
