@@ -14,7 +14,7 @@ from typing import NamedTuple
 import polars as pl
 
 from rankwise import _progress
-from rankwise.conventions import Convention, resolve
+from rankwise.conventions import PRESETS, Convention, resolve
 from rankwise.engines import ENGINES, able
 from rankwise.engines import beyond as _beyond
 from rankwise.engines import engine as _engine
@@ -25,8 +25,8 @@ from rankwise.inference import segments as _segments
 from rankwise.inputs.normalize import Columns, Prepared, input_key, local, prepare, prepare_truth
 from rankwise.inputs.side import prepare_side_inputs
 from rankwise.metrics import beyond as _beyond_spec
-from rankwise.metrics.declarations import (METRICS, USER_LEVEL, MetricRequest, check_cutoffs, parse_request,
-                                           require_defined)
+from rankwise.metrics.declarations import (K_MAX, METRICS, USER_LEVEL, MetricRequest, check_cutoffs,
+                                           parse_request, require_defined)
 from rankwise.result import Result, within_range
 
 BACKENDS = tuple(ENGINES)  # each engine is imported on first use (Spark's and PostgreSQL's drivers are extras)
@@ -35,9 +35,10 @@ BACKENDS = tuple(ENGINES)  # each engine is imported on first use (Spark's and P
 def evaluate(
     recommendations,
     ground_truth,
-    k=10,
+    k=None,
     metrics=None,
     *,
+    measures=None,
     backend: str = "polars",
     convention: str | Convention = "default",
     user_col: str = "user",
@@ -67,8 +68,17 @@ def evaluate(
     user_col, item_col, rank_col, score_col, relevance_col : the input's column names. Ranks come
         from ``rank_col`` when the table has it, else from ``score_col``; ``rank_col=None`` ranks by
         the scores even where a rank column exists. ``min_score`` reads ``score_col`` either way.
-    k : int or list of int; every k is computed in the same pass.
+    k : int or list of int (default 10); every k is computed in the same pass.
     metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all.
+    measures : instead of ``metrics`` and ``k``: measure names as trec_eval and ir_measures write them
+        ("P_10", "ndcg_cut_10", "map", "recip_rank", "nDCG@10", "P(rel=2)@5", "AP", "RBP(p=0.9)"; the
+        table: docs/measures.md). Each is a metric at a cutoff or over the whole list (trec_eval's
+        ``map``, ``ndcg``, ``recip_rank``, ``Rprec``: computed at k = 2**31 - 1, where every list is
+        whole) and implies knob values; a convention with other values is a ParameterError naming the
+        preset or knob to use (``convention="trec_eval"`` has trec_eval's). ``Result.per_measure`` and
+        ``Result.measure_summary`` name each value by the name asked (and aggregate it as its library
+        does: trec_eval's counts are sums, gm_map a geometric mean); per_user, long and summary hold
+        the metrics behind them, as for ``metrics=``.
     backend : "polars" (lazy expressions), "duckdb" (the shipped SQL), "spark" (the shipped SQL
         rendered for Spark, run by spark.sql; needs the rankwise[spark] extra; Spark DataFrames are
         checked and evaluated in Spark), or "postgres" / a postgresql:// URI / a psycopg connection
@@ -119,6 +129,11 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
+    asked = ()
+    if measures is not None:
+        metrics, k, asked = _measures(measures, metrics, k, conv)
+    elif k is None:
+        k = 10
     request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: prepare_side_inputs(
         train, items, item_features, item_col=item_col, user_col=user_col))
     check_cutoffs(conv, request.ks, request.names)
@@ -165,7 +180,24 @@ def evaluate(
                           memory_limit=memory_limit, confidence=confidence, beyond=beyond)
     if None in runs and _is_path(recommendations):  # one run read from a file: named after it in write()
         result = dataclasses.replace(result, run_name=Path(os.path.abspath(recommendations)).stem or "run")
+    if asked:
+        result = dataclasses.replace(result, measures=asked)
     return result if segment_of is None else _with_segments(result, *segment_of)
+
+
+def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple]:
+    """(metrics, ks, the parsed measures) of a ``measures=`` argument, checked against ``conv``."""
+    from rankwise.metrics import names as _names
+
+    if metrics is not None or k is not None:
+        raise ParameterError("measures= names the metric and its cutoff: it replaces metrics= and k=.",
+                             hint="Pass measures=['P_10', 'ndcg_cut_10', 'map'] alone, or metrics= with k=.")
+    given = [measures] if isinstance(measures, str) else list(measures) if not isinstance(measures, bytes) else []
+    if not given:
+        raise ParameterError("measures is empty: nothing to compute.", hint="Name at least one, e.g. measures=['P_10'].")
+    parsed = tuple({m.name: m for m in map(_names.parse, given)}.values())  # a name asked twice: once
+    _names.check(parsed, conv, PRESETS)
+    return (list(dict.fromkeys(m.metric for m in parsed)), sorted({m.cutoff for m in parsed}), parsed)
 
 
 def _with_segments(result: Result, segment_of: pl.DataFrame, segment_by: str) -> Result:
@@ -196,7 +228,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
         with naming_run(name):
             shaped[name], longest[name] = _run_one(prep, request, conv, engine, user_col, collect, memory_limit,
                                                    confidence, beyond)
-    _warn_cutoffs(request.ks, longest)
+    _warn_cutoffs([k for k in request.ks if k != K_MAX], longest)  # K_MAX: measures= over the whole list
     if beyond is not None:
         request = MetricRequest((*([] if beyond.only else request.names), *beyond.names), request.ks, request.beta)
     if None in shaped:
@@ -211,6 +243,8 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
 def _warn_cutoffs(ks, longest: dict) -> None:
     """One CutoffWarning for the cutoffs above every list of a run (``longest``: {run: its longest list,
     None when not counted}): there every list is whole, and a k-denominator only shrinks the metric."""
+    if not ks:
+        return
     above = {run: (n, [k for k in ks if k > n]) for run, n in longest.items() if n and n < max(ks)}
     if not above:
         return

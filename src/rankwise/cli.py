@@ -184,6 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--summary", type=Path, help="write the summary frame (.parquet, .csv, .jsonl, .json)")
     ev.add_argument("--output", help="append the run, with metadata, to a postgresql:// URI, a .duckdb "
                     "file or .parquet/.csv/.jsonl files (see rankwise.io.write)")
+    trec = ev.add_argument_group("TREC files and trec_eval's output (rankwise evaluate RUN QRELS --trec -m all_trec)")
+    trec.add_argument("--trec", action="store_true",
+                      help="print trec_eval's layout (measure<TAB>qid<TAB>value) under the trec_eval preset")
+    trec.add_argument("-m", dest="trec_measures", action="append", default=[], metavar="MEASURE",
+                      help="with --trec: a measure, a family with parameters (P.5,10) or a set (official, all_trec, "
+                      "set); repeat for several (default official)")
+    trec.add_argument("-q", dest="trec_per_query", action="store_true", help="with --trec: a line per query too")
+    trec.add_argument("-c", dest="trec_complete", action="store_true",
+                      help="with --trec: average over every qrels query (a query without results scores 0)")
+    trec.add_argument("-M", dest="trec_max_docs", type=int, metavar="N",
+                      help="with --trec: only the first N documents of each query")
+    trec.add_argument("-l", dest="trec_level", type=int, metavar="LEVEL",
+                      help="with --trec: relevant = qrels level >= LEVEL (default 1)")
     rp = commands.add_parser("report", help="evaluate, then write one self-contained HTML report", **common)
     _evaluation_arguments(rp)
     rp.add_argument("--output", "-o", type=Path, default=Path("report.html"),
@@ -251,6 +264,9 @@ def _evaluation_arguments(sub) -> None:
                      "CSV, or the name of a ground-truth column")
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
     sub.add_argument("--convention", choices=sorted(PRESETS), default="default")
+    sub.add_argument("--format", choices=["auto", "trec", "table"], default="auto",
+                     help="the input files: TREC run and qrels files, tables (Parquet, CSV), or told by their content "
+                     "(default auto)")
     _side_arguments(sub)
     _column_arguments(sub)
 
@@ -333,9 +349,10 @@ def _evaluate(args):
     if len(set(names)) != len(names):
         raise ParameterError(f"run names repeat: {names}.", hint="Give each --run a different NAME.")
     recommendations = dict(args.run) if args.run else args.recommendations
+    recommendations, truth, _ = _read_inputs(recommendations, args.ground_truth, args.format)
     start = time.perf_counter()
     result = evaluate(
-        recommendations, args.ground_truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
+        recommendations, truth, k=args.k, metrics=args.metrics, confidence=args.confidence,
         backend=args.backend, convention=args.convention, segments=args.segments,
         **_columns(args), **_side(args),
     )
@@ -343,6 +360,13 @@ def _evaluate(args):
 
 
 def _evaluate_command(args) -> int:
+    if args.trec:
+        return _trec_command(args)
+    flags = [f for f, v in (("-m", args.trec_measures), ("-q", args.trec_per_query), ("-c", args.trec_complete),
+                            ("-M", args.trec_max_docs is not None), ("-l", args.trec_level is not None)) if v]
+    if flags:
+        raise ParameterError(f"{', '.join(flags)} {'is a trec_eval flag' if len(flags) == 1 else 'are trec_eval flags'}: "
+                             "they go with --trec.", hint="Add --trec to print trec_eval's layout.")
     for path in (args.per_user, args.summary):
         if path:
             _format(path)  # a wrong suffix fails before the evaluation, not after
@@ -380,6 +404,152 @@ def _report_command(args) -> int:
         "test": args.test, "correction": None if args.correction == "none" else args.correction})
     say(f"rankwise {__version__}: report of {len(result.runs) or 1} run(s) written to {path} ({elapsed:.2f}s to evaluate)")
     return 0
+
+
+# -- TREC files in, trec_eval's layout out ---------------------------------------------------------------
+
+_TABLE_SUFFIXES = {".parquet", ".pq", ".csv", ".json", ".jsonl", ".ndjson", ".arrow", ".ipc", ".feather"}
+
+
+def sniff_trec(path) -> str | None:
+    """"run" (6 or more fields), "qrels" (4 fields) or None (a table, or not a local file): told by the
+    first line that is not blank or a comment, after decompressing (gzip, bzip2, xz, zstd)."""
+    from rankwise.inputs.trec import _open
+
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
+        return None
+    if Path(path).suffix.lower() in _TABLE_SUFFIXES:
+        return None
+    with open(path, "rb") as raw:
+        if raw.read(4) == b"PAR1":
+            return None
+    stream, _ = _open(os.fspath(path))
+    with stream:
+        head = stream.read(1 << 16)
+    for line in head.split(b"\n")[:-1] or head.split(b"\n"):
+        fields = line.split()
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        return "qrels" if len(fields) == 4 else "run" if len(fields) >= 6 else None
+    return None
+
+
+def _read_inputs(recommendations, ground_truth, fmt: str):
+    """(recommendations, ground truth, {run: tag}) with TREC files read (a run file's tags become runs;
+    trec_eval's order, QRELS RUN, is accepted: told by the fields); tables are passed on as they are."""
+    if fmt == "table" or isinstance(recommendations, dict):
+        return recommendations, ground_truth, {}
+    from rankwise.inputs.trec import read_qrels, read_trec_run
+
+    kinds = [sniff_trec(recommendations), sniff_trec(ground_truth)]
+    if kinds == ["qrels", "run"]:  # trec_eval's order
+        recommendations, ground_truth = ground_truth, recommendations
+        kinds.reverse()
+    if fmt == "trec" and kinds != ["run", "qrels"]:
+        raise ParameterError(f"--format trec: expected a TREC run (qid Q0 docno rank score tag) and a qrels file "
+                             f"(qid iter docno rel), got {kinds[0] or 'not a run'} and {kinds[1] or 'not qrels'}.",
+                             hint="Give RUN QRELS (or QRELS RUN), or --format table for Parquet/CSV tables.")
+    tags = {}
+    if kinds[0] == "run":
+        run = read_trec_run(recommendations)
+        tags = {tag: tag for tag in run.get_column("run").unique(maintain_order=True).to_list()}
+        frames = {tag: run.filter(pl.col("run") == tag).select("user", "item", "rank", "score") for tag in tags}
+        recommendations = frames if len(frames) > 1 else next(iter(frames.values()))
+    if kinds[1] == "qrels":  # a negative level (-1: pooled, not judged) is not relevant: 0 here
+        ground_truth = read_qrels(ground_truth).with_columns(pl.col("relevance").clip(lower_bound=0))
+    return recommendations, ground_truth, tags
+
+
+def _trec_command(args) -> int:
+    """trec_eval's output: ``%-22s\\t%s\\t%6.4f`` lines (an integer measure with %ld), with -q every query's
+    lines (qids in byte order) before the 'all' ones; measures in trec_eval's order."""
+    from rankwise.metrics import names as _names
+
+    if args.run or not args.recommendations:
+        raise ParameterError("--trec takes one run file and the qrels: RUN QRELS (or QRELS RUN).",
+                             hint="rankwise evaluate run.txt qrels.txt --trec -m all_trec")
+    if args.trec_max_docs is not None and args.trec_max_docs < 1:
+        raise ParameterError(f"-M takes a positive number of documents, got {args.trec_max_docs}.", hint="e.g. -M100.")
+    recs, truth, tags = _read_inputs(args.recommendations, args.ground_truth, args.format)
+    runs = recs if isinstance(recs, dict) else {
+        next(iter(tags), None) or Path(str(args.recommendations)).stem: recs}
+    if args.trec_max_docs is not None:  # trec_eval's -M: the first N documents in its order
+        runs = {name: _lazy(r).filter(pl.col("rank") <= args.trec_max_docs) for name, r in runs.items()}
+    conv = PRESETS["trec_eval"]
+    if args.trec_complete:
+        conv = conv.replace(users="labels", empty_predictions="zero")
+    if args.trec_level is not None:
+        conv = conv.replace(relevance_threshold=float(args.trec_level))
+    asked = list(dict.fromkeys(n for option in (args.trec_measures or ["official"]) for n in _names.expand_trec(option)))
+    order = {f.name: i for i, f in enumerate(_names.FAMILIES) if f.style == "trec_eval"}
+    parsed = sorted((_names.parse(n) for n in asked),
+                    key=lambda m: order.get(m.family.name, len(order)) if m.family.style == "trec_eval" else len(order))
+    info = [m for m in parsed if m.family.metric is None and m.family.name in ("runid", "num_q")]
+    skipped = [m for m in parsed if m not in info and not m.live]
+    measures = [m for m in parsed if m.live]
+    if skipped:
+        families = {}
+        for m in skipped:
+            families.setdefault(m.family.name, []).append(m.name)
+        text = ", ".join(v[0] if len(v) == 1 else f"{k}_* ({len(v)})" for k, v in families.items())
+        say(f"rankwise: note: not computed by rankwise yet ({_names.ISSUE}), left out: {text}", file=sys.stderr)
+    if measures:
+        conv = _names.requirements(measures, conv)
+    out = []
+    for name, recs in runs.items():
+        out += _trec_lines(name, recs, truth, measures, info, conv, args)
+    try:
+        sys.stdout.write("".join(out))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    return 0
+
+
+def _lazy(frame):
+    return frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+
+
+def _trec_value(m, value: float) -> str:
+    return f"{int(value)}" if m.family.value == "int" else f"{value:6.4f}"
+
+
+def _trec_lines(runid, recs, truth, measures, info, conv, args) -> list[str]:
+    """One run's lines in trec_eval's layout."""
+    line = "{:<22}\t{}\t{}\n".format
+    out = []
+    if measures:
+        with warnings.catch_warnings():  # a cutoff past every list (P_1000 of 500 documents) is trec_eval's too
+            from rankwise.errors import CutoffWarning
+
+            warnings.simplefilter("ignore", CutoffWarning)
+            result = evaluate(recs, truth, measures=[m.name for m in measures], convention=conv,
+                              backend=args.backend, **_columns(args))
+        per = result.per_measure.sort(pl.col(result.user_col).cast(pl.String))
+        if args.trec_per_query:
+            for row in per.iter_rows(named=True):
+                qid = printable(str(row[result.user_col]))
+                out += [line(m.name, qid, _trec_value(m, row[m.name])) for m in measures
+                        if m.family.aggregate != "gm"]  # trec_eval prints gm_map for 'all' only
+        summary = {r["measure"]: r["value"] for r in result.measure_summary.iter_rows(named=True)}
+        n_queries = per.height
+    else:
+        summary, n_queries = {}, None
+    for m in info:
+        if m.family.name == "runid":
+            out.append(line("runid", "all", printable(str(runid))))
+        else:
+            if n_queries is None:
+                raise ParameterError("num_q alone: rankwise counts the queries while computing a measure.",
+                                     hint="Add a measure, e.g. -m num_q -m map.")
+            out.append(line("num_q", "all", n_queries))
+    return _trec_ordered(out, info, measures, summary, line)
+
+
+def _trec_ordered(out, info, measures, summary, line) -> list[str]:
+    """The per-query lines, then runid and num_q, then each measure's 'all' line."""
+    per_query, info_lines = out[:len(out) - len(info)], out[len(out) - len(info):]
+    return per_query + info_lines + [line(m.name, "all", _trec_value(m, summary[m.name])) for m in measures]
 
 
 _COMMANDS = {"evaluate": _evaluate_command, "report": _report_command, "sql": _sql_command, "compare": _compare_command,

@@ -49,6 +49,8 @@ class Result:
     segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
     run_name: str = field(default="run", repr=False)  # one run's name in write(): the recommendations file's stem
     engine: Any = field(default=None, repr=False)  # the engine that holds ``long`` when it was not collected
+    # evaluate(measures=...): the names asked, parsed (rankwise.metrics.names.Measure), in the order asked
+    measures: tuple = field(default=(), repr=False)
 
     def __post_init__(self):
         # excluded lists the reasons that leave someone out: a count of 0 is no reason (same columns when empty)
@@ -60,6 +62,32 @@ class Result:
             return _shape.wide(self.long, self.user_col, self.request.ks)
         # left in the engine: a Spark frame pivoted there; a database table as the engine wrote it
         return self.engine.kept_wide(self.long, self.request, self.user_col) if self.engine else self.long
+
+    @cached_property
+    def per_measure(self) -> pl.DataFrame:
+        """With ``evaluate(measures=...)``: (run,) user, then one column per measure named as asked
+        ("P_10", "nDCG@10"), the per-user value (per query, as trec_eval -q prints it)."""
+        from rankwise.metrics import names
+
+        self._need_measures("per_measure")
+        return names.per_measure(self.per_user, self.measures, (["run"] if self.runs else []) + [self.user_col])
+
+    @cached_property
+    def measure_summary(self) -> pl.DataFrame:
+        """With ``evaluate(measures=...)``: (run,) measure (as asked), value, n_users, metric, k (null: the
+        whole list); the value is the measure's aggregate as its library defines it: the summary's mean,
+        or a sum (trec_eval's counts) or a geometric mean (gm_map)."""
+        from rankwise.metrics import names
+
+        self._need_measures("measure_summary")
+        return names.measure_summary(self.per_user, self.summary, self.measures, self.runs)
+
+    def _need_measures(self, what: str) -> None:
+        if not self.measures:
+            raise ParameterError(f"Result.{what} holds the measures asked by name, and none were.",
+                                 hint="Evaluate with measures=['P_10', 'ndcg', ...], or read per_user / summary.")
+        if not isinstance(self.long, pl.DataFrame):
+            raise ParameterError(f"Result.{what} needs the per-user rows collected.", hint="Evaluate with collect=True.")
 
     @cached_property
     def _fingerprints(self) -> dict:
