@@ -124,8 +124,11 @@ def report(results: list[dict]) -> None:
               f"{rss[conv, tool]:.2f} | {statistics.median(r['wall_s'] for r in rs):.2f} | "
               f"{loads} |")
     floors = {e: med.get(("-", f"floor-{e}")) for e in ("polars", "duckdb")}
-    floor = min(v for v in floors.values() if v)
-    print(f"\nfloor: polars {floors['polars']:.2f} s, duckdb {floors['duckdb']:.2f} s; best {floor:.2f} s")
+    if not all(floors.values()):
+        print("\nno floor run (--tools without floor): no ratios to the floor")
+    floor = min((v for v in floors.values() if v), default=float("nan"))
+    if all(floors.values()):
+        print(f"\nfloor: polars {floors['polars']:.2f} s, duckdb {floors['duckdb']:.2f} s; best {floor:.2f} s")
     print("| convention | ratio | polars | duckdb | best engine | goal |")
     print("|---|---|---:|---:|---:|---:|")
     for conv in sorted({c for c, _ in cells if c != "-"}):
