@@ -228,6 +228,116 @@ CREATE OR REPLACE TEMP MACRO rankwise_err(recs, truth, k, empty_labels := 'zero'
                                         lambda x: CASE WHEN list_contains(coalesce(truth, []), x) THEN 0.5 ELSE 0.0 END)),
         empty_labels, empty_predictions, duplicates) END;
 
+-- trec_eval's whole-set measures over the top k (trec_eval -M k). ret = min(k, list length), hits = hits@k,
+-- n_rel = relevant labels. The counts and utility are defined for every row (no empty rule): only an
+-- invalid row or no user at all is NaN
+CREATE OR REPLACE TEMP MACRO rankwise__count(recs, truth, value, duplicates) AS
+    CASE WHEN recs IS NULL AND truth IS NULL THEN 'NaN'::DOUBLE
+         WHEN len(list_distinct(coalesce(truth, []))) <> len(coalesce(truth, []))
+           OR len(list_filter(coalesce(recs, []), lambda x: x IS NULL)) > 0
+           OR (duplicates = 'error' AND len(list_distinct(coalesce(recs, []))) <> len(coalesce(recs, [])))
+         THEN 'NaN'::DOUBLE
+         ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
+
+CREATE OR REPLACE TEMP MACRO rankwise__ret(recs, k, duplicates) AS
+    CAST(least(k, len(rankwise__recs(recs, duplicates))) AS DOUBLE);
+
+CREATE OR REPLACE TEMP MACRO rankwise__n_hits(recs, truth, k, duplicates) AS
+    CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) AS DOUBLE);
+
+-- num_ret@k = ret (trec_eval's num_ret)
+CREATE OR REPLACE TEMP MACRO rankwise_num_ret(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth, rankwise__ret(recs, k, duplicates), duplicates) END;
+
+-- num_rel@k = n_rel (trec_eval's num_rel)
+CREATE OR REPLACE TEMP MACRO rankwise_num_rel(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth, CAST(len(coalesce(truth, [])) AS DOUBLE), duplicates) END;
+
+-- num_rel_ret@k = hits@k (trec_eval's num_rel_ret)
+CREATE OR REPLACE TEMP MACRO rankwise_num_rel_ret(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth, rankwise__n_hits(recs, truth, k, duplicates), duplicates) END;
+
+-- utility@k = a hits + b (ret - hits) + c (n_rel - hits) + d (N + hits - ret - n_rel) (trec_eval's utility)
+CREATE OR REPLACE TEMP MACRO rankwise_utility(recs, truth, k, utility_relevant_retrieved := 1.0,
+                                         utility_nonrelevant_retrieved := -1.0, utility_relevant_missed := 0.0,
+                                         utility_nonrelevant_missed := 0.0, collection_size := 0.0,
+                                         duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('utility_relevant_retrieved', utility_relevant_retrieved, true, 'a finite number')
+      AND rankwise__number('utility_nonrelevant_retrieved', utility_nonrelevant_retrieved, true, 'a finite number')
+      AND rankwise__number('utility_relevant_missed', utility_relevant_missed, true, 'a finite number')
+      AND rankwise__number('utility_nonrelevant_missed', utility_nonrelevant_missed, true, 'a finite number')
+      AND rankwise__number('collection_size', collection_size, collection_size >= 0, 'a finite number >= 0') THEN
+    rankwise__count(recs, truth,
+        utility_relevant_retrieved * rankwise__n_hits(recs, truth, k, duplicates)
+        + utility_nonrelevant_retrieved * (rankwise__ret(recs, k, duplicates) - rankwise__n_hits(recs, truth, k, duplicates))
+        + utility_relevant_missed * (len(coalesce(truth, [])) - rankwise__n_hits(recs, truth, k, duplicates))
+        + utility_nonrelevant_missed * (collection_size + rankwise__n_hits(recs, truth, k, duplicates)
+                                        - rankwise__ret(recs, k, duplicates) - len(coalesce(truth, []))),
+        duplicates) END;
+
+-- set_p@k = hits / ret (trec_eval's set_P)
+CREATE OR REPLACE TEMP MACRO rankwise_set_p(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                               duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        CASE WHEN rankwise__ret(recs, k, duplicates) > 0
+             THEN rankwise__n_hits(recs, truth, k, duplicates) / rankwise__ret(recs, k, duplicates) ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- set_recall@k = hits / n_rel (trec_eval's set_recall; recall@k)
+CREATE OR REPLACE TEMP MACRO rankwise_set_recall(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__n_hits(recs, truth, k, duplicates) / nullif(CAST(len(coalesce(truth, [])) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- set_relative_p@k = hits / min(ret, n_rel) (trec_eval's set_relative_P)
+CREATE OR REPLACE TEMP MACRO rankwise_set_relative_p(recs, truth, k, empty_labels := 'zero',
+                                                        empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__n_hits(recs, truth, k, duplicates)
+            / nullif(least(rankwise__ret(recs, k, duplicates), len(coalesce(truth, []))), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- set_map@k = hits^2 / (ret n_rel) (trec_eval's set_map)
+CREATE OR REPLACE TEMP MACRO rankwise_set_map(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                         duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__n_hits(recs, truth, k, duplicates) * rankwise__n_hits(recs, truth, k, duplicates)
+            / nullif(rankwise__ret(recs, k, duplicates) * CAST(len(coalesce(truth, [])) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- set_f@k = 2 hits / (ret + n_rel), 0 without a hit (trec_eval's set_F, weight 1)
+CREATE OR REPLACE TEMP MACRO rankwise_set_f(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                       duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        CASE WHEN rankwise__n_hits(recs, truth, k, duplicates) > 0
+             THEN 2.0 * rankwise__n_hits(recs, truth, k, duplicates)
+                  / (rankwise__ret(recs, k, duplicates) + len(coalesce(truth, []))) ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- relative_p@k = hits / min(k, n_rel) (trec_eval's relative_P)
+CREATE OR REPLACE TEMP MACRO rankwise_relative_p(recs, truth, k, empty_labels := 'zero',
+                                                    empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        rankwise__n_hits(recs, truth, k, duplicates) / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- gm_map@k: per row AP@k as rankwise_map (the geometric mean is over rows: exp(avg(ln(greatest(x, 0.00001)))))
+CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
+                                        empty_predictions := 'zero', duplicates := 'error') AS
+    rankwise_map(recs, truth, k, ap_denominator := ap_denominator, empty_labels := empty_labels,
+                 empty_predictions := empty_predictions, duplicates := duplicates);
+
 -- graded relevance: rel is a list parallel to truth; a label is relevant when rel > 0 and rel >= threshold;
 -- gain(r) = 1 if relevant else 0 (binary) | r (linear) | 2^r - 1 (exp2); labels with r = 0 earn nothing
 CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS

@@ -279,7 +279,18 @@ defined AS (
            CASE WHEN d.hits > 0 THEN 1.0 ELSE 0.0 END AS hit_rate,
            d.r_hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS r_precision,
            (1.0 - $rbp_persistence) * d.rbp_sum AS rbp,
-           d.err_sum AS err
+           d.err_sum AS err,
+           CAST(LEAST(d.k, d.n_recs) AS DOUBLE) AS num_ret,
+           CAST(d.n_rel AS DOUBLE) AS num_rel,
+           d.hits AS num_rel_ret,
+           CASE WHEN LEAST(d.k, d.n_recs) > 0 THEN d.hits / CAST(LEAST(d.k, d.n_recs) AS DOUBLE) ELSE 0.0 END AS set_p,
+           d.hits / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS set_recall,
+           d.hits / NULLIF(CAST(LEAST(d.k, d.n_recs, d.n_rel) AS DOUBLE), 0.0) AS set_relative_p,
+           d.hits * d.hits / NULLIF(CAST(LEAST(d.k, d.n_recs) AS DOUBLE) * CAST(d.n_rel AS DOUBLE), 0.0) AS set_map,
+           CASE WHEN d.hits > 0 THEN 2.0 * d.hits / CAST(LEAST(d.k, d.n_recs) + d.n_rel AS DOUBLE) ELSE 0.0 END AS set_f,
+           d.hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS relative_p,
+           $utility_relevant_retrieved * d.hits + $utility_nonrelevant_retrieved * (LEAST(d.k, d.n_recs) - d.hits) + $utility_relevant_missed * (d.n_rel - d.hits) + $utility_nonrelevant_missed * ($collection_size + d.hits - LEAST(d.k, d.n_recs) - d.n_rel) AS utility,
+           CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map
     FROM denominators AS d
 ),
 defined_2 AS (
@@ -307,6 +318,17 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.hit_rate END AS hit_rate,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.r_precision END AS r_precision,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rbp END AS rbp,
-       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.err END AS err
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.err END AS err,
+       f.num_ret AS num_ret,
+       f.num_rel AS num_rel,
+       f.num_rel_ret AS num_rel_ret,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_p END AS set_p,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_recall END AS set_recall,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_relative_p END AS set_relative_p,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_map END AS set_map,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_f END AS set_f,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.relative_p END AS relative_p,
+       f.utility AS utility,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

@@ -6,9 +6,10 @@
 -- Parameters: the knobs of a metric's `of_means` rule ($f_aggregation 'per_user' | 'of_means': the
 --             mean of per-user F or F of mean P and mean R), $beta (F-beta's beta), $f_name (the
 --             F-beta row's metric name: 'f1', 'f2', 'f0.5').
--- Output: metric, k, value (mean over users whose value is defined), n_users (users in that mean),
---         sd (their sample standard deviation, for confidence intervals; NULL for an F of means).
--- AVG, COUNT and STDDEV_SAMP skip NULLs: a user whose value is undefined is left out of that mean.
+-- Output: metric, k, value (mean over users whose value is defined; a count's sum, trec_eval's
+--         geometric mean for gm_*), n_users (users in that value), sd (their sample standard
+--         deviation, for confidence intervals; NULL for an F of means, a sum or a geometric mean).
+-- AVG, SUM, COUNT and STDDEV_SAMP skip NULLs: a user whose value is undefined is left out of that value.
 WITH
 -- one pass over the per-user rows; the selects below reshape its few rows
 per_k AS (
@@ -24,7 +25,18 @@ per_k AS (
            AVG(p.hit_rate) AS hit_rate_mean, COUNT(p.hit_rate) AS hit_rate_n, STDDEV_SAMP(p.hit_rate) AS hit_rate_sd,
            AVG(p.r_precision) AS r_precision_mean, COUNT(p.r_precision) AS r_precision_n, STDDEV_SAMP(p.r_precision) AS r_precision_sd,
            AVG(p.rbp) AS rbp_mean, COUNT(p.rbp) AS rbp_n, STDDEV_SAMP(p.rbp) AS rbp_sd,
-           AVG(p.err) AS err_mean, COUNT(p.err) AS err_n, STDDEV_SAMP(p.err) AS err_sd
+           AVG(p.err) AS err_mean, COUNT(p.err) AS err_n, STDDEV_SAMP(p.err) AS err_sd,
+           SUM(p.num_ret) AS num_ret_sum, COUNT(p.num_ret) AS num_ret_n,
+           SUM(p.num_rel) AS num_rel_sum, COUNT(p.num_rel) AS num_rel_n,
+           SUM(p.num_rel_ret) AS num_rel_ret_sum, COUNT(p.num_rel_ret) AS num_rel_ret_n,
+           AVG(p.set_p) AS set_p_mean, COUNT(p.set_p) AS set_p_n, STDDEV_SAMP(p.set_p) AS set_p_sd,
+           AVG(p.set_recall) AS set_recall_mean, COUNT(p.set_recall) AS set_recall_n, STDDEV_SAMP(p.set_recall) AS set_recall_sd,
+           AVG(p.set_relative_p) AS set_relative_p_mean, COUNT(p.set_relative_p) AS set_relative_p_n, STDDEV_SAMP(p.set_relative_p) AS set_relative_p_sd,
+           AVG(p.set_map) AS set_map_mean, COUNT(p.set_map) AS set_map_n, STDDEV_SAMP(p.set_map) AS set_map_sd,
+           AVG(p.set_f) AS set_f_mean, COUNT(p.set_f) AS set_f_n, STDDEV_SAMP(p.set_f) AS set_f_sd,
+           AVG(p.relative_p) AS relative_p_mean, COUNT(p.relative_p) AS relative_p_n, STDDEV_SAMP(p.relative_p) AS relative_p_sd,
+           AVG(p.utility) AS utility_mean, COUNT(p.utility) AS utility_n, STDDEV_SAMP(p.utility) AS utility_sd,
+           EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n
     FROM per_user AS p
     GROUP BY p.k
 )
@@ -67,4 +79,37 @@ SELECT 'rbp' AS metric, c.k, s.rbp_mean AS value, COALESCE(s.rbp_n, 0) AS n_user
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'err' AS metric, c.k, s.err_mean AS value, COALESCE(s.err_n, 0) AS n_users, s.err_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'num_ret' AS metric, c.k, s.num_ret_sum AS value, COALESCE(s.num_ret_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'num_rel' AS metric, c.k, s.num_rel_sum AS value, COALESCE(s.num_rel_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'num_rel_ret' AS metric, c.k, s.num_rel_ret_sum AS value, COALESCE(s.num_rel_ret_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'set_p' AS metric, c.k, s.set_p_mean AS value, COALESCE(s.set_p_n, 0) AS n_users, s.set_p_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'set_recall' AS metric, c.k, s.set_recall_mean AS value, COALESCE(s.set_recall_n, 0) AS n_users, s.set_recall_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'set_relative_p' AS metric, c.k, s.set_relative_p_mean AS value, COALESCE(s.set_relative_p_n, 0) AS n_users, s.set_relative_p_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'set_map' AS metric, c.k, s.set_map_mean AS value, COALESCE(s.set_map_n, 0) AS n_users, s.set_map_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'set_f' AS metric, c.k, s.set_f_mean AS value, COALESCE(s.set_f_n, 0) AS n_users, s.set_f_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'relative_p' AS metric, c.k, s.relative_p_mean AS value, COALESCE(s.relative_p_n, 0) AS n_users, s.relative_p_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'utility' AS metric, c.k, s.utility_mean AS value, COALESCE(s.utility_n, 0) AS n_users, s.utility_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'gm_map' AS metric, c.k, s.gm_map_geometric_mean AS value, COALESCE(s.gm_map_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

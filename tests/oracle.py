@@ -13,6 +13,8 @@ import math
 from rankwise.metrics.declarations import USER_LEVEL as METRICS  # only the list of names; every value is computed here
 
 NAN = float("nan")
+SUMMED = {"num_ret", "num_rel", "num_rel_ret"}
+GEOMETRIC = {"gm_map"}
 
 
 def universe(recs: dict, truth: dict, users: str, unjudged: str = "keep") -> set:
@@ -46,10 +48,19 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
         return math.log(position + 1) / math.log(conv.log_base)
 
     n_rel = sum(1 for item in labels if is_relevant(item))
+    # trec_eval's counts (m_num_ret.c, m_num_rel.c, m_num_rel_ret.c) and utility (m_utility.c) over the top k:
+    # defined for every user, no empty rule
+    retrieved = len(pred[:k])
+    rel_ret = sum(1 for item in pred[:k] if is_relevant(item))
+    counts = {"num_ret": float(retrieved), "num_rel": float(n_rel), "num_rel_ret": float(rel_ret),
+              "utility": conv.utility_relevant_retrieved * rel_ret
+              + conv.utility_nonrelevant_retrieved * (retrieved - rel_ret)
+              + conv.utility_relevant_missed * (n_rel - rel_ret)
+              + conv.utility_nonrelevant_missed * (conv.collection_size + rel_ret - retrieved - n_rel)}
     if n_rel == 0:
-        return {m: _constant(conv.empty_labels) for m in METRICS}
+        return {m: counts.get(m, _constant(conv.empty_labels)) for m in METRICS}
     if len(pred) == 0:
-        return {m: _constant(conv.empty_predictions) for m in METRICS}
+        return {m: counts.get(m, _constant(conv.empty_predictions)) for m in METRICS}
 
     top = pred[:k]
     flags = [1 if is_relevant(item) else 0 for item in top]
@@ -107,11 +118,20 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
         err += reach * stop / r
         reach *= 1.0 - stop
 
-    return {
+    # trec_eval's set measures over the top k (m_set_P.c, m_set_relative_P.c, m_set_map.c, m_set_F.c with its
+    # weight 1) and relative_P (m_rel_P.c): hits over min(k, n_rel)
+    set_p = rel_ret / retrieved
+    set_r = rel_ret / n_rel
+    set_f = 2.0 * set_p * set_r / (set_p + set_r) if rel_ret else 0.0
+
+    values = counts | {
+        "set_p": set_p, "set_recall": set_r, "set_relative_p": rel_ret / min(retrieved, n_rel),
+        "set_map": set_p * set_r, "set_f": set_f, "relative_p": rel_ret / min(k, n_rel), "gm_map": ap,
         "precision": precision, "recall": recall, "fbeta": fbeta, "map": ap, "mar": ar, "mrr": rr,
         "dcg": dcg, "ndcg": ndcg, "hit_rate": 1.0 if hits else 0.0, "r_precision": r_precision, "rbp": rbp,
         "err": err,
     }
+    return {m: values[m] for m in METRICS}
 
 
 def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:
@@ -132,7 +152,15 @@ def summary(per_user: dict, ks, conv, beta: float = 1.0) -> dict:
     out = {}
     for k in ks:
         for m in METRICS:
-            out[(m, k)] = mean([v[f"{m}@{k}"] for v in per_user.values()])
+            values = [v[f"{m}@{k}"] for v in per_user.values()]
+            defined = [x for x in values if not math.isnan(x)]
+            if m in SUMMED:  # trec_eval's 'all' line of a count is its sum
+                out[(m, k)] = (sum(defined) if defined else NAN), len(defined)
+            elif m in GEOMETRIC:  # m_gm_map.c / meas_avg.c: exp of the mean of log(max(v, MIN_GEO_MEAN = .00001))
+                logs = [math.log(max(x, 0.00001)) for x in defined]
+                out[(m, k)] = (math.exp(sum(logs) / len(logs)) if logs else NAN), len(logs)
+            else:
+                out[(m, k)] = mean(values)
         if conv.f_aggregation == "of_means":
             (p, _), (r, _), (_, n) = out[("precision", k)], out[("recall", k)], out[("fbeta", k)]
             b2 = beta * beta

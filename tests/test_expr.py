@@ -28,7 +28,12 @@ from rankwise.errors import (
 
 PRESETS = ["default", "recommended_ideal", "ranx", "trec_eval", "spark", "torchmetrics", "sklearn", "evidently", "recommenders",
            "replay", "rectools", "kaggle", "recbole"]
-NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision"]
+NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision", "num_ret", "num_rel",
+         "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f", "relative_p", "utility",
+         "gm_map"]
+COUNTS = ("num_ret", "num_rel", "num_rel_ret", "utility")  # no empty rule: their macros take no empty_* knob
+UTILITY = ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
+           "utility_nonrelevant_missed", "collection_size")
 
 
 def close(a: float, b: float) -> bool:
@@ -172,9 +177,11 @@ def _macro_call(name, conv, k, graded):
     """The macro call for one metric under a convention (its knobs as named parameters)."""
     p = {"empty_labels": conv.empty_labels, "empty_predictions": conv.empty_predictions,
          "duplicates": conv.duplicates}
+    if name in COUNTS:
+        p = {"duplicates": conv.duplicates} | ({u: getattr(conv, u) for u in UTILITY} if name == "utility" else {})
     if name in ("precision", "f1"):
         p["precision_denominator"] = conv.precision_denominator
-    if name in ("map", "mar"):
+    if name in ("map", "mar", "gm_map"):
         p["ap_denominator"] = conv.ap_denominator
     if name == "mrr":
         p["rr_cutoff"] = conv.rr_cutoff
@@ -232,7 +239,11 @@ def test_hand_values():
             "map@4": (1 / 2 + 2 / 4) / 2, "mar@4": (1 / 3 + 2 / 3) / 2, "mrr@4": 1 / 2, "dcg@4": dcg,
             "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3,
             "rbp@4": (1 - 0.8) * (0.8 ** 1 + 0.8 ** 3),  # hits at ranks 2 and 4, p = 0.8
-            "err@4": 0.5 / 2 + 0.5 * 0.5 / 4}  # grade 1 of g_max 1: R = 1/2 at each hit
+            "err@4": 0.5 / 2 + 0.5 * 0.5 / 4,  # grade 1 of g_max 1: R = 1/2 at each hit
+            # trec_eval's set measures over the 4 retrieved, 2 of the 3 relevant among them
+            "num_ret@4": 4.0, "num_rel@4": 3.0, "num_rel_ret@4": 2.0, "set_p@4": 2 / 4, "set_recall@4": 2 / 3,
+            "set_relative_p@4": 2 / 3, "set_map@4": 2 * 2 / (4 * 3), "set_f@4": 2 * 2 / (4 + 3),
+            "relative_p@4": 2 / 3, "utility@4": 1.0 * 2 - 1.0 * 2, "gm_map@4": (1 / 2 + 2 / 4) / 2}
 
     assert got.keys() == want.keys()
     for key in want:

@@ -25,8 +25,14 @@ def test_per_user_sql_returns_the_registry_columns_each_under_the_empty_rules():
     select = _tree("per_user")
     names = [p.alias_or_name for p in select.expressions]
     assert names == PER_USER_KEYS + list(USER_LEVEL)
-    # every metric column is the same empty-input rule around the metric's defined value
+    # every metric column is the same empty-input rule around the metric's defined value (a count, whose
+    # declaration says the empty rules do not apply, is its value)
+    from rankwise.metrics.declarations import BY_NAME
+
     for projection in select.expressions[len(PER_USER_KEYS):]:
+        if not BY_NAME[projection.alias].empty_rules:
+            assert projection.this == exp.column(projection.alias, table="f"), projection.sql("duckdb")
+            continue
         rule = sqlglot.parse_one("CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 "
                                  f"THEN e.no_predictions ELSE f.x END", read="duckdb")
         rule.args["default"].set("this", exp.to_identifier(projection.alias))

@@ -84,6 +84,8 @@ from rankwise.errors import (
 )
 
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp", "err",
+           "num_ret", "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
+           "relative_p", "utility", "gm_map",
            "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
@@ -254,6 +256,92 @@ def err(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
     0.5833333333333334
     """
     return _Rows(recs, truth, relevance, convention).metric("err", k)
+
+
+# -- trec_eval's whole-set measures over the top k (trec_eval -M k) ---------------------------------
+
+
+def _trec_set(name: str, doc: str):
+    def metric(recs: Column, truth: Column, *, k: int, relevance: Column | None = None,
+               convention: str | Convention = "default") -> pl.Expr:
+        return _Rows(recs, truth, relevance, convention).metric(name, k)
+
+    metric.__name__ = metric.__qualname__ = name
+    metric.__doc__ = doc
+    return metric
+
+
+num_ret = _trec_set("num_ret", """num_ret@k = min(k, list length), trec_eval's num_ret (every row: no empty rule).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(num_ret("r", "t", k=5)).item()
+    3.0
+    """)
+num_rel = _trec_set("num_rel", """num_rel = the relevant labels, trec_eval's num_rel (every row: no empty rule).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(num_rel("r", "t", k=1)).item()
+    2.0
+    """)
+num_rel_ret = _trec_set("num_rel_ret", """num_rel_ret@k = hits@k, trec_eval's num_rel_ret (every row: no empty rule).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(num_rel_ret("r", "t", k=2)).item()
+    1.0
+    """)
+set_p = _trec_set("set_p", """set_p@k = hits@k / min(k, list length), trec_eval's set_P.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(set_p("r", "t", k=5)).item()
+    0.6666666666666666
+    """)
+set_recall = _trec_set("set_recall", """set_recall@k = hits@k / n_rel (recall@k), trec_eval's set_recall.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 4]]}).select(set_recall("r", "t", k=5)).item()
+    0.5
+    """)
+set_relative_p = _trec_set("set_relative_p", """set_relative_p@k = hits@k / min(k, list
+    length, n_rel), trec_eval's set_relative_P.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(set_relative_p("r", "t", k=5)).item()
+    1.0
+    """)
+set_map = _trec_set("set_map", """set_map@k = hits@k^2 / (min(k, list length) n_rel), trec_eval's set_map.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 4]]}).select(set_map("r", "t", k=5)).item()
+    0.16666666666666666
+    """)
+set_f = _trec_set("set_f", """set_f@k = 2 P R / (P + R) of set precision and recall@k, trec_eval's set_F (weight 1).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 4]]}).select(set_f("r", "t", k=5)).item()
+    0.4
+    """)
+relative_p = _trec_set("relative_p", """relative_p@k = hits@k / min(k, n_rel), trec_eval's
+    relative_P_k.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(relative_p("r", "t", k=3)).item()
+    1.0
+    """)
+utility = _trec_set("utility", """utility@k = a hits + b (ret - hits) + c (n_rel - hits) + d (N + hits - ret - n_rel),
+    ret = min(k, list length), the coefficients and N by the convention's utility_* knobs and collection_size
+    (trec_eval's 1, -1, 0, 0 and 0); every row: no empty rule.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(utility("r", "t", k=5)).item()
+    1.0
+    """)
+gm_map = _trec_set("gm_map", """gm_map@k per row: AP@k as map (the geometric mean is the aggregate over rows:
+    trec_eval's exp(mean ln max(AP, 0.00001))).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[2]]}).select(gm_map("r", "t", k=3)).item()
+    0.5
+    """)
 
 
 def _defining(convention: str | Convention, name: str) -> Convention:
@@ -904,10 +992,13 @@ class _Rows:
         formula = build(conv, beta, pl.field)  # read as fields of the stage
         const = {"zero": pl.lit(0.0), "one": pl.lit(1.0), "nan": pl.lit(NAN)}
         F = pl.field
-        value = (pl.when(~F("scored")).then(pl.lit(NAN))
-                 .when(F("n_rel") == 0).then(const[conv.empty_labels])
-                 .when(F("n_recs") == 0).then(const[conv.empty_predictions])
-                 .otherwise(formula.fill_null(NAN)))
+        if _metrics.BY_NAME[name].empty_rules:
+            value = (pl.when(~F("scored")).then(pl.lit(NAN))
+                     .when(F("n_rel") == 0).then(const[conv.empty_labels])
+                     .when(F("n_recs") == 0).then(const[conv.empty_predictions])
+                     .otherwise(formula.fill_null(NAN)))
+        else:  # a count: every scored row's value is its formula
+            value = pl.when(~F("scored")).then(pl.lit(NAN)).otherwise(formula.fill_null(NAN))
         stage = self._statistics(k, needed).struct.with_fields(value=value.cast(pl.Float64))
         sums = needed & {"dcg", "idcg"}  # the statistics a gain can overflow (relevance 1 earns at most 1)
         if not sums or self.rel is None or conv.gain == "binary":

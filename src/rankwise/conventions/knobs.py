@@ -110,6 +110,23 @@ class Convention:
         "RBP's persistence p: the chance that a user who looked at one item looks at the next (Moffat and "
         "Zobel 2008; 0.8 as ir_measures, trec_eval's rbp uses 0.9)",
     )
+    utility_relevant_retrieved: float = _knob(
+        1.0, "a number",
+        "utility's worth of a relevant item retrieved (within k; trec_eval's first utility coefficient, 1)")
+    utility_nonrelevant_retrieved: float = _knob(
+        -1.0, "a number",
+        "utility's worth of a non-relevant item retrieved (within k; trec_eval's second coefficient, -1)")
+    utility_relevant_missed: float = _knob(
+        0.0, "a number",
+        "utility's worth of a relevant item not retrieved (trec_eval's third coefficient, 0)")
+    utility_nonrelevant_missed: float = _knob(
+        0.0, "a number",
+        "utility's worth of a non-relevant item not retrieved, counted as collection_size less the others "
+        "(trec_eval's fourth coefficient, 0)")
+    collection_size: float = _knob(
+        0.0, "a number >= 0",
+        "items in the collection, read only by utility's non-relevant-not-retrieved count (trec_eval's -N; 0 as "
+        "trec_eval without -N)")
     duplicates: str = _knob(
         "error",
         ("error", "first_shift"),
@@ -274,6 +291,12 @@ class Convention:
                 "0 (the largest relevance in the ground truth) or the top grade of your scale, e.g. 4.")
         _number("rbp_persistence", self.rbp_persistence, "strictly between 0 and 1", lambda v: 0 < v < 1,
                 "e.g. 0.8 (ir_measures' default), 0.9 (trec_eval's rbp), 0.95 (a patient user).")
+        for coefficient in ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
+                            "utility_nonrelevant_missed"):
+            _number(coefficient, getattr(self, coefficient), "", lambda v: True,
+                    "trec_eval's utility: 1, -1, 0, 0 (a relevant item retrieved earns 1, a non-relevant one costs 1).")
+        _number("collection_size", self.collection_size, ">= 0", lambda v: v >= 0,
+                "0 (unknown, as trec_eval without -N) or the number of items in the collection.")
         _number("info_log_base", self.info_log_base, "> 1", lambda v: v > 1,
                 "2 (bits, the default) or math.e (nats).")
         _number("long_tail_ratio", self.long_tail_ratio, "> 0", lambda v: v > 0,

@@ -59,14 +59,20 @@ PRESETS: dict[str, Convention] = {
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0,
         ),
         _preset(
-            "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision", "rbp"),
+            "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision", "rbp", "num_ret",
+                          "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
+                          "relative_p", "utility", "gm_map"),
             """trec_eval 10.0 / pytrec_eval-terrier 0.5.11 measures P_k, recall_k, map_cut_k,
             recip_rank (no cutoff: mrr@k ignores k), ndcg_cut_k (linear gain, log2, ideal from all
             qrels), success_k (hit_rate), Rprec (= r_precision@k for k >= R). Queries in both qrels
             and run; judged-but-all-non-relevant queries score 0; relevant = rel >= 1. Score ties:
             docno descending (strcmp), reproduced by ties='item_desc' for string ids of equal width.
             rbp (p = 0.9, trec_eval's default; rbp@k as trec_eval -M k) over binary relevance: trec_eval
-            rescales graded gains to [0, 1] from bounds it leaves uninitialised, so graded qrels differ.""",
+            rescales graded gains to [0, 1] from bounds it leaves uninitialised, so graded qrels differ.
+            num_ret, num_rel, num_rel_ret, set_p, set_recall, set_relative_p, set_map, set_f (weight
+            1), utility (coefficients 1, -1, 0, 0) and gm_map at k are trec_eval's over the top k
+            (trec_eval -M k): at a k past every list, trec_eval's values; relative_P_k is
+            relative_p@k.""",
             users="intersection", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0, rr_cutoff=False,
             ties="item_desc", unjudged="drop", rbp_persistence=0.9,

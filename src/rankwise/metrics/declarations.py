@@ -54,6 +54,12 @@ class Metric:
     # (knob, value): under it the summary is this formula over the other metrics' means (an F of means),
     # not the mean of the per-user values; summary.sql's branch and the Polars summary follow it
     of_means: tuple[str, str] | None = None
+    # True: the empty_labels / empty_predictions rules apply (the usual case); False: the formula is the value of
+    # every evaluated user, with no label or no recommendation too (a count such as num_rel, as trec_eval prints it)
+    empty_rules: bool = True
+    # how the summary aggregates the per-user values: "mean" (over the users with a defined value), "sum" (trec_eval's
+    # 'all' line of a count) or "geometric_mean" (trec_eval's gm_*: exp of the mean of ln(max(value, GEOMETRIC_FLOOR)))
+    summary: str = "mean"
 
     @property
     def public_name(self) -> str:
@@ -68,6 +74,11 @@ class Metric:
         return _formulas.to_polars(self.sql, params, col, names=_USER_FORMULAS)
 
 
+# trec_eval's MIN_GEO_MEAN (trec_eval.h): a value below it counts as it in a geometric mean (ln 0 is undefined)
+GEOMETRIC_FLOOR = 0.00001
+_AP = "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END"  # AP@k: map's and gm_map's per-user value
+_COUNT = dict(bounds=None, empty_rules=False, summary="sum", aggregate="sum over users (trec_eval's 'all' line)")
+
 REGISTRY: tuple[Metric, ...] = (
     Metric("precision", "Precision@k", "hits@k / den, den by `precision_denominator`",
            "hits / NULLIF(p_den, 0.0)", ("precision_denominator",)),
@@ -80,7 +91,7 @@ REGISTRY: tuple[Metric, ...] = (
            of_means=("f_aggregation", "of_means")),
     Metric("map", "MAP@k (per user: AP@k)",
            "sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`",
-           "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END", ("ap_denominator",)),
+           _AP, ("ap_denominator",)),
     Metric("mar", "MAR@k (per user: AR@k, the mean recall at each hit)",
            "sum over hit positions i <= k of hits@i / n_rel, divided by `ap_denominator`",
            "CASE WHEN ap_den > 0 THEN hits_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0) / ap_den ELSE 0.0 END",
@@ -108,6 +119,46 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("err", "ERR@k (expected reciprocal rank, Chapelle et al. 2009)",
            "sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max, g_max by `err_max_grade`",
            "err_sum", ("err_max_grade",)),
+    # trec_eval's measures over the whole retrieved set, at k: over the top k (trec_eval -M k), so num_ret@k =
+    # min(k, list length); at a k >= every list's length they are trec_eval's values
+    Metric("num_ret", "Retrieved@k (trec_eval's num_ret)",
+           "min(k, list length): the items ranked within the top k; summed over users",
+           "CAST(LEAST(k, n_recs) AS DOUBLE)", **_COUNT),
+    Metric("num_rel", "Relevant labels (trec_eval's num_rel)", "n_rel, the same at every k; summed over users",
+           "CAST(n_rel AS DOUBLE)", **_COUNT),
+    Metric("num_rel_ret", "Relevant retrieved@k (trec_eval's num_rel_ret)", "hits@k; summed over users",
+           "hits", **_COUNT),
+    Metric("set_p", "Set precision@k (trec_eval's set_P over the top k)",
+           "hits@k / min(k, list length): precision over the items retrieved, not k",
+           "CASE WHEN LEAST(k, n_recs) > 0 THEN hits / CAST(LEAST(k, n_recs) AS DOUBLE) ELSE 0.0 END"),
+    Metric("set_recall", "Set recall@k (trec_eval's set_recall over the top k: recall@k)", "hits@k / n_rel",
+           "hits / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"),
+    Metric("set_relative_p", "Set relative precision@k (trec_eval's set_relative_P over the top k)",
+           "hits@k / min(k, list length, n_rel)",
+           "hits / NULLIF(CAST(LEAST(k, n_recs, n_rel) AS DOUBLE), 0.0)"),
+    Metric("set_map", "Set MAP@k (trec_eval's set_map over the top k: set precision x recall)",
+           "hits@k^2 / (min(k, list length) n_rel)",
+           "hits * hits / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE) * CAST(n_rel AS DOUBLE), 0.0)"),
+    Metric("set_f", "Set F@k (trec_eval's set_F over the top k, its default weight 1)",
+           "2 P R / (P + R), P = set precision@k, R = recall@k; 0 without a hit",
+           "CASE WHEN hits > 0 THEN 2.0 * hits / CAST(LEAST(k, n_recs) + n_rel AS DOUBLE) ELSE 0.0 END"),
+    Metric("relative_p", "Relative precision@k (trec_eval's relative_P_k)",
+           "hits@k / min(k, n_rel): precision up to k = n_rel, recall beyond",
+           "hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)"),
+    Metric("utility", "Utility@k (trec_eval's utility over the top k)",
+           "a hits + b (retrieved - hits) + c (n_rel - hits) + d (N + hits - retrieved - n_rel), retrieved = "
+           "min(k, list length), a, b, c, d = `utility_relevant_retrieved`, `utility_nonrelevant_retrieved`, "
+           "`utility_relevant_missed`, `utility_nonrelevant_missed`, N = `collection_size`",
+           "$utility_relevant_retrieved * hits + $utility_nonrelevant_retrieved * (LEAST(k, n_recs) - hits) "
+           "+ $utility_relevant_missed * (n_rel - hits) "
+           "+ $utility_nonrelevant_missed * ($collection_size + hits - LEAST(k, n_recs) - n_rel)",
+           ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
+            "utility_nonrelevant_missed", "collection_size"),
+           bounds=None, empty_rules=False),
+    Metric("gm_map", "GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k)",
+           "per user AP@k (as map); the summary is exp(mean ln max(AP@k, 0.00001)), trec_eval's floor",
+           _AP, ("ap_denominator",), summary="geometric_mean",
+           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)"),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}

@@ -31,4 +31,26 @@ TREES = {
         ('__mul__', ('__sub__', ('lit', 1.0), ('param', 'rbp_persistence')), ('col', 'rbp_sum')),
     'err_sum':
         ('col', 'err_sum'),
+    'CAST(LEAST(k, n_recs) AS DOUBLE)':
+        ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs')))),
+    'CAST(n_rel AS DOUBLE)':
+        ('cast', 'DOUBLE', ('col', 'n_rel')),
+    'hits':
+        ('col', 'hits'),
+    'CASE WHEN LEAST(k, n_recs) > 0 THEN hits / CAST(LEAST(k, n_recs) AS DOUBLE) ELSE 0.0 END':
+        ('case', ((('__gt__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('lit', 0)), ('__truediv__', ('col', 'hits'), ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs')))))),), ('lit', 0.0)),
+    'hits / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'hits'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
+    'hits / NULLIF(CAST(LEAST(k, n_recs, n_rel) AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'hits'), ('nullif', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs'), ('col', 'n_rel')))), ('lit', 0.0))),
+    'hits * hits / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE) * CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('__mul__', ('col', 'hits'), ('col', 'hits')), ('nullif', ('__mul__', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs')))), ('cast', 'DOUBLE', ('col', 'n_rel'))), ('lit', 0.0))),
+    'CASE WHEN hits > 0 THEN 2.0 * hits / CAST(LEAST(k, n_recs) + n_rel AS DOUBLE) ELSE 0.0 END':
+        ('case', ((('__gt__', ('col', 'hits'), ('lit', 0)), ('__truediv__', ('__mul__', ('lit', 2.0), ('col', 'hits')), ('cast', 'DOUBLE', ('__add__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'n_rel'))))),), ('lit', 0.0)),
+    'hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'hits'), ('nullif', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_rel')))), ('lit', 0.0))),
+    '$utility_relevant_retrieved * hits + $utility_nonrelevant_retrieved * (LEAST(k, n_recs) - hits) + $utility_relevant_missed * (n_rel - hits) + $utility_nonrelevant_missed * ($collection_size + hits - LEAST(k, n_recs) - n_rel)':
+        ('__add__', ('__add__', ('__add__', ('__mul__', ('param', 'utility_relevant_retrieved'), ('col', 'hits')), ('__mul__', ('param', 'utility_nonrelevant_retrieved'), ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')))), ('__mul__', ('param', 'utility_relevant_missed'), ('__sub__', ('col', 'n_rel'), ('col', 'hits')))), ('__mul__', ('param', 'utility_nonrelevant_missed'), ('__sub__', ('__sub__', ('__add__', ('param', 'collection_size'), ('col', 'hits')), ('least', (('col', 'k'), ('col', 'n_recs')))), ('col', 'n_rel')))),
+    'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':
+        ('case', ((('__gt__', ('col', 'ap_den'), ('lit', 0)), ('__truediv__', ('col', 'precision_sum'), ('col', 'ap_den'))),), ('lit', 0.0)),
 }

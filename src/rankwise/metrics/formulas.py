@@ -238,7 +238,7 @@ def _qualified(sql: str, alias: str, indent: int = 11) -> str:
     for column in tree.find_all(exp.Column):
         column.set("table", exp.to_identifier(alias))
     text = tree.sql(dialect="duckdb")
-    if len(text) > 100:
+    if len(text) > 100 and "CASE" in text:
         case = text.index("CASE")
         text = re.sub(r"(?<!CASE) (WHEN|ELSE) ", "\n" + " " * (indent + case + 5) + r"\1 ", text)
     return text
@@ -289,7 +289,8 @@ def per_user_stages(metrics) -> str:
             ")",
             "SELECT f.user_id, f.k, f.n_recs, f.n_rel,",
             ",\n".join(f"       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions "
-                       f"ELSE f.{m.name} END AS {m.name}" for m in metrics),
+                       f"ELSE f.{m.name} END AS {m.name}" if m.empty_rules else f"       f.{m.name} AS {m.name}"
+                       for m in metrics),
             f"FROM {previous} AS f",
             "CROSS JOIN empty_values AS e"]
     return "\n".join(out) + "\n"
@@ -305,6 +306,16 @@ def _over_means(sql: str) -> str:
     return tree.sql(dialect="duckdb")
 
 
+def _aggregate(m) -> str:
+    """The SQL aggregate of metric ``m``'s per-user values its ``summary`` names."""
+    from rankwise.metrics.declarations import GEOMETRIC_FLOOR
+
+    return {"mean": f"AVG(p.{m.name})", "sum": f"SUM(p.{m.name})",
+            # GREATEST skips a NULL (DuckDB, PostgreSQL): an undefined value must stay out of the mean
+            "geometric_mean": f"EXP(AVG(CASE WHEN p.{m.name} IS NOT NULL "
+                              f"THEN LN(GREATEST(p.{m.name}, {GEOMETRIC_FLOOR:.5f})) END))"}[m.summary]
+
+
 def summary_sql(metrics) -> str:
     """``sql/summary.sql``: per metric and k the mean over the users with a defined value, their number
     and sample sd; a metric declaring ``of_means`` has the formula over the means under that knob value."""
@@ -317,15 +328,16 @@ def summary_sql(metrics) -> str:
         "-- Parameters: the knobs of a metric's `of_means` rule ($f_aggregation 'per_user' | 'of_means': the",
         "--             mean of per-user F or F of mean P and mean R), $beta (F-beta's beta), $f_name (the",
         "--             F-beta row's metric name: 'f1', 'f2', 'f0.5').",
-        "-- Output: metric, k, value (mean over users whose value is defined), n_users (users in that mean),",
-        "--         sd (their sample standard deviation, for confidence intervals; NULL for an F of means).",
-        "-- AVG, COUNT and STDDEV_SAMP skip NULLs: a user whose value is undefined is left out of that mean.",
+        "-- Output: metric, k, value (mean over users whose value is defined; a count's sum, trec_eval's",
+        "--         geometric mean for gm_*), n_users (users in that value), sd (their sample standard",
+        "--         deviation, for confidence intervals; NULL for an F of means, a sum or a geometric mean).",
+        "-- AVG, SUM, COUNT and STDDEV_SAMP skip NULLs: a user whose value is undefined is left out of that value.",
         "WITH",
         "-- one pass over the per-user rows; the selects below reshape its few rows",
         "per_k AS (",
         "    SELECT p.k,",
-        ",\n".join(f"           AVG(p.{m.name}) AS {m.name}_mean, COUNT(p.{m.name}) AS {m.name}_n, "
-                   f"STDDEV_SAMP(p.{m.name}) AS {m.name}_sd" for m in metrics),
+        ",\n".join(f"           {_aggregate(m)} AS {m.name}_{m.summary}, COUNT(p.{m.name}) AS {m.name}_n"
+                   + (f", STDDEV_SAMP(p.{m.name}) AS {m.name}_sd" if m.summary == "mean" else "") for m in metrics),
         "    FROM per_user AS p",
         "    GROUP BY p.k",
         ")",
@@ -333,7 +345,9 @@ def summary_sql(metrics) -> str:
     branches = []
     for m in metrics:
         row = "$f_name" if m.name == "fbeta" else f"'{m.name}'"
-        if m.of_means is None:
+        if m.summary != "mean":  # a sum or a geometric mean: no standard deviation of a mean over users
+            value, sd = f"s.{m.name}_{m.summary}", "CAST(NULL AS DOUBLE)"
+        elif m.of_means is None:
             value, sd = f"s.{m.name}_mean", f"s.{m.name}_sd"
         else:
             knob, chosen = m.of_means

@@ -272,9 +272,14 @@ def double_literals(tree):
     Snowflake): cast every non-integer literal to DOUBLE, which is what DuckDB computes with."""
     _, exp = sqlglot_api()
 
+    def is_double(cast) -> bool:
+        return isinstance(cast, exp.Cast) and cast.to.this == exp.DataType.Type.DOUBLE
+
     def rewrite(node):
+        # a negative parameter (literal_node's CAST(-1.0 AS DOUBLE)) is a Neg around the number: already DOUBLE
+        parent = node.parent
         if (isinstance(node, exp.Literal) and not node.is_string and re.search(r"[.eE]", node.this)
-                and not (isinstance(node.parent, exp.Cast) and node.parent.to.this == exp.DataType.Type.DOUBLE)):
+                and not is_double(parent) and not (isinstance(parent, exp.Neg) and is_double(parent.parent))):
             return exp.cast(node.copy(), "DOUBLE")
         return node
 

@@ -890,7 +890,42 @@ WITH labels AS (
     (
       CAST(1.0 AS DOUBLE PRECISION) - CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE PRECISION)
     ) * d.rbp_sum AS rbp,
-    d.err_sum AS err
+    d.err_sum AS err,
+    CAST(LEAST(d.k, d.n_recs) AS DOUBLE PRECISION) AS num_ret,
+    CAST(d.n_rel AS DOUBLE PRECISION) AS num_rel,
+    d.hits AS num_rel_ret,
+    CASE
+      WHEN LEAST(d.k, d.n_recs) > 0
+      THEN d.hits / CAST(LEAST(d.k, d.n_recs) AS DOUBLE PRECISION)
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS set_p,
+    CAST(d.hits AS DOUBLE PRECISION) / NULLIF(CAST(d.n_rel AS DOUBLE PRECISION), CAST(0.0 AS DOUBLE PRECISION)) AS set_recall,
+    CAST(d.hits AS DOUBLE PRECISION) / NULLIF(
+      CAST(LEAST(d.k, d.n_recs, d.n_rel) AS DOUBLE PRECISION),
+      CAST(0.0 AS DOUBLE PRECISION)
+    ) AS set_relative_p,
+    CAST(d.hits * d.hits AS DOUBLE PRECISION) / NULLIF(
+      CAST(LEAST(d.k, d.n_recs) AS DOUBLE PRECISION) * CAST(d.n_rel AS DOUBLE PRECISION),
+      CAST(0.0 AS DOUBLE PRECISION)
+    ) AS set_map,
+    CASE
+      WHEN d.hits > 0
+      THEN CAST(2.0 AS DOUBLE PRECISION) * d.hits / CAST(LEAST(d.k, d.n_recs) + d.n_rel AS DOUBLE PRECISION)
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS set_f,
+    CAST(d.hits AS DOUBLE PRECISION) / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE PRECISION), CAST(0.0 AS DOUBLE PRECISION)) AS relative_p,
+    CAST({{ c.knob["utility_relevant_retrieved"] }} AS DOUBLE PRECISION) * d.hits + CAST({{ c.knob["utility_nonrelevant_retrieved"] }} AS DOUBLE PRECISION) * (
+      LEAST(d.k, d.n_recs) - d.hits
+    ) + CAST({{ c.knob["utility_relevant_missed"] }} AS DOUBLE PRECISION) * (
+      d.n_rel - d.hits
+    ) + CAST({{ c.knob["utility_nonrelevant_missed"] }} AS DOUBLE PRECISION) * (
+      CAST({{ c.knob["collection_size"] }} AS DOUBLE PRECISION) + d.hits - LEAST(d.k, d.n_recs) - d.n_rel
+    ) AS utility,
+    CASE
+      WHEN d.ap_den > 0
+      THEN CAST(d.precision_sum AS DOUBLE PRECISION) / d.ap_den
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS gm_map
   FROM denominators AS d
 ), defined_2 AS (
   SELECT
@@ -1010,7 +1045,60 @@ SELECT
     WHEN f.n_recs = 0
     THEN e.no_predictions
     ELSE f.err
-  END AS err
+  END AS err,
+  f.num_ret AS num_ret,
+  f.num_rel AS num_rel,
+  f.num_rel_ret AS num_rel_ret,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.set_p
+  END AS set_p,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.set_recall
+  END AS set_recall,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.set_relative_p
+  END AS set_relative_p,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.set_map
+  END AS set_map,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.set_f
+  END AS set_f,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.relative_p
+  END AS relative_p,
+  f.utility AS utility,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.gm_map
+  END AS gm_map
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e
 {%- endmacro %}
@@ -1879,6 +1967,405 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.err"]) }}
 {%- endmacro %}
 
+{% macro postgres__rw_summary_num_ret(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      SUM(p.num_ret) AS num_ret_sum,
+      COUNT(p.num_ret) AS num_ret_n
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'num_ret' AS metric,
+    c.k,
+    s.num_ret_sum AS value,
+    COALESCE(s.num_ret_n, 0) AS n_users,
+    CAST(NULL AS DOUBLE PRECISION) AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'num_ret' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_num_ret(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.num_ret"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_num_rel(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      SUM(p.num_rel) AS num_rel_sum,
+      COUNT(p.num_rel) AS num_rel_n
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'num_rel' AS metric,
+    c.k,
+    s.num_rel_sum AS value,
+    COALESCE(s.num_rel_n, 0) AS n_users,
+    CAST(NULL AS DOUBLE PRECISION) AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'num_rel' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_num_rel(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.num_rel"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_num_rel_ret(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      SUM(p.num_rel_ret) AS num_rel_ret_sum,
+      COUNT(p.num_rel_ret) AS num_rel_ret_n
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'num_rel_ret' AS metric,
+    c.k,
+    s.num_rel_ret_sum AS value,
+    COALESCE(s.num_rel_ret_n, 0) AS n_users,
+    CAST(NULL AS DOUBLE PRECISION) AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'num_rel_ret' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_num_rel_ret(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.num_rel_ret"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_set_p(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.set_p) AS set_p_mean,
+      COUNT(p.set_p) AS set_p_n,
+      STDDEV_SAMP(p.set_p) AS set_p_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'set_p' AS metric,
+    c.k,
+    s.set_p_mean AS value,
+    COALESCE(s.set_p_n, 0) AS n_users,
+    s.set_p_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'set_p' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_set_p(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.set_p"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_set_recall(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.set_recall) AS set_recall_mean,
+      COUNT(p.set_recall) AS set_recall_n,
+      STDDEV_SAMP(p.set_recall) AS set_recall_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'set_recall' AS metric,
+    c.k,
+    s.set_recall_mean AS value,
+    COALESCE(s.set_recall_n, 0) AS n_users,
+    s.set_recall_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'set_recall' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_set_recall(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.set_recall"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_set_relative_p(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.set_relative_p) AS set_relative_p_mean,
+      COUNT(p.set_relative_p) AS set_relative_p_n,
+      STDDEV_SAMP(p.set_relative_p) AS set_relative_p_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'set_relative_p' AS metric,
+    c.k,
+    s.set_relative_p_mean AS value,
+    COALESCE(s.set_relative_p_n, 0) AS n_users,
+    s.set_relative_p_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'set_relative_p' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_set_relative_p(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.set_relative_p"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_set_map(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.set_map) AS set_map_mean,
+      COUNT(p.set_map) AS set_map_n,
+      STDDEV_SAMP(p.set_map) AS set_map_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'set_map' AS metric,
+    c.k,
+    s.set_map_mean AS value,
+    COALESCE(s.set_map_n, 0) AS n_users,
+    s.set_map_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'set_map' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_set_map(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.set_map"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_set_f(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.set_f) AS set_f_mean,
+      COUNT(p.set_f) AS set_f_n,
+      STDDEV_SAMP(p.set_f) AS set_f_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'set_f' AS metric,
+    c.k,
+    s.set_f_mean AS value,
+    COALESCE(s.set_f_n, 0) AS n_users,
+    s.set_f_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'set_f' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_set_f(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.set_f"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_relative_p(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.relative_p) AS relative_p_mean,
+      COUNT(p.relative_p) AS relative_p_n,
+      STDDEV_SAMP(p.relative_p) AS relative_p_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'relative_p' AS metric,
+    c.k,
+    s.relative_p_mean AS value,
+    COALESCE(s.relative_p_n, 0) AS n_users,
+    s.relative_p_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'relative_p' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_relative_p(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.relative_p"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_utility(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.utility) AS utility_mean,
+      COUNT(p.utility) AS utility_n,
+      STDDEV_SAMP(p.utility) AS utility_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'utility' AS metric,
+    c.k,
+    s.utility_mean AS value,
+    COALESCE(s.utility_n, 0) AS n_users,
+    s.utility_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'utility' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_utility(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.utility"]) }}
+{%- endmacro %}
+
+{% macro postgres__rw_summary_gm_map(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      EXP(
+        AVG(
+          CASE
+            WHEN NOT p.gm_map IS NULL
+            THEN LN(GREATEST(p.gm_map, CAST(0.00001 AS DOUBLE PRECISION)))
+          END
+        )
+      ) AS gm_map_geometric_mean,
+      COUNT(p.gm_map) AS gm_map_n
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'gm_map' AS metric,
+    c.k,
+    s.gm_map_geometric_mean AS value,
+    COALESCE(s.gm_map_n, 0) AS n_users,
+    CAST(NULL AS DOUBLE PRECISION) AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'gm_map' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro postgres__rw_columns_gm_map(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.gm_map"]) }}
+{%- endmacro %}
+
 {% macro postgres__rw_recommendations_score_item_desc(c) -%}
 SELECT
   r.user_id,
@@ -1933,6 +2420,28 @@ FROM (
 {%- elif name == "columns_rbp" -%}{{ return(rankwise.postgres__rw_columns_rbp(c)) }}
 {%- elif name == "summary_err" -%}{{ return(rankwise.postgres__rw_summary_err(c)) }}
 {%- elif name == "columns_err" -%}{{ return(rankwise.postgres__rw_columns_err(c)) }}
+{%- elif name == "summary_num_ret" -%}{{ return(rankwise.postgres__rw_summary_num_ret(c)) }}
+{%- elif name == "columns_num_ret" -%}{{ return(rankwise.postgres__rw_columns_num_ret(c)) }}
+{%- elif name == "summary_num_rel" -%}{{ return(rankwise.postgres__rw_summary_num_rel(c)) }}
+{%- elif name == "columns_num_rel" -%}{{ return(rankwise.postgres__rw_columns_num_rel(c)) }}
+{%- elif name == "summary_num_rel_ret" -%}{{ return(rankwise.postgres__rw_summary_num_rel_ret(c)) }}
+{%- elif name == "columns_num_rel_ret" -%}{{ return(rankwise.postgres__rw_columns_num_rel_ret(c)) }}
+{%- elif name == "summary_set_p" -%}{{ return(rankwise.postgres__rw_summary_set_p(c)) }}
+{%- elif name == "columns_set_p" -%}{{ return(rankwise.postgres__rw_columns_set_p(c)) }}
+{%- elif name == "summary_set_recall" -%}{{ return(rankwise.postgres__rw_summary_set_recall(c)) }}
+{%- elif name == "columns_set_recall" -%}{{ return(rankwise.postgres__rw_columns_set_recall(c)) }}
+{%- elif name == "summary_set_relative_p" -%}{{ return(rankwise.postgres__rw_summary_set_relative_p(c)) }}
+{%- elif name == "columns_set_relative_p" -%}{{ return(rankwise.postgres__rw_columns_set_relative_p(c)) }}
+{%- elif name == "summary_set_map" -%}{{ return(rankwise.postgres__rw_summary_set_map(c)) }}
+{%- elif name == "columns_set_map" -%}{{ return(rankwise.postgres__rw_columns_set_map(c)) }}
+{%- elif name == "summary_set_f" -%}{{ return(rankwise.postgres__rw_summary_set_f(c)) }}
+{%- elif name == "columns_set_f" -%}{{ return(rankwise.postgres__rw_columns_set_f(c)) }}
+{%- elif name == "summary_relative_p" -%}{{ return(rankwise.postgres__rw_summary_relative_p(c)) }}
+{%- elif name == "columns_relative_p" -%}{{ return(rankwise.postgres__rw_columns_relative_p(c)) }}
+{%- elif name == "summary_utility" -%}{{ return(rankwise.postgres__rw_summary_utility(c)) }}
+{%- elif name == "columns_utility" -%}{{ return(rankwise.postgres__rw_columns_utility(c)) }}
+{%- elif name == "summary_gm_map" -%}{{ return(rankwise.postgres__rw_summary_gm_map(c)) }}
+{%- elif name == "columns_gm_map" -%}{{ return(rankwise.postgres__rw_columns_gm_map(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.postgres__rw_recommendations_score_item_desc(c)) }}
 {%- else -%}{{ exceptions.raise_compiler_error('rankwise: no part ' ~ name) }}
 {%- endif -%}

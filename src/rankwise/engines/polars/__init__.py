@@ -14,7 +14,7 @@ from rankwise.engines.polars import positions
 from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
 from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Prepared
 from rankwise.conventions import Convention
-from rankwise.metrics.declarations import REGISTRY, USER_LEVEL, MetricRequest, computed_columns
+from rankwise.metrics.declarations import BY_NAME, REGISTRY, USER_LEVEL, MetricRequest, computed_columns
 
 METRIC_COLUMNS = USER_LEVEL
 
@@ -144,11 +144,30 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     )
     empty = knobs.empty_value(conv)
     return (
-        stats.with_columns(**{m.name: empty(m.build(conv, beta)) if m.name in computed
+        stats.with_columns(**{m.name: (empty if m.empty_rules else _as_is)(m.build(conv, beta)) if m.name in computed
                               else pl.lit(None, dtype=pl.Float64) for m in REGISTRY if m.level == "user"})
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
         .collect(engine=engine)
     )
+
+
+def _as_is(value: pl.Expr) -> pl.Expr:
+    """A metric the empty rules do not apply to (Metric.empty_rules False: a count) is its formula."""
+    return value
+
+
+def _aggregate(m, name: str) -> pl.Expr:
+    """The summary value of metric ``m``'s column ``name`` over the users whose value is defined, by
+    its ``summary``: sum / n as the SQL's AVG, a sum, or trec_eval's geometric mean (summary.sql's twin)."""
+    from rankwise.metrics.declarations import GEOMETRIC_FLOOR
+
+    x, n = pl.col(name), pl.col(name).count()
+    if m.summary == "sum":
+        return pl.when(n > 0).then(x.sum())
+    if m.summary == "geometric_mean":
+        logs = pl.when(x.is_not_null()).then(pl.max_horizontal(x, pl.lit(GEOMETRIC_FLOOR)).log())  # nulls skipped
+        return pl.when(n > 0).then((logs.sum() / n).exp())
+    return pl.when(n > 0).then(x.sum() / n)
 
 
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
@@ -158,10 +177,11 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.Da
     per_k = per_user_long.group_by("k", maintain_order=True).agg(
         # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
         # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
-        *[pl.when(pl.col(m).count() > 0).then(pl.col(m).sum() / pl.col(m).count()).alias(f"value:{m}")
-          for m in METRIC_COLUMNS],
+        *[_aggregate(BY_NAME[m], m).alias(f"value:{m}") for m in METRIC_COLUMNS],
         *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
-        *[pl.col(m).std(ddof=1).alias(f"sd:{m}") for m in METRIC_COLUMNS],
+        # a sum or a geometric mean is not a mean over users: no sd (summary.sql's NULL)
+        *[(pl.col(m).std(ddof=1) if BY_NAME[m].summary == "mean" else pl.lit(None, dtype=pl.Float64))
+          .alias(f"sd:{m}") for m in METRIC_COLUMNS],
     )
     out = pl.concat([
         per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),

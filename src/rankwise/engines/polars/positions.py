@@ -175,7 +175,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "idcg": ideal.at(k, field),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }
-        return [(empty(m.build(conv, beta, stat.__getitem__)) if computed is None or m.name in computed
+        return [((empty if m.empty_rules else (lambda value: value))(m.build(conv, beta, stat.__getitem__))
+                 if computed is None or m.name in computed
                  else pl.lit(None, dtype=pl.Float64)).alias(f"{m.name}@{k}") for m in METRICS]
 
     # one pass computes every cutoff's values side by side; then one block of rows per cutoff
