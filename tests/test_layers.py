@@ -1,7 +1,8 @@
 """The import architecture (pyproject.toml, [tool.importlinter]): no import cycle among rankwise's
-modules, the layers (entry points > orchestration > engines > ... > errors), engines independent of
-each other, and nothing but the entry points importing api or cli. Protects against an upward or
-circular import, a lazy one inside a function included."""
+packages and modules, the layers (entry points > orchestration > engines > ... > errors), engines
+independent of each other, the API naming no particular engine (it looks them up in
+rankwise.engines.ENGINES), and nothing but the entry points importing api or cli. Protects against an
+upward or circular import, a lazy one inside a function included."""
 
 import shutil
 import subprocess
@@ -19,3 +20,18 @@ def test_lint_imports_keeps_every_contract():
         pytest.fail("lint-imports is missing: pip install -e '.[test]' (import-linter)")
     done = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_api_finds_engines_in_the_one_table():
+    """evaluate() takes every engine of rankwise.engines.ENGINES by name, and a postgresql:// URI is
+    claimed by the PostgreSQL engine (bound to it), without the API naming either."""
+    from rankwise import BACKENDS
+    from rankwise.engines import ENGINES, engine
+
+    assert BACKENDS == tuple(ENGINES) == ("polars", "duckdb", "spark", "postgres")
+    assert [engine(name).name for name in ENGINES] == list(ENGINES)
+    bound = engine("postgresql://user@localhost:5432/db")
+    assert bound.name == "postgres" and bound.target == "postgresql://user@localhost:5432/db"
+    with pytest.raises(Exception, match="Unknown backend 'polar'") as info:
+        engine("polar")
+    assert "polars" in str(info.value)
