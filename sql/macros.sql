@@ -332,6 +332,35 @@ CREATE OR REPLACE TEMP MACRO rankwise_relative_p(recs, truth, k, empty_labels :=
         rankwise__n_hits(recs, truth, k, duplicates) / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
         empty_labels, empty_predictions, duplicates) END;
 
+-- rprec_mult@k = hits within the top min(k, c) / c, c = floor(m n_rel + 0.9) (trec_eval's Rprec_mult_<m>)
+CREATE OR REPLACE TEMP MACRO rankwise_rprec_mult(recs, truth, k, rprec_multiplier := 1.0, empty_labels := 'zero',
+                                            empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('rprec_multiplier', rprec_multiplier, rprec_multiplier > 0, 'a finite number > 0') THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        CASE WHEN floor(rprec_multiplier * len(coalesce(truth, [])) + 0.9) > 0
+             THEN len(list_filter(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                                  lambda p: p <= floor(rprec_multiplier * len(coalesce(truth, [])) + 0.9)))
+                  / floor(rprec_multiplier * len(coalesce(truth, [])) + 0.9)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- iprec_at_recall@k = max over the j-th hits within k, j >= r, of j / p_j; r = round(l n_rel) ('round', trec_eval
+-- 10.0) or floor(l n_rel + 0.9) ('truncate_plus_0.9', trec_eval 9); 0 with fewer than r hits
+CREATE OR REPLACE TEMP MACRO rankwise_iprec_at_recall(recs, truth, k, iprec_recall_level := 0.0,
+                                                 iprec_recall_count := 'round', empty_labels := 'zero',
+                                                 empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('iprec_recall_level', iprec_recall_level, iprec_recall_level >= 0 AND iprec_recall_level <= 1,
+                           'a finite number between 0 and 1')
+      AND rankwise__knob('iprec_recall_count', iprec_recall_count, ['round', 'truncate_plus_0.9']) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        coalesce(list_max(list_filter(
+            list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k), lambda p, j: CAST(j AS DOUBLE) / p),
+            lambda x, j: j >= floor(iprec_recall_level * len(coalesce(truth, []))
+                                    + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
 -- gm_map@k: per row AP@k as rankwise_map (the geometric mean is over rows: exp(avg(ln(greatest(x, 0.00001)))))
 CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
                                         empty_predictions := 'zero', duplicates := 'error') AS

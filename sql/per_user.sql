@@ -22,6 +22,10 @@
 --   $rr_cutoff             1 = RR counts a first hit within k only, 0 = anywhere in the list
 --   $rbp_persistence       RBP's persistence p, 0 < p < 1
 --   $err_max_grade         ERR's largest grade g_max; 0 = the largest relevance in ground_truth
+--   $rprec_multiplier      rprec_mult's m: precision after c = floor(m n_rel + 0.9) items (trec_eval's Rprec_mult)
+--   $iprec_recall_level    iprec_at_recall's recall level l, as r = a count of relevant items
+--   $iprec_recall_count    'round' (r = round(l n_rel), trec_eval 10.0) | 'truncate_plus_0.9' (floor(l n_rel + 0.9),
+--                          trec_eval 9 and pytrec_eval)
 --   $beta                  F-beta's beta
 -- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics.declarations (precision, recall,
 --   fbeta, map, ...). NULL = undefined under the convention (excluded from means).
@@ -146,6 +150,15 @@ running AS (
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg,
            SUM(CASE WHEN j.is_rel = 1 THEN POWER($rbp_persistence, j.rank - 1) ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rbp_sum,
+           -- rprec_mult: the hits within the first c = floor(m n_rel + 0.9) ranks (trec_eval's Rprec_mult cutoff)
+           SUM(CASE WHEN j.is_rel = 1 AND j.rank <= FLOOR($rprec_multiplier * j.n_rel + 0.9) THEN 1 ELSE 0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mult_hits,
+           -- iprec_at_recall: the largest precision at a hit from the r-th hit on (r = the recall level as a count
+           -- of relevant items; the hits from the r-th on are a prefix of the rows after it, so a running MAX)
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR($iprec_recall_level * j.n_rel
+                         + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS iprec_max,
            j.err_r, j.err_floor,
            SUM(LN(GREATEST(1.0 - j.err_r, j.err_floor)))
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_logs
@@ -163,7 +176,8 @@ running_err AS (
 at_k AS (
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, r.judged_pos,
            CAST(r.hits_so_far AS BIGINT) AS hits, r.precision_sum, CAST(r.hits_sum AS BIGINT) AS hits_sum,
-           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum, r.err_sum
+           CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum, r.err_sum, CAST(r.mult_hits AS BIGINT) AS mult_hits,
+           r.iprec_max
     FROM running_err AS r
     JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
 ),
@@ -238,6 +252,8 @@ stats AS (
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE 0.0 END AS rbp_sum,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE 0.0 END AS err_sum,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.iprec_max, 0.0) ELSE 0.0 END AS iprec_max,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -289,6 +305,9 @@ defined AS (
            d.hits * d.hits / NULLIF(CAST(LEAST(d.k, d.n_recs) AS DOUBLE) * CAST(d.n_rel AS DOUBLE), 0.0) AS set_map,
            CASE WHEN d.hits > 0 THEN 2.0 * d.hits / CAST(LEAST(d.k, d.n_recs) + d.n_rel AS DOUBLE) ELSE 0.0 END AS set_f,
            d.hits / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), 0.0) AS relative_p,
+           CASE WHEN FLOOR($rprec_multiplier * d.n_rel + 0.9) > 0 THEN d.mult_hits / FLOOR($rprec_multiplier * d.n_rel + 0.9)
+                ELSE 0.0 END AS rprec_mult,
+           d.iprec_max AS iprec_at_recall,
            $utility_relevant_retrieved * d.hits + $utility_nonrelevant_retrieved * (LEAST(d.k, d.n_recs) - d.hits) + $utility_relevant_missed * (d.n_rel - d.hits) + $utility_nonrelevant_missed * ($collection_size + d.hits - LEAST(d.k, d.n_recs) - d.n_rel) AS utility,
            CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map
     FROM denominators AS d
@@ -328,6 +347,8 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_map END AS set_map,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.set_f END AS set_f,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.relative_p END AS relative_p,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rprec_mult END AS rprec_mult,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.iprec_at_recall END AS iprec_at_recall,
        f.utility AS utility,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
 FROM defined_2 AS f

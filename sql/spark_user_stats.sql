@@ -4,7 +4,8 @@
 -- unchanged (rankwise.engines.spark splices it), so every metric rule stays in per_user.sql.
 --
 -- Input: user_arrays (the output of sql/spark_user_arrays.sql), cutoffs (k).
--- Parameters: $users, $unjudged, $rr_cutoff, $ideal, $log_base, $rbp_persistence (as in per_user.sql).
+-- Parameters: $users, $unjudged, $rr_cutoff, $ideal, $log_base, $rbp_persistence, $rprec_multiplier,
+--   $iprec_recall_level, $iprec_recall_count (as in per_user.sql).
 -- Output: per_user.sql's `stats` columns. With `earned` in rank order, the j-th relevant row has
 -- hits_so_far = j, so at k (the relevant rows within k being hit_rows):
 --   hits = |hit_rows|, precision_sum = sum_j j / pos_j, hits_sum = sum_j j,
@@ -55,6 +56,10 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
                  (acc, e) -> named_struct('logs', acc.logs + e.err_log,
                                           'sum', acc.sum + e.err / e.pos * EXP(acc.logs)),
                  acc -> acc.sum) AS err_sum,
+       CAST(size(filter(a.hit_rows, e -> e.pos <= FLOOR($rprec_multiplier * a.n_rel + 0.9))) AS DOUBLE) AS mult_hits,
+       COALESCE(array_max(filter(transform(a.hit_rows, (e, j) -> CASE WHEN j + 1 >= FLOOR($iprec_recall_level * a.n_rel
+                                     + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5D ELSE 0.9D END))
+                                     THEN CAST(j + 1 AS DOUBLE) / e.pos END), x -> x IS NOT NULL)), 0.0D) AS iprec_max,
        CASE WHEN $ideal = 'labels'
             THEN aggregate(transform(a.ideal_gains, (g, i) -> CASE WHEN i < a.k THEN g / (LN((i + 1) + 1.0D) / LN($log_base))
                                                                    ELSE 0.0D END),

@@ -30,7 +30,7 @@ PRESETS = ["default", "recommended_ideal", "ranx", "trec_eval", "spark", "torchm
            "replay", "rectools", "kaggle", "recbole"]
 NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision", "num_ret", "num_rel",
          "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f", "relative_p", "utility",
-         "gm_map"]
+         "gm_map", "rprec_mult", "iprec_at_recall"]
 COUNTS = ("num_ret", "num_rel", "num_rel_ret", "utility")  # no empty rule: their macros take no empty_* knob
 UTILITY = ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
            "utility_nonrelevant_missed", "collection_size")
@@ -181,6 +181,10 @@ def _macro_call(name, conv, k, graded):
         p = {"duplicates": conv.duplicates} | ({u: getattr(conv, u) for u in UTILITY} if name == "utility" else {})
     if name in ("precision", "f1"):
         p["precision_denominator"] = conv.precision_denominator
+    if name == "rprec_mult":
+        p["rprec_multiplier"] = conv.rprec_multiplier
+    if name == "iprec_at_recall":
+        p.update(iprec_recall_level=conv.iprec_recall_level, iprec_recall_count=conv.iprec_recall_count)
     if name in ("map", "mar", "gm_map"):
         p["ap_denominator"] = conv.ap_denominator
     if name == "mrr":
@@ -243,7 +247,9 @@ def test_hand_values():
             # trec_eval's set measures over the 4 retrieved, 2 of the 3 relevant among them
             "num_ret@4": 4.0, "num_rel@4": 3.0, "num_rel_ret@4": 2.0, "set_p@4": 2 / 4, "set_recall@4": 2 / 3,
             "set_relative_p@4": 2 / 3, "set_map@4": 2 * 2 / (4 * 3), "set_f@4": 2 * 2 / (4 + 3),
-            "relative_p@4": 2 / 3, "utility@4": 1.0 * 2 - 1.0 * 2, "gm_map@4": (1 / 2 + 2 / 4) / 2}
+            "relative_p@4": 2 / 3, "utility@4": 1.0 * 2 - 1.0 * 2, "gm_map@4": (1 / 2 + 2 / 4) / 2,
+            "rprec_mult@4": 1 / 3,  # c = floor(1.0 * 3 + 0.9) = 3: one hit within the top 3
+            "iprec_at_recall@4": 1 / 2}  # level 0: any hit, the best of 1/2 and 2/4
 
     assert got.keys() == want.keys()
     for key in want:

@@ -70,6 +70,8 @@ def _stats(n=4000, seed=7) -> pl.DataFrame:
         "idcg": np.where(rng.random(n) < 0.2, 0.0, rng.random(n) * 4),
         "rbp_sum": np.where(hits > 0, rng.random(n) * 2, 0.0),
         "err_sum": np.where(hits > 0, rng.random(n), 0.0),
+        "mult_hits": np.minimum(hits, rng.integers(0, 4, n)).astype(float),
+        "iprec_max": np.where(hits > 0, rng.random(n), 0.0),
     })
 
 
@@ -79,6 +81,8 @@ def _conventions():
             ("k", "min_k_len", "min_k_nrel", "min_k_candidates"), ("n_hits", "n_rel", "min_k_nrel", "k", "min_k_len"),
             ("zero", "nan")):
         yield Convention(precision_denominator=p_den, ap_denominator=ap_den, zero_ideal=zero_ideal)
+    for m in (0.2, 0.6, 1.4, 2.0):  # rprec_mult's floor(m n_rel + 0.9)
+        yield Convention(rprec_multiplier=m)
 
 
 def test_polars_and_duckdb_read_each_formula_alike():

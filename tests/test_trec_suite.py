@@ -43,7 +43,7 @@ NOT_YET = {
     # counts and run information
     "runid", "num_q", "num_nonrel_judged_ret", "relstring",
     # families issue 38 adds
-    "bpref", "gm_bpref", "infAP", "iprec_at_recall", "11pt_avg", "Rprec_mult",
+    "bpref", "gm_bpref", "infAP", "11pt_avg",
     "G", "binG", "ndcg_rel", "Rndcg", "unj", "rbp_resid",
 }
 
@@ -54,6 +54,11 @@ NOT_YET = {
 # (gains level/4), 302 prints 0.7628 and 303 0.0212 (binary at -l2); rankwise's rbp is binary at the
 # relevance threshold (0.0000, 0.7628, 0.0212; mean 0.2613 vs trec_eval's 0.2769). Binary qrels agree.
 DIVERGES = {("out.test.aql", "rbp"): "trec_eval's rbp reads uninitialised min/max on graded qrels (m_rbp.c)"}
+
+# a family whose suffix is a parameter, not a cutoff: rankwise's metric over the whole list with the knob set to it
+# (Rprec_mult_0.20: rprec_mult with rprec_multiplier=0.2), one evaluation per parameter value
+PARAM = {"Rprec_mult": ("rprec_mult", "rprec_multiplier"), "iprec_at_recall": ("iprec_at_recall", "iprec_recall_level")}
+_PARAM = re.compile(r"^(Rprec_mult|iprec_at_recall)_(\d+\.\d+)$")
 
 # trec_eval prints these as integers (%ld)
 COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
@@ -79,6 +84,8 @@ def metric_of(measure: str) -> tuple[str, int | None] | None:
     name, cut = family(measure)
     if name in NOT_YET:
         return None
+    if _PARAM.match(measure):
+        return PARAM[name][0], None
     if name in CUT and cut is not None:
         return CUT[name], cut
     if measure in WHOLE:
@@ -112,11 +119,28 @@ def compare(cmd, backend: str) -> tuple[int, int, list[str], list[str]]:
     wanted = {key: metric_of(key[0]) for key in expected}
     ks = sorted({k if k is not None else whole for mk in wanted.values() if mk for _, k in [mk]})
     metrics = sorted({mk[0] for mk in wanted.values() if mk})
+    metrics = [m for m in metrics if m not in {metric for metric, _ in PARAM.values()}]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CutoffWarning)
         res = rankwise.evaluate(recs, truth, metrics=metrics, k=ks, convention=_convention(cmd), backend=backend)
+        # the parameter families: one evaluation per value, the families' values paired up
+        values = {knob: sorted({float(_PARAM.match(m).group(2)) for m, _ in expected
+                                if _PARAM.match(m) and PARAM[_PARAM.match(m).group(1)][1] == knob})
+                  for _, knob in PARAM.values()}
+        by_param = {}
+        for i in range(max(map(len, values.values()))):
+            knobs = {knob: vs[i] for knob, vs in values.items() if i < len(vs)}
+            one = rankwise.evaluate(recs, truth, metrics=[m for m, _ in PARAM.values()], k=[whole],
+                                    convention=_convention(cmd).replace(**knobs), backend=backend)
+            for knob, value in knobs.items():
+                by_param[knob, value] = one
     per_user = {row["user"]: row for row in res.per_user.iter_rows(named=True)}
     means = {(r["metric"], r["k"]): r["value"] for r in res.summary.iter_rows(named=True)}
+    for (knob, value), one in by_param.items():
+        for row in one.per_user.iter_rows(named=True):
+            per_user.setdefault(row["user"], {})
+            per_user[row["user"]][f"{knob}={value}"] = row
+        means.update({(f"{knob}={value}", r["metric"], r["k"]): r["value"] for r in one.summary.iter_rows(named=True)})
     checked, not_yet, bad, known = 0, 0, [], []
     for (measure, qid), text in expected.items():
         mk = wanted[(measure, qid)]
@@ -124,7 +148,13 @@ def compare(cmd, backend: str) -> tuple[int, int, list[str], list[str]]:
             not_yet += 1
             continue
         metric, k = mk[0], (mk[1] if mk[1] is not None else whole)
-        value = means.get((metric, k)) if qid == "all" else per_user.get(qid, {}).get(f"{metric}@{k}")
+        param = _PARAM.match(measure)
+        if param:
+            tag = f"{PARAM[param.group(1)][1]}={float(param.group(2))}"
+            value = means.get((tag, metric, k)) if qid == "all" else \
+                per_user.get(qid, {}).get(tag, {}).get(f"{metric}@{k}")
+        else:
+            value = means.get((metric, k)) if qid == "all" else per_user.get(qid, {}).get(f"{metric}@{k}")
         got = "missing" if value is None else (
             f"{value:.0f}" if name_of(measure) in COUNTS and value == int(value) else f"{value:.4f}")
         line = f"{measure} {qid}: expected {text}, got {got}"
@@ -163,3 +193,28 @@ def test_suite_flags_match_the_makefile():
     readme = (SUITE_DIR / "README.md").read_text()
     for cmd in SUITE:
         assert f"./{cmd.argv} | diff - test/{cmd.expected}" in readme, cmd.argv
+
+
+# pytrec-eval-terrier 0.5.11 (trec_eval 9: a recall level becomes (long)(l R + 0.9) relevant documents) on
+# qrels.test / results.test, iprec_at_recall_0.10 per query, as it printed them (issue 38: 0.2096 vs trec_eval
+# 10.0's 0.2098 on query 301)
+TREC_EVAL_9_IPREC_010 = {"301": 0.209607, "302": 0.842105, "303": 0.113636}
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_iprec_recall_count_reproduces_trec_eval_9(engine):
+    """iprec_recall_count='truncate_plus_0.9' is trec_eval 9's rule (pytrec_eval's values); 'round' is trec_eval
+    10.0's (out.test.aq) and differs on query 301."""
+    cmd = next(c for c in SUITE if c.expected == "out.test.aq")
+    recs, truth = _inputs(cmd)
+    conv = _convention(cmd).replace(iprec_recall_level=0.1)
+    got = {}
+    for rule in ("truncate_plus_0.9", "round"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CutoffWarning)
+            res = rankwise.evaluate(recs, truth, metrics=["iprec_at_recall"], k=[1000], backend=engine,
+                                    convention=conv.replace(iprec_recall_count=rule))
+        got[rule] = {r["user"]: r["iprec_at_recall@1000"] for r in res.per_user.iter_rows(named=True)}
+    assert {q: round(v, 6) for q, v in got["truncate_plus_0.9"].items()} == TREC_EVAL_9_IPREC_010
+    expected = parse_trec_eval_output(SUITE_DIR / "out.test.aq")
+    assert f"{got['round']['301']:.4f}" == expected[("iprec_at_recall_0.10", "301")] == "0.2098"

@@ -85,7 +85,7 @@ from rankwise.errors import (
 
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp", "err",
            "num_ret", "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
-           "relative_p", "utility", "gm_map",
+           "relative_p", "utility", "gm_map", "rprec_mult", "iprec_at_recall",
            "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
@@ -334,6 +334,21 @@ utility = _trec_set("utility", """utility@k = a hits + b (ret - hits) + c (n_rel
     >>> import polars as pl
     >>> pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 3]]}).select(utility("r", "t", k=5)).item()
     1.0
+    """)
+rprec_mult = _trec_set("rprec_mult", """rprec_mult@k = hits within the top min(k, c) / c, c = floor(m n_rel + 0.9), m the
+    convention's rprec_multiplier (trec_eval's Rprec_mult_<m>).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[1, 3]]}).select(rprec_mult("r", "t", k=4)).item()
+    0.5
+    """)
+iprec_at_recall = _trec_set("iprec_at_recall", """iprec_at_recall@k = the largest j / rank_j over the j-th hits within k,
+    j >= r = round(l n_rel), l the convention's iprec_recall_level; 0 with fewer than r hits (trec_eval's
+    iprec_at_recall_<l>).
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[2, 3]]}).select(iprec_at_recall("r", "t", k=4)).item()
+    0.6666666666666666
     """)
 gm_map = _trec_set("gm_map", """gm_map@k per row: AP@k as map (the geometric mean is the aggregate over rows:
     trec_eval's exp(mean ln max(AP, 0.00001))).
@@ -856,7 +871,7 @@ class _Rows:
         flags_gain = self._earns_as_flags()  # the gain at each position is the relevance flag
         zero_one = conv.gain == "binary" or self.rel is None  # every gain 0 or 1
         topk = "idcg" in needed and conv.ideal == "predictions_topk"
-        uses_flags = ("precision_sum" in needed or "rbp_sum" in needed or ("first_hit" in needed and conv.rr_cutoff)
+        uses_flags = ("precision_sum" in needed or "rbp_sum" in needed or "mult_hits" in needed or "iprec_max" in needed or ("first_hit" in needed and conv.rr_cutoff)
                       or (flags_gain and "dcg" in needed))
         uses_gains = not flags_gain and ("dcg" in needed or (topk and not zero_one))
         positional = k <= POSITIONAL_MAX_K
@@ -886,7 +901,7 @@ class _Rows:
             truth = F("truth").fill_null(pl.lit([]))
             partial["n_earn"] = truth.list.len() - truth.list.set_difference(F("r").list.head(k)).list.len()
         size = math.isqrt(k - 1) + 1
-        if positional and "precision_sum" in needed:
+        if positional and needed & {"precision_sum", "iprec_max"}:
             partial.update({f"b{m}": pl.sum_horizontal(ints[m * size:(m + 1) * size]) for m in range(k // size)})
         if partial:
             stage = stage.struct.with_fields(**partial)
@@ -925,6 +940,22 @@ class _Rows:
                 return F("flags").list.agg((hit.cum_sum() * hit / pl.int_range(1, pl.len() + 1)).sum())
             return pl.sum_horizontal([pl.when(h[j]).then(running(j).cast(pl.Float64) / (j + 1)).otherwise(0.0)
                                       for j in range(k)])
+
+        def mult_hits() -> pl.Expr:  # the hits within the first c = floor(m n_rel + 0.9) positions (rprec_mult)
+            cut = knobs.rprec_cut(F("n_rel"), conv)
+            if not positional:
+                return F("flags").list.head(pl.min_horizontal(pl.lit(k, dtype=pl.Int64), cut.cast(pl.Int64))
+                                            ).list.sum().cast(pl.Float64)
+            return pl.sum_horizontal([(h[j] & (cut >= j + 1)).cast(pl.Float64) for j in range(k)])
+
+        def iprec_max() -> pl.Expr:  # the largest j / rank_j over the j-th hits, j >= r (iprec_at_recall)
+            count = knobs.iprec_count(F("n_rel"), conv)
+            if not positional:
+                hit = _E.cast(pl.Float64)
+                at_hits = F("flags").list.eval((hit.cum_sum() / pl.int_range(1, pl.len() + 1)).filter(_E))
+                return at_hits.list.slice(pl.max_horizontal(count - 1, 0).cast(pl.Int64)).list.max().fill_null(0.0)
+            return pl.max_horizontal([pl.when(h[j] & (running(j) >= count)).then(running(j).cast(pl.Float64) / (j + 1))
+                                      for j in range(k)]).fill_null(0.0)
 
         def first_hit() -> pl.Expr:  # within k (rr_cutoff) or anywhere in the list
             if not conv.rr_cutoff:
@@ -971,7 +1002,7 @@ class _Rows:
             "r_hits": lambda: (F("n_rel") - F("relevant").list.set_difference(
                 F("r").list.head(pl.min_horizontal(k, F("n_rel")))).list.len()).cast(pl.Float64) + 0.0,
             "precision_sum": precision_sum, "first_hit": first_hit, "dcg": dcg, "idcg": idcg,
-            "rbp_sum": rbp_sum, "err_sum": err_sum,
+            "rbp_sum": rbp_sum, "err_sum": err_sum, "mult_hits": mult_hits, "iprec_max": iprec_max,
         }
         fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}
         return stage.struct.with_fields(**fields) if fields else stage

@@ -110,6 +110,18 @@ class Convention:
         "RBP's persistence p: the chance that a user who looked at one item looks at the next (Moffat and "
         "Zobel 2008; 0.8 as ir_measures, trec_eval's rbp uses 0.9)",
     )
+    rprec_multiplier: float = _knob(
+        1.0, "a number > 0",
+        "rprec_mult's m: precision after c = floor(m n_rel + 0.9) items, as trec_eval's Rprec_mult_<m> (its "
+        "defaults 0.2, 0.4, ..., 2.0; 1.0 is R-precision)")
+    iprec_recall_level: float = _knob(
+        0.0, "a number with 0 <= l <= 1",
+        "iprec_at_recall's recall level l: the interpolated precision at recall l, as trec_eval's "
+        "iprec_at_recall_<l> (its defaults 0.0, 0.1, ..., 1.0)")
+    iprec_recall_count: str = _knob(
+        "round", ("round", "truncate_plus_0.9"),
+        "how iprec_at_recall turns the level into a count of relevant items r: round(l n_rel) (trec_eval 10.0's "
+        "lround) or floor(l n_rel + 0.9) (trec_eval 9, so pytrec_eval 0.5.11)")
     utility_relevant_retrieved: float = _knob(
         1.0, "a number",
         "utility's worth of a relevant item retrieved (within k; trec_eval's first utility coefficient, 1)")
@@ -291,6 +303,10 @@ class Convention:
                 "0 (the largest relevance in the ground truth) or the top grade of your scale, e.g. 4.")
         _number("rbp_persistence", self.rbp_persistence, "strictly between 0 and 1", lambda v: 0 < v < 1,
                 "e.g. 0.8 (ir_measures' default), 0.9 (trec_eval's rbp), 0.95 (a patient user).")
+        _number("rprec_multiplier", self.rprec_multiplier, "> 0", lambda v: v > 0,
+                "e.g. 0.2, 0.4, ..., 2.0 (trec_eval's Rprec_mult defaults); 1.0 is R-precision.")
+        _number("iprec_recall_level", self.iprec_recall_level, "between 0 and 1", lambda v: 0 <= v <= 1,
+                "e.g. 0.0, 0.1, ..., 1.0 (trec_eval's iprec_at_recall levels).")
         for coefficient in ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
                             "utility_nonrelevant_missed"):
             _number(coefficient, getattr(self, coefficient), "", lambda v: True,

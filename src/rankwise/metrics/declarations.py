@@ -145,6 +145,14 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("relative_p", "Relative precision@k (trec_eval's relative_P_k)",
            "hits@k / min(k, n_rel): precision up to k = n_rel, recall beyond",
            "hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)"),
+    Metric("rprec_mult", "R-precision at m R@k (trec_eval's Rprec_mult_<m> over the top k)",
+           "hits within the top min(k, c) / c, c = floor(m n_rel + 0.9), m = `rprec_multiplier` (0 when c = 0)",
+           "CASE WHEN FLOOR($rprec_multiplier * n_rel + 0.9) > 0 "
+           "THEN mult_hits / FLOOR($rprec_multiplier * n_rel + 0.9) ELSE 0.0 END", ("rprec_multiplier",)),
+    Metric("iprec_at_recall", "Interpolated precision at a recall level@k (trec_eval's iprec_at_recall_<l>)",
+           "max over the j-th hits within k, j >= r, of j / rank_j; r = round(l n_rel) by `iprec_recall_count`, "
+           "l = `iprec_recall_level`; 0 when fewer than r hits (at r = 0: any hit)",
+           "iprec_max", ("iprec_recall_level", "iprec_recall_count")),
     Metric("utility", "Utility@k (trec_eval's utility over the top k)",
            "a hits + b (retrieved - hits) + c (n_rel - hits) + d (N + hits - retrieved - n_rel), retrieved = "
            "min(k, list length), a, b, c, d = `utility_relevant_retrieved`, `utility_nonrelevant_retrieved`, "

@@ -49,6 +49,10 @@ TREES = {
         ('case', ((('__gt__', ('col', 'hits'), ('lit', 0)), ('__truediv__', ('__mul__', ('lit', 2.0), ('col', 'hits')), ('cast', 'DOUBLE', ('__add__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'n_rel'))))),), ('lit', 0.0)),
     'hits / NULLIF(CAST(LEAST(k, n_rel) AS DOUBLE), 0.0)':
         ('__truediv__', ('col', 'hits'), ('nullif', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_rel')))), ('lit', 0.0))),
+    'CASE WHEN FLOOR($rprec_multiplier * n_rel + 0.9) > 0 THEN mult_hits / FLOOR($rprec_multiplier * n_rel + 0.9) ELSE 0.0 END':
+        ('case', ((('__gt__', ('floor', ('__add__', ('__mul__', ('param', 'rprec_multiplier'), ('col', 'n_rel')), ('lit', 0.9))), ('lit', 0)), ('__truediv__', ('col', 'mult_hits'), ('floor', ('__add__', ('__mul__', ('param', 'rprec_multiplier'), ('col', 'n_rel')), ('lit', 0.9))))),), ('lit', 0.0)),
+    'iprec_max':
+        ('col', 'iprec_max'),
     '$utility_relevant_retrieved * hits + $utility_nonrelevant_retrieved * (LEAST(k, n_recs) - hits) + $utility_relevant_missed * (n_rel - hits) + $utility_nonrelevant_missed * ($collection_size + hits - LEAST(k, n_recs) - n_rel)':
         ('__add__', ('__add__', ('__add__', ('__mul__', ('param', 'utility_relevant_retrieved'), ('col', 'hits')), ('__mul__', ('param', 'utility_nonrelevant_retrieved'), ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')))), ('__mul__', ('param', 'utility_relevant_missed'), ('__sub__', ('col', 'n_rel'), ('col', 'hits')))), ('__mul__', ('param', 'utility_nonrelevant_missed'), ('__sub__', ('__sub__', ('__add__', ('param', 'collection_size'), ('col', 'hits')), ('least', (('col', 'k'), ('col', 'n_recs')))), ('col', 'n_rel')))),
     'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':

@@ -22,6 +22,7 @@ what users run by hand, so its text must exist anyway; sqlglot parses it once, a
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 
@@ -30,7 +31,7 @@ import polars as pl
 # The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
 # every formula reads. A metric named like one (dcg) is that statistic.
 STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
-              "dcg", "idcg", "rbp_sum", "err_sum")
+              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max")
 
 # Terms more than one metric reads, by name: the denominators the knobs choose.
 TERMS = {
@@ -102,6 +103,8 @@ def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
         return ("nullif", t(node.this), t(node.expression))
     if isinstance(node, (exp.Least, exp.Greatest)):
         return ("least" if isinstance(node, exp.Least) else "greatest", tuple(t(a) for a in [node.this, *node.expressions]))
+    if isinstance(node, exp.Floor) and not node.args.get("decimals"):
+        return ("floor", t(node.this))
     if isinstance(node, exp.Cast) and node.to.this.name in ("DOUBLE", "BIGINT"):
         return ("cast", node.to.this.name, t(node.this))
     raise NotImplementedError(f"rankwise.metrics.formulas: no Polars translation for {node.sql(dialect='duckdb')!r}")
@@ -209,6 +212,9 @@ def _translate(node, params, col, names):  # noqa: C901 - one branch per constru
             return _Const((min if kind == "least" else max)(a.value for a in args))
         fn = pl.min_horizontal if kind == "least" else pl.max_horizontal
         return fn(*map(_lit, args))
+    if kind == "floor":
+        a = t(node[1])
+        return _Const(math.floor(a.value)) if isinstance(a, _Const) else _lit(a).floor()
     if kind == "cast":
         dtype, convert = _TYPES[node[1]]
         a = t(node[2])

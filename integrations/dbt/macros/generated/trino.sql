@@ -676,6 +676,37 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
+    SUM(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.rank <= FLOOR(CAST({{ c.knob["rprec_multiplier"] }} AS DOUBLE) * j.n_rel + CAST(0.9 AS DOUBLE))
+        THEN 1
+        ELSE 0
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS mult_hits,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(
+          CAST({{ c.knob["iprec_recall_level"] }} AS DOUBLE) * j.n_rel + (
+            CASE
+              WHEN {{ c.knob["iprec_recall_count"] }} = 'round'
+              THEN CAST(0.5 AS DOUBLE)
+              ELSE CAST(0.9 AS DOUBLE)
+            END
+          )
+        )
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS iprec_max,
     j.err_r,
     j.err_floor,
     SUM(LN(GREATEST(CAST(1.0 AS DOUBLE) - j.err_r, j.err_floor))) OVER (
@@ -707,7 +738,9 @@ WITH labels AS (
     CAST(r.r_hits AS BIGINT) AS r_hits,
     r.dcg,
     r.rbp_sum,
-    r.err_sum
+    r.err_sum,
+    CAST(r.mult_hits AS BIGINT) AS mult_hits,
+    r.iprec_max
   FROM running_err AS r
   JOIN rankwise_cutoffs AS c
     ON r.rank <= c.k AND c.k < r.next_rank
@@ -847,6 +880,12 @@ WITH labels AS (
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE CAST(0.0 AS DOUBLE) END AS dcg,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE CAST(0.0 AS DOUBLE) END AS rbp_sum,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE CAST(0.0 AS DOUBLE) END AS err_sum,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
+    CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN COALESCE(a.iprec_max, CAST(0.0 AS DOUBLE))
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS iprec_max,
     CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
@@ -951,6 +990,12 @@ WITH labels AS (
       ELSE CAST(0.0 AS DOUBLE)
     END AS set_f,
     CAST(d.hits AS DOUBLE) / NULLIF(CAST(LEAST(d.k, d.n_rel) AS DOUBLE), CAST(0.0 AS DOUBLE)) AS relative_p,
+    CASE
+      WHEN FLOOR(CAST({{ c.knob["rprec_multiplier"] }} AS DOUBLE) * d.n_rel + CAST(0.9 AS DOUBLE)) > 0
+      THEN CAST(d.mult_hits AS DOUBLE) / FLOOR(CAST({{ c.knob["rprec_multiplier"] }} AS DOUBLE) * d.n_rel + CAST(0.9 AS DOUBLE))
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS rprec_mult,
+    d.iprec_max AS iprec_at_recall,
     CAST({{ c.knob["utility_relevant_retrieved"] }} AS DOUBLE) * d.hits + CAST({{ c.knob["utility_nonrelevant_retrieved"] }} AS DOUBLE) * (
       LEAST(d.k, d.n_recs) - d.hits
     ) + CAST({{ c.knob["utility_relevant_missed"] }} AS DOUBLE) * (
@@ -1128,6 +1173,20 @@ SELECT
     THEN e.no_predictions
     ELSE f.relative_p
   END AS relative_p,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.rprec_mult
+  END AS rprec_mult,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.iprec_at_recall
+  END AS iprec_at_recall,
   f.utility AS utility,
   CASE
     WHEN f.n_rel = 0
@@ -2389,6 +2448,78 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.relative_p"]) }}
 {%- endmacro %}
 
+{% macro trino__rw_summary_rprec_mult(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.rprec_mult) AS rprec_mult_mean,
+      COUNT(p.rprec_mult) AS rprec_mult_n,
+      STDDEV_SAMP(p.rprec_mult) AS rprec_mult_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rprec_mult' AS metric,
+    c.k,
+    s.rprec_mult_mean AS value,
+    COALESCE(s.rprec_mult_n, 0) AS n_users,
+    s.rprec_mult_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rprec_mult' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro trino__rw_columns_rprec_mult(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rprec_mult"]) }}
+{%- endmacro %}
+
+{% macro trino__rw_summary_iprec_at_recall(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.iprec_at_recall) AS iprec_at_recall_mean,
+      COUNT(p.iprec_at_recall) AS iprec_at_recall_n,
+      STDDEV_SAMP(p.iprec_at_recall) AS iprec_at_recall_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'iprec_at_recall' AS metric,
+    c.k,
+    s.iprec_at_recall_mean AS value,
+    COALESCE(s.iprec_at_recall_n, 0) AS n_users,
+    s.iprec_at_recall_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'iprec_at_recall' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro trino__rw_columns_iprec_at_recall(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.iprec_at_recall"]) }}
+{%- endmacro %}
+
 {% macro trino__rw_summary_utility(c) -%}
 SELECT
   s.metric AS metric,
@@ -2539,6 +2670,10 @@ FROM (
 {%- elif name == "columns_set_f" -%}{{ return(rankwise.trino__rw_columns_set_f(c)) }}
 {%- elif name == "summary_relative_p" -%}{{ return(rankwise.trino__rw_summary_relative_p(c)) }}
 {%- elif name == "columns_relative_p" -%}{{ return(rankwise.trino__rw_columns_relative_p(c)) }}
+{%- elif name == "summary_rprec_mult" -%}{{ return(rankwise.trino__rw_summary_rprec_mult(c)) }}
+{%- elif name == "columns_rprec_mult" -%}{{ return(rankwise.trino__rw_columns_rprec_mult(c)) }}
+{%- elif name == "summary_iprec_at_recall" -%}{{ return(rankwise.trino__rw_summary_iprec_at_recall(c)) }}
+{%- elif name == "columns_iprec_at_recall" -%}{{ return(rankwise.trino__rw_columns_iprec_at_recall(c)) }}
 {%- elif name == "summary_utility" -%}{{ return(rankwise.trino__rw_summary_utility(c)) }}
 {%- elif name == "columns_utility" -%}{{ return(rankwise.trino__rw_columns_utility(c)) }}
 {%- elif name == "summary_gm_map" -%}{{ return(rankwise.trino__rw_summary_gm_map(c)) }}

@@ -60,3 +60,14 @@ def empty_value(conv: Convention):
     return lambda value: (
         pl.when(pl.col("n_rel") == 0).then(no_labels).when(pl.col("n_recs") == 0).then(no_preds).otherwise(value)
     )
+
+
+def rprec_cut(n_rel, conv: Convention):
+    """rprec_mult's cutoff c = floor(m n_rel + 0.9) (trec_eval's Rprec_mult; sql: running.mult_hits)."""
+    return (conv.rprec_multiplier * n_rel + 0.9).floor()
+
+
+def iprec_count(n_rel, conv: Convention):
+    """iprec_at_recall's level as a count of relevant items: floor(l n_rel + 0.5) (trec_eval 10.0's lround)
+    or floor(l n_rel + 0.9) (trec_eval 9) by iprec_recall_count (sql: running.iprec_max)."""
+    return (conv.iprec_recall_level * n_rel + (0.5 if conv.iprec_recall_count == "round" else 0.9)).floor()

@@ -34,7 +34,8 @@ from rankwise.conventions import Convention
 from rankwise.metrics.declarations import REGISTRY
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
-RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first"]
+RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first", "_mult_hits",
+           "_iprec_max"]
 
 MAX_POSITIONS = 100  # K above this: the long-form plan (cost here grows with K x labels per user)
 MAX_LEVELS = 8  # distinct positive relevance values above this: the long-form plan
@@ -137,8 +138,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     zero_int, zero = pl.lit(0, dtype=pl.Int64), pl.lit(0.0)
     frame = frame.with_columns(_c=zero_int, _hits_sum=zero_int, _r_hits=zero_int, _first=zero_int,
                                _precision_sum=zero, _dcg=zero, _rbp_sum=zero, _err_logs=zero, _err_sum=zero,
+                               _mult_hits=zero_int, _iprec_max=zero,
                                **{f"_n{i}": zero_int for i in counted})
     cuts = set(ks)
+    mult_cut, iprec_count = knobs.rprec_cut(pl.col("n_rel"), conv), knobs.iprec_count(pl.col("n_rel"), conv)
     for j in positions:
         h = hit(j)
         c = pl.col("_c") + h  # the hits within the first j
@@ -150,6 +153,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             _dcg=pl.col("_dcg") + gain_at(j) / d[j - 1],
             _rbp_sum=pl.col("_rbp_sum") + pl.when(h == 1).then(math.pow(conv.rbp_persistence, j - 1)).otherwise(0.0),
             _err_logs=pl.col("_err_logs") + knobs.err_log_complement(err_r_at(j), g_max),
+            _mult_hits=pl.col("_mult_hits") + h * (mult_cut >= j).cast(pl.Int64),
+            # the largest precision at a hit from the iprec_count-th hit on (sql: running.iprec_max)
+            _iprec_max=pl.when((h == 1) & (c >= iprec_count))
+            .then(pl.max_horizontal(pl.col("_iprec_max"), c.cast(pl.Float64) / j)).otherwise(pl.col("_iprec_max")),
         )
         # ERR: R_j / j times the product of 1 - R above j (the long plan's exp(logs so far - this row's log))
         r = err_r_at(j)
@@ -171,7 +178,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "hits": field("c").cast(pl.Float64), "precision_sum": field("precision_sum"),
             "hits_sum": field("hits_sum").cast(pl.Float64), "r_hits": field("r_hits").cast(pl.Float64),
             "dcg": field("dcg"), "first_hit": field("first"), "rbp_sum": field("rbp_sum"),
-            "err_sum": field("err_sum"),
+            "err_sum": field("err_sum"), "mult_hits": field("mult_hits").cast(pl.Float64),
+            "iprec_max": field("iprec_max"),
             "idcg": ideal.at(k, field),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }
