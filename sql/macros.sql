@@ -361,6 +361,18 @@ CREATE OR REPLACE TEMP MACRO rankwise_iprec_at_recall(recs, truth, k, iprec_reca
                                     + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0),
         empty_labels, empty_predictions, duplicates) END;
 
+-- ipt11_avg@k = the mean of rankwise_iprec_at_recall at the levels 0.0, 0.1, ..., 1.0 (trec_eval's 11pt_avg)
+CREATE OR REPLACE TEMP MACRO rankwise_ipt11_avg(recs, truth, k, iprec_recall_count := 'round', empty_labels := 'zero',
+                                           empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('iprec_recall_count', iprec_recall_count, ['round', 'truncate_plus_0.9']) THEN
+    rankwise__finish(recs, truth, len(coalesce(truth, [])),
+        list_sum(list_transform(range(0, 11), lambda l: coalesce(list_max(list_filter(
+            list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k), lambda p, j: CAST(j AS DOUBLE) / p),
+            lambda x, j: j >= floor(CAST(l AS DOUBLE) / 10.0 * len(coalesce(truth, []))
+                                    + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0))) / 11.0,
+        empty_labels, empty_predictions, duplicates) END;
+
 -- gm_map@k: per row AP@k as rankwise_map (the geometric mean is over rows: exp(avg(ln(greatest(x, 0.00001)))))
 CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
                                         empty_predictions := 'zero', duplicates := 'error') AS

@@ -113,6 +113,7 @@ judged AS (
            SUM(e.is_rel) OVER (PARTITION BY r.user_id ORDER BY r.rank
                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far,
            ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.rank) AS judged_pos,
+           CASE WHEN $iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END AS iprec_half,
            LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
     FROM recommendations AS r
     JOIN reach AS h ON r.rank <= h.max_rank
@@ -159,6 +160,40 @@ running AS (
                          + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))
                     THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS iprec_max,
+           -- ipt11_avg: iprec_max at the 11 levels 0.0, 0.1, ..., 1.0 (trec_eval's 11pt_avg), summed in running_err
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt0,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt1,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt2,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt3,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt4,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt5,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt6,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt7,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt8,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt9,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * j.n_rel + j.iprec_half)
+                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt10,
            j.err_r, j.err_floor,
            SUM(LN(GREATEST(1.0 - j.err_r, j.err_floor)))
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_logs
@@ -169,7 +204,8 @@ running AS (
 running_err AS (
     SELECT r.*,
            SUM(r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(1.0 - r.err_r, r.err_floor))))
-               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_sum
+               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_sum,
+           COALESCE(r.ipt0, 0.0) + COALESCE(r.ipt1, 0.0) + COALESCE(r.ipt2, 0.0) + COALESCE(r.ipt3, 0.0) + COALESCE(r.ipt4, 0.0) + COALESCE(r.ipt5, 0.0) + COALESCE(r.ipt6, 0.0) + COALESCE(r.ipt7, 0.0) + COALESCE(r.ipt8, 0.0) + COALESCE(r.ipt9, 0.0) + COALESCE(r.ipt10, 0.0) AS ipt11_sum
     FROM running AS r
 ),
 -- at each k, the sums of the last judged row at or above k
@@ -177,7 +213,7 @@ at_k AS (
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, r.judged_pos,
            CAST(r.hits_so_far AS BIGINT) AS hits, r.precision_sum, CAST(r.hits_sum AS BIGINT) AS hits_sum,
            CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum, r.err_sum, CAST(r.mult_hits AS BIGINT) AS mult_hits,
-           r.iprec_max
+           r.iprec_max, r.ipt11_sum
     FROM running_err AS r
     JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
 ),
@@ -254,6 +290,7 @@ stats AS (
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE 0.0 END AS err_sum,
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.iprec_max, 0.0) ELSE 0.0 END AS iprec_max,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE 0.0 END AS ipt11_sum,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -308,6 +345,7 @@ defined AS (
            CASE WHEN FLOOR($rprec_multiplier * d.n_rel + 0.9) > 0 THEN d.mult_hits / FLOOR($rprec_multiplier * d.n_rel + 0.9)
                 ELSE 0.0 END AS rprec_mult,
            d.iprec_max AS iprec_at_recall,
+           d.ipt11_sum * (1.0 / 11.0) AS ipt11_avg,
            $utility_relevant_retrieved * d.hits + $utility_nonrelevant_retrieved * (LEAST(d.k, d.n_recs) - d.hits) + $utility_relevant_missed * (d.n_rel - d.hits) + $utility_nonrelevant_missed * ($collection_size + d.hits - LEAST(d.k, d.n_recs) - d.n_rel) AS utility,
            CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map
     FROM denominators AS d
@@ -349,6 +387,7 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.relative_p END AS relative_p,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rprec_mult END AS rprec_mult,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.iprec_at_recall END AS iprec_at_recall,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ipt11_avg END AS ipt11_avg,
        f.utility AS utility,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
 FROM defined_2 AS f

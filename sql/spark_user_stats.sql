@@ -60,6 +60,11 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
        COALESCE(array_max(filter(transform(a.hit_rows, (e, j) -> CASE WHEN j + 1 >= FLOOR($iprec_recall_level * a.n_rel
                                      + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5D ELSE 0.9D END))
                                      THEN CAST(j + 1 AS DOUBLE) / e.pos END), x -> x IS NOT NULL)), 0.0D) AS iprec_max,
+       -- ipt11_avg: the same at the levels 0.0, 0.1, ..., 1.0, summed (trec_eval's 11pt_avg)
+       aggregate(sequence(0, 10), 0.0D, (acc, l) -> acc + COALESCE(array_max(filter(transform(a.hit_rows,
+                 (e, j) -> CASE WHEN j + 1 >= FLOOR(CAST(l AS DOUBLE) / 10.0D * a.n_rel
+                                                    + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5D ELSE 0.9D END))
+                                THEN CAST(j + 1 AS DOUBLE) / e.pos END), x -> x IS NOT NULL)), 0.0D)) AS ipt11_sum,
        CASE WHEN $ideal = 'labels'
             THEN aggregate(transform(a.ideal_gains, (g, i) -> CASE WHEN i < a.k THEN g / (LN((i + 1) + 1.0D) / LN($log_base))
                                                                    ELSE 0.0D END),

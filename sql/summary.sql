@@ -37,6 +37,7 @@ per_k AS (
            AVG(p.relative_p) AS relative_p_mean, COUNT(p.relative_p) AS relative_p_n, STDDEV_SAMP(p.relative_p) AS relative_p_sd,
            AVG(p.rprec_mult) AS rprec_mult_mean, COUNT(p.rprec_mult) AS rprec_mult_n, STDDEV_SAMP(p.rprec_mult) AS rprec_mult_sd,
            AVG(p.iprec_at_recall) AS iprec_at_recall_mean, COUNT(p.iprec_at_recall) AS iprec_at_recall_n, STDDEV_SAMP(p.iprec_at_recall) AS iprec_at_recall_sd,
+           AVG(p.ipt11_avg) AS ipt11_avg_mean, COUNT(p.ipt11_avg) AS ipt11_avg_n, STDDEV_SAMP(p.ipt11_avg) AS ipt11_avg_sd,
            AVG(p.utility) AS utility_mean, COUNT(p.utility) AS utility_n, STDDEV_SAMP(p.utility) AS utility_sd,
            EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n
     FROM per_user AS p
@@ -114,6 +115,9 @@ SELECT 'rprec_mult' AS metric, c.k, s.rprec_mult_mean AS value, COALESCE(s.rprec
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'iprec_at_recall' AS metric, c.k, s.iprec_at_recall_mean AS value, COALESCE(s.iprec_at_recall_n, 0) AS n_users, s.iprec_at_recall_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'ipt11_avg' AS metric, c.k, s.ipt11_avg_mean AS value, COALESCE(s.ipt11_avg_n, 0) AS n_users, s.ipt11_avg_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'utility' AS metric, c.k, s.utility_mean AS value, COALESCE(s.utility_n, 0) AS n_users, s.utility_sd AS sd

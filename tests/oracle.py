@@ -128,26 +128,27 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
     cut = math.floor(conv.rprec_multiplier * n_rel + 0.9)
     rprec_mult = sum(flags[:cut]) / cut if cut > 0 else 0.0
     # trec_eval 10.0's iprec_at_recall loop (m_iprec_at_recall.c) over the top k, as written there
-    level = conv.iprec_recall_level * n_rel
-    wanted = math.floor(level + 0.5) if conv.iprec_recall_count == "round" else math.floor(level + 0.9)
-    iprec = 0.0
-    if wanted <= rel_ret:
+    def iprec_at(l):
+        level = l * n_rel
+        wanted = math.floor(level + 0.5) if conv.iprec_recall_count == "round" else math.floor(level + 0.9)
+        if wanted > rel_ret:
+            return 0.0
         int_precis = rel_ret / retrieved
-        rel_so_far, done = rel_ret, False
+        rel_so_far = rel_ret
         for i in range(retrieved, 0, -1):
             if rel_so_far <= 0:
                 break
             int_precis = max(int_precis, rel_so_far / i)
             if flags[i - 1]:
                 if rel_so_far == wanted:
-                    iprec, done = int_precis, True
-                    break
+                    return int_precis
                 rel_so_far -= 1
-        if not done:
-            iprec = int_precis
+        return int_precis
 
+    iprec = iprec_at(conv.iprec_recall_level)
+    ipt11 = sum(iprec_at(i / 10) for i in range(11)) / 11  # m_11pt_avg.c: the same loop at 11 levels
     values = counts | {
-        "rprec_mult": rprec_mult, "iprec_at_recall": iprec,
+        "rprec_mult": rprec_mult, "iprec_at_recall": iprec, "ipt11_avg": ipt11,
         "set_p": set_p, "set_recall": set_r, "set_relative_p": rel_ret / min(retrieved, n_rel),
         "set_map": set_p * set_r, "set_f": set_f, "relative_p": rel_ret / min(k, n_rel), "gm_map": ap,
         "precision": precision, "recall": recall, "fbeta": fbeta, "map": ap, "mar": ar, "mrr": rr,

@@ -30,7 +30,7 @@ PRESETS = ["default", "recommended_ideal", "ranx", "trec_eval", "spark", "torchm
            "replay", "rectools", "kaggle", "recbole"]
 NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision", "num_ret", "num_rel",
          "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f", "relative_p", "utility",
-         "gm_map", "rprec_mult", "iprec_at_recall"]
+         "gm_map", "rprec_mult", "iprec_at_recall", "ipt11_avg"]
 COUNTS = ("num_ret", "num_rel", "num_rel_ret", "utility")  # no empty rule: their macros take no empty_* knob
 UTILITY = ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
            "utility_nonrelevant_missed", "collection_size")
@@ -185,6 +185,8 @@ def _macro_call(name, conv, k, graded):
         p["rprec_multiplier"] = conv.rprec_multiplier
     if name == "iprec_at_recall":
         p.update(iprec_recall_level=conv.iprec_recall_level, iprec_recall_count=conv.iprec_recall_count)
+    if name == "ipt11_avg":
+        p["iprec_recall_count"] = conv.iprec_recall_count
     if name in ("map", "mar", "gm_map"):
         p["ap_denominator"] = conv.ap_denominator
     if name == "mrr":
@@ -249,7 +251,9 @@ def test_hand_values():
             "set_relative_p@4": 2 / 3, "set_map@4": 2 * 2 / (4 * 3), "set_f@4": 2 * 2 / (4 + 3),
             "relative_p@4": 2 / 3, "utility@4": 1.0 * 2 - 1.0 * 2, "gm_map@4": (1 / 2 + 2 / 4) / 2,
             "rprec_mult@4": 1 / 3,  # c = floor(1.0 * 3 + 0.9) = 3: one hit within the top 3
-            "iprec_at_recall@4": 1 / 2}  # level 0: any hit, the best of 1/2 and 2/4
+            "iprec_at_recall@4": 1 / 2,  # level 0: any hit, the best of 1/2 and 2/4
+            # levels 0.0-0.1 (r = 0): 1/2; 0.2-0.4 (r = 1): 1/2; 0.5-0.8 (r = 2): 2/4; 0.9-1.0 (r = 3 > 2 hits): 0
+            "ipt11_avg@4": (9 * 0.5) / 11}
 
     assert got.keys() == want.keys()
     for key in want:

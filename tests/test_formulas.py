@@ -72,6 +72,7 @@ def _stats(n=4000, seed=7) -> pl.DataFrame:
         "err_sum": np.where(hits > 0, rng.random(n), 0.0),
         "mult_hits": np.minimum(hits, rng.integers(0, 4, n)).astype(float),
         "iprec_max": np.where(hits > 0, rng.random(n), 0.0),
+        "ipt11_sum": np.where(hits > 0, rng.random(n) * 11, 0.0),
     })
 
 

@@ -37,13 +37,13 @@ CUT = {"P": "precision", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg
 WHOLE = {"map": "map", "ndcg": "ndcg", "recip_rank": "mrr", "Rprec": "r_precision", "rbp": "rbp",
          "num_ret": "num_ret", "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "set_P": "set_p",
          "set_recall": "set_recall", "set_relative_P": "set_relative_p", "set_map": "set_map", "set_F": "set_f",
-         "utility": "utility", "gm_map": "gm_map"}
+         "utility": "utility", "gm_map": "gm_map", "11pt_avg": "ipt11_avg"}
 
 NOT_YET = {
     # counts and run information
     "runid", "num_q", "num_nonrel_judged_ret", "relstring",
     # families issue 38 adds
-    "bpref", "gm_bpref", "infAP", "11pt_avg",
+    "bpref", "gm_bpref", "infAP",
     "G", "binG", "ndcg_rel", "Rndcg", "unj", "rbp_resid",
 }
 

@@ -85,7 +85,7 @@ from rankwise.errors import (
 
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp", "err",
            "num_ret", "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
-           "relative_p", "utility", "gm_map", "rprec_mult", "iprec_at_recall",
+           "relative_p", "utility", "gm_map", "rprec_mult", "iprec_at_recall", "ipt11_avg",
            "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
@@ -349,6 +349,13 @@ iprec_at_recall = _trec_set("iprec_at_recall", """iprec_at_recall@k = the larges
     >>> import polars as pl
     >>> pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[2, 3]]}).select(iprec_at_recall("r", "t", k=4)).item()
     0.6666666666666666
+    """)
+ipt11_avg = _trec_set("ipt11_avg", """ipt11_avg@k = the mean of iprec_at_recall@k at the levels 0.0, 0.1, ..., 1.0
+    (trec_eval's 11pt_avg).
+
+    >>> import polars as pl
+    >>> round(pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[2, 3]]}).select(ipt11_avg("r", "t", k=4)).item(), 6)
+    0.666667
     """)
 gm_map = _trec_set("gm_map", """gm_map@k per row: AP@k as map (the geometric mean is the aggregate over rows:
     trec_eval's exp(mean ln max(AP, 0.00001))).
@@ -871,7 +878,7 @@ class _Rows:
         flags_gain = self._earns_as_flags()  # the gain at each position is the relevance flag
         zero_one = conv.gain == "binary" or self.rel is None  # every gain 0 or 1
         topk = "idcg" in needed and conv.ideal == "predictions_topk"
-        uses_flags = ("precision_sum" in needed or "rbp_sum" in needed or "mult_hits" in needed or "iprec_max" in needed or ("first_hit" in needed and conv.rr_cutoff)
+        uses_flags = ("precision_sum" in needed or "rbp_sum" in needed or "mult_hits" in needed or "iprec_max" in needed or "ipt11_sum" in needed or ("first_hit" in needed and conv.rr_cutoff)
                       or (flags_gain and "dcg" in needed))
         uses_gains = not flags_gain and ("dcg" in needed or (topk and not zero_one))
         positional = k <= POSITIONAL_MAX_K
@@ -901,7 +908,7 @@ class _Rows:
             truth = F("truth").fill_null(pl.lit([]))
             partial["n_earn"] = truth.list.len() - truth.list.set_difference(F("r").list.head(k)).list.len()
         size = math.isqrt(k - 1) + 1
-        if positional and needed & {"precision_sum", "iprec_max"}:
+        if positional and needed & {"precision_sum", "iprec_max", "ipt11_sum"}:
             partial.update({f"b{m}": pl.sum_horizontal(ints[m * size:(m + 1) * size]) for m in range(k // size)})
         if partial:
             stage = stage.struct.with_fields(**partial)
@@ -948,8 +955,11 @@ class _Rows:
                                             ).list.sum().cast(pl.Float64)
             return pl.sum_horizontal([(h[j] & (cut >= j + 1)).cast(pl.Float64) for j in range(k)])
 
-        def iprec_max() -> pl.Expr:  # the largest j / rank_j over the j-th hits, j >= r (iprec_at_recall)
-            count = knobs.iprec_count(F("n_rel"), conv)
+        def ipt11_sum() -> pl.Expr:  # iprec_max at the levels 0.0, 0.1, ..., 1.0, summed (ipt11_avg)
+            return pl.sum_horizontal([iprec_max(level) for level in knobs.IPT11_LEVELS])
+
+        def iprec_max(level: float | None = None) -> pl.Expr:  # the largest j / rank_j over the j-th hits, j >= r
+            count = knobs.iprec_count(F("n_rel"), conv, level)
             if not positional:
                 hit = _E.cast(pl.Float64)
                 at_hits = F("flags").list.eval((hit.cum_sum() / pl.int_range(1, pl.len() + 1)).filter(_E))
@@ -1002,7 +1012,7 @@ class _Rows:
             "r_hits": lambda: (F("n_rel") - F("relevant").list.set_difference(
                 F("r").list.head(pl.min_horizontal(k, F("n_rel")))).list.len()).cast(pl.Float64) + 0.0,
             "precision_sum": precision_sum, "first_hit": first_hit, "dcg": dcg, "idcg": idcg,
-            "rbp_sum": rbp_sum, "err_sum": err_sum, "mult_hits": mult_hits, "iprec_max": iprec_max,
+            "rbp_sum": rbp_sum, "err_sum": err_sum, "mult_hits": mult_hits, "iprec_max": iprec_max, "ipt11_sum": ipt11_sum,
         }
         fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}
         return stage.struct.with_fields(**fields) if fields else stage

@@ -153,6 +153,10 @@ REGISTRY: tuple[Metric, ...] = (
            "max over the j-th hits within k, j >= r, of j / rank_j; r = round(l n_rel) by `iprec_recall_count`, "
            "l = `iprec_recall_level`; 0 when fewer than r hits (at r = 0: any hit)",
            "iprec_max", ("iprec_recall_level", "iprec_recall_count")),
+    Metric("ipt11_avg", "11-point interpolated average precision@k (trec_eval's 11pt_avg)",
+           "the mean of iprec_at_recall@k at the levels 0.0, 0.1, ..., 1.0 (each as a count by `iprec_recall_count`; "
+           "times 1/11: Polars divides by a constant as a product, so every engine multiplies)",
+           "ipt11_sum * (1.0 / 11.0)", ("iprec_recall_count",)),
     Metric("utility", "Utility@k (trec_eval's utility over the top k)",
            "a hits + b (retrieved - hits) + c (n_rel - hits) + d (N + hits - retrieved - n_rel), retrieved = "
            "min(k, list length), a, b, c, d = `utility_relevant_retrieved`, `utility_nonrelevant_retrieved`, "

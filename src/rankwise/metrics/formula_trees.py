@@ -53,6 +53,8 @@ TREES = {
         ('case', ((('__gt__', ('floor', ('__add__', ('__mul__', ('param', 'rprec_multiplier'), ('col', 'n_rel')), ('lit', 0.9))), ('lit', 0)), ('__truediv__', ('col', 'mult_hits'), ('floor', ('__add__', ('__mul__', ('param', 'rprec_multiplier'), ('col', 'n_rel')), ('lit', 0.9))))),), ('lit', 0.0)),
     'iprec_max':
         ('col', 'iprec_max'),
+    'ipt11_sum * (1.0 / 11.0)':
+        ('__mul__', ('col', 'ipt11_sum'), ('__truediv__', ('lit', 1.0), ('lit', 11.0))),
     '$utility_relevant_retrieved * hits + $utility_nonrelevant_retrieved * (LEAST(k, n_recs) - hits) + $utility_relevant_missed * (n_rel - hits) + $utility_nonrelevant_missed * ($collection_size + hits - LEAST(k, n_recs) - n_rel)':
         ('__add__', ('__add__', ('__add__', ('__mul__', ('param', 'utility_relevant_retrieved'), ('col', 'hits')), ('__mul__', ('param', 'utility_nonrelevant_retrieved'), ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')))), ('__mul__', ('param', 'utility_relevant_missed'), ('__sub__', ('col', 'n_rel'), ('col', 'hits')))), ('__mul__', ('param', 'utility_nonrelevant_missed'), ('__sub__', ('__sub__', ('__add__', ('param', 'collection_size'), ('col', 'hits')), ('least', (('col', 'k'), ('col', 'n_recs')))), ('col', 'n_rel')))),
     'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':

@@ -596,6 +596,11 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS hits_so_far,
     ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.rank) AS judged_pos,
+    CASE
+      WHEN {{ c.knob["iprec_recall_count"] }} = 'round'
+      THEN CAST(0.5 AS DOUBLE)
+      ELSE CAST(0.9 AS DOUBLE)
+    END AS iprec_half,
     LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
   FROM rankwise_recommendations AS r
   JOIN reach AS h
@@ -707,6 +712,127 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS iprec_max,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt0,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt1,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt2,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt3,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt4,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt5,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt6,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt7,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt8,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt9,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ipt10,
     j.err_r,
     j.err_floor,
     SUM(LN(GREATEST(CAST(1.0 AS DOUBLE) - j.err_r, j.err_floor))) OVER (
@@ -724,7 +850,8 @@ WITH labels AS (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS err_sum
+    ) AS err_sum,
+    COALESCE(r.ipt0, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt1, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt2, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt3, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt4, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt5, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt6, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt7, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt8, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt9, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt10, CAST(0.0 AS DOUBLE)) AS ipt11_sum
   FROM running AS r
 ), at_k AS (
   SELECT
@@ -740,7 +867,8 @@ WITH labels AS (
     r.rbp_sum,
     r.err_sum,
     CAST(r.mult_hits AS BIGINT) AS mult_hits,
-    r.iprec_max
+    r.iprec_max,
+    r.ipt11_sum
   FROM running_err AS r
   JOIN rankwise_cutoffs AS c
     ON r.rank <= c.k AND c.k < r.next_rank
@@ -886,6 +1014,7 @@ WITH labels AS (
       THEN COALESCE(a.iprec_max, CAST(0.0 AS DOUBLE))
       ELSE CAST(0.0 AS DOUBLE)
     END AS iprec_max,
+    CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE CAST(0.0 AS DOUBLE) END AS ipt11_sum,
     CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
@@ -996,6 +1125,9 @@ WITH labels AS (
       ELSE CAST(0.0 AS DOUBLE)
     END AS rprec_mult,
     d.iprec_max AS iprec_at_recall,
+    d.ipt11_sum * (
+      CAST(1.0 AS DOUBLE) / CAST(11.0 AS DOUBLE)
+    ) AS ipt11_avg,
     CAST({{ c.knob["utility_relevant_retrieved"] }} AS DOUBLE) * d.hits + CAST({{ c.knob["utility_nonrelevant_retrieved"] }} AS DOUBLE) * (
       LEAST(d.k, d.n_recs) - d.hits
     ) + CAST({{ c.knob["utility_relevant_missed"] }} AS DOUBLE) * (
@@ -1187,6 +1319,13 @@ SELECT
     THEN e.no_predictions
     ELSE f.iprec_at_recall
   END AS iprec_at_recall,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.ipt11_avg
+  END AS ipt11_avg,
   f.utility AS utility,
   CASE
     WHEN f.n_rel = 0
@@ -2520,6 +2659,42 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.iprec_at_recall"]) }}
 {%- endmacro %}
 
+{% macro trino__rw_summary_ipt11_avg(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.ipt11_avg) AS ipt11_avg_mean,
+      COUNT(p.ipt11_avg) AS ipt11_avg_n,
+      STDDEV_SAMP(p.ipt11_avg) AS ipt11_avg_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'ipt11_avg' AS metric,
+    c.k,
+    s.ipt11_avg_mean AS value,
+    COALESCE(s.ipt11_avg_n, 0) AS n_users,
+    s.ipt11_avg_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'ipt11_avg' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro trino__rw_columns_ipt11_avg(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.ipt11_avg"]) }}
+{%- endmacro %}
+
 {% macro trino__rw_summary_utility(c) -%}
 SELECT
   s.metric AS metric,
@@ -2674,6 +2849,8 @@ FROM (
 {%- elif name == "columns_rprec_mult" -%}{{ return(rankwise.trino__rw_columns_rprec_mult(c)) }}
 {%- elif name == "summary_iprec_at_recall" -%}{{ return(rankwise.trino__rw_summary_iprec_at_recall(c)) }}
 {%- elif name == "columns_iprec_at_recall" -%}{{ return(rankwise.trino__rw_columns_iprec_at_recall(c)) }}
+{%- elif name == "summary_ipt11_avg" -%}{{ return(rankwise.trino__rw_summary_ipt11_avg(c)) }}
+{%- elif name == "columns_ipt11_avg" -%}{{ return(rankwise.trino__rw_columns_ipt11_avg(c)) }}
 {%- elif name == "summary_utility" -%}{{ return(rankwise.trino__rw_summary_utility(c)) }}
 {%- elif name == "columns_utility" -%}{{ return(rankwise.trino__rw_columns_utility(c)) }}
 {%- elif name == "summary_gm_map" -%}{{ return(rankwise.trino__rw_summary_gm_map(c)) }}

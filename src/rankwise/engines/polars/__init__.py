@@ -97,13 +97,17 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv)))
         .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).cum_max().forward_fill().over(USER)
         .alias("iprec_max"),
-    ).with_columns(  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
+        *[pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv, level)))
+          .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).cum_max().forward_fill().over(USER)
+          .fill_null(0.0).alias(f"_ipt{i}") for i, level in enumerate(knobs.IPT11_LEVELS)],
+    ).with_columns(
+        pl.sum_horizontal(f"_ipt{i}" for i in range(len(knobs.IPT11_LEVELS))).alias("ipt11_sum"),  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
         (pl.col("err_r") / pl.col(RANK)
          * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp())
         .cum_sum().over(USER).alias("err_sum"),
     )
     at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum",
-                                           "mult_hits", "iprec_max"])
+                                           "mult_hits", "iprec_max", "ipt11_sum"])
     # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     grid = _read_back(grid, at_k)
@@ -143,7 +147,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits", "mult_hits").fill_null(0).cast(pl.Float64),
-        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max").fill_null(0.0),
+        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum").fill_null(0.0),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),

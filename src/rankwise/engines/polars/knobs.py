@@ -67,7 +67,11 @@ def rprec_cut(n_rel, conv: Convention):
     return (conv.rprec_multiplier * n_rel + 0.9).floor()
 
 
-def iprec_count(n_rel, conv: Convention):
+IPT11_LEVELS = tuple(i / 10 for i in range(11))  # trec_eval's 11pt_avg levels 0.0, 0.1, ..., 1.0
+
+
+def iprec_count(n_rel, conv: Convention, level: float | None = None):
     """iprec_at_recall's level as a count of relevant items: floor(l n_rel + 0.5) (trec_eval 10.0's lround)
     or floor(l n_rel + 0.9) (trec_eval 9) by iprec_recall_count (sql: running.iprec_max)."""
-    return (conv.iprec_recall_level * n_rel + (0.5 if conv.iprec_recall_count == "round" else 0.9)).floor()
+    level = conv.iprec_recall_level if level is None else level
+    return (level * n_rel + (0.5 if conv.iprec_recall_count == "round" else 0.9)).floor()

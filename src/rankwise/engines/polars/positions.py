@@ -35,7 +35,7 @@ from rankwise.metrics.declarations import REGISTRY
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
 RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first", "_mult_hits",
-           "_iprec_max"]
+           "_iprec_max", "_ipt11_sum"]
 
 MAX_POSITIONS = 100  # K above this: the long-form plan (cost here grows with K x labels per user)
 MAX_LEVELS = 8  # distinct positive relevance values above this: the long-form plan
@@ -139,9 +139,11 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     frame = frame.with_columns(_c=zero_int, _hits_sum=zero_int, _r_hits=zero_int, _first=zero_int,
                                _precision_sum=zero, _dcg=zero, _rbp_sum=zero, _err_logs=zero, _err_sum=zero,
                                _mult_hits=zero_int, _iprec_max=zero,
+                               **{f"_ipt{i}": zero for i in range(len(knobs.IPT11_LEVELS))},
                                **{f"_n{i}": zero_int for i in counted})
     cuts = set(ks)
     mult_cut, iprec_count = knobs.rprec_cut(pl.col("n_rel"), conv), knobs.iprec_count(pl.col("n_rel"), conv)
+    ipt_counts = [knobs.iprec_count(pl.col("n_rel"), conv, level) for level in knobs.IPT11_LEVELS]
     for j in positions:
         h = hit(j)
         c = pl.col("_c") + h  # the hits within the first j
@@ -157,7 +159,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             # the largest precision at a hit from the iprec_count-th hit on (sql: running.iprec_max)
             _iprec_max=pl.when((h == 1) & (c >= iprec_count))
             .then(pl.max_horizontal(pl.col("_iprec_max"), c.cast(pl.Float64) / j)).otherwise(pl.col("_iprec_max")),
+            **{f"_ipt{i}": pl.when((h == 1) & (c >= count)).then(pl.max_horizontal(pl.col(f"_ipt{i}"), c.cast(pl.Float64) / j))
+               .otherwise(pl.col(f"_ipt{i}")) for i, count in enumerate(ipt_counts)},
         )
+        frame = frame.with_columns(_ipt11_sum=pl.sum_horizontal(f"_ipt{i}" for i in range(len(ipt_counts))))
         # ERR: R_j / j times the product of 1 - R above j (the long plan's exp(logs so far - this row's log))
         r = err_r_at(j)
         frame = frame.with_columns(
@@ -179,7 +184,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "hits_sum": field("hits_sum").cast(pl.Float64), "r_hits": field("r_hits").cast(pl.Float64),
             "dcg": field("dcg"), "first_hit": field("first"), "rbp_sum": field("rbp_sum"),
             "err_sum": field("err_sum"), "mult_hits": field("mult_hits").cast(pl.Float64),
-            "iprec_max": field("iprec_max"),
+            "iprec_max": field("iprec_max"), "ipt11_sum": field("ipt11_sum"),
             "idcg": ideal.at(k, field),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }
