@@ -9,8 +9,10 @@ bit-identical run after run (DuckDB's parallel AVG adds in whatever order the th
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
+import threading
 from contextlib import ExitStack, contextmanager
 
 import duckdb
@@ -50,20 +52,44 @@ class DuckDBEngine(Engine):
         return users, catalog, items
 
 
+_SHARED: dict = {}  # {"pid": the process that opened it, "db": the connection} (see _session)
+_SHARED_LOCK = threading.Lock()
+
+
 @contextmanager
 def _session(memory_limit: int | None):
     """One connection; under ``memory_limit`` (bytes) DuckDB spills to a temporary directory, removed
-    after the connection closes. Running out of memory is a RankwiseError."""
+    after the connection closes. Running out of memory is a RankwiseError.
+
+    Without ``memory_limit``, a session is a fresh cursor on one in-memory database kept for the process
+    (opening a database costs 12-20 ms, a cursor 0.02 ms): its temporary tables and registered frames
+    are the cursor's own and go when it closes. One session at a time uses it (a second thread, or a
+    memory limit, opens its own database as before), so the global settings a session changes
+    (threads, disabled_optimizers) are put back before the next one; after an error the database is
+    dropped, so nothing a failed session left behind is seen again."""
     with ExitStack() as stack:
+        shared = memory_limit is None and _SHARED_LOCK.acquire(blocking=False)
+        if shared:
+            stack.callback(_SHARED_LOCK.release)  # runs last: after the cursor closed
+            if _SHARED.get("pid") != os.getpid():  # none yet, or inherited through fork: not usable here
+                _SHARED.update(pid=os.getpid(), db=_duckdb_connect.connect())
+            con = stack.enter_context(_SHARED["db"].cursor())
         spill = None if memory_limit is None else stack.enter_context(
             tempfile.TemporaryDirectory(prefix="rankwise-duckdb-"))
-        con = stack.enter_context(_duckdb_connect.connect())
+        if not shared:
+            con = stack.enter_context(_duckdb_connect.connect())
         if memory_limit is not None:
             con.execute("SET memory_limit = ?", [f"{memory_limit}B"])
             con.execute("SET temp_directory = ?", [spill])
         try:
             yield con
-        except duckdb.OutOfMemoryException as error:
+            if shared:
+                con.execute("RESET disabled_optimizers")  # set by register(); global in DuckDB
+        except BaseException as error:
+            if shared:
+                _SHARED.clear()  # (the database closes when its last cursor does)
+            if not isinstance(error, duckdb.OutOfMemoryException):
+                raise
             raise RankwiseError(
                 f"DuckDB ran out of memory: {str(error).splitlines()[0]}",
                 hint="Raise memory_limit, or free memory; DuckDB spills joins and sorts to disk, "
