@@ -25,7 +25,7 @@ from rankwise.engines.protocol import COUNTS, COUNTS_SQL, Capabilities, Engine, 
 from rankwise.errors import RankwiseError
 from rankwise.inputs.normalize import ITEM, USER, FileSource, Prepared
 from rankwise.inputs.side import FEATURE, VALUE, SideInputs
-from rankwise.metrics.beyond import STAGES
+from rankwise.metrics.beyond import STAGES, USER_COLUMNS
 from rankwise.metrics.declarations import USER_LEVEL, MetricRequest, computed_columns
 from rankwise.sqlgen import files as _sql_files
 
@@ -46,7 +46,10 @@ class DuckDBEngine(Engine):
         """sql/beyond_*.sql over the registered inputs (:func:`register`) in one connection."""
         with _session(memory_limit) as con:
             register(con, recs, side, ks, truth, source, empty)
-            users = beyond_query(con, "beyond_user", conv).sort("k", USER)
+            if set(names) & set(USER_COLUMNS):
+                users = beyond_query(con, "beyond_user", conv).sort("k", USER)
+            else:  # catalog metrics only: the rows beyond_user.sql gives, without its values (no one reads them)
+                users = con.sql(_USER_ROWS).pl().sort("k", USER)
             catalog = beyond_query(con, "beyond_catalog", conv).sort("metric", "k") if want_catalog else NO_CATALOG
             items = beyond_query(con, "beyond_items", conv).sort("k", ITEM)
         return users, catalog, items
@@ -205,6 +208,12 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: FileSource | N
         con.execute(f"SET perfect_ht_threshold = {24 if name == 'beyond_exposure' else 12}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_sql_files.read(name)}")
     con.execute("RESET perfect_ht_threshold")
+
+
+# beyond_user.sql's (user_id, k) rows: every user of the recommendations (one with items has one at rank 1,
+# one with an empty list a NULL item row) at every cutoff
+_USER_ROWS = ("SELECT u.user_id, CAST(c.k AS BIGINT) AS k FROM (SELECT DISTINCT r.user_id FROM recommendations AS r) "
+              "AS u CROSS JOIN cutoffs AS c")
 
 
 def beyond_query(con, name: str, conv: Convention) -> pl.DataFrame:
