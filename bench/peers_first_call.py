@@ -83,13 +83,14 @@ def python_of(tool: str) -> str:
     return str(ensure_venv(VENV[tool], log=lambda m: print(m, file=sys.stderr)))
 
 
-def run(cmd: list[str]) -> dict:
-    """One fresh process: its RESULT, wall time, peak RSS (os.wait4) and the load average."""
+def run(cmd: list[str], keep_path: bool = False) -> dict:
+    """One fresh process: its RESULT, wall time, peak RSS (os.wait4) and the load average. PYTHONPATH
+    reaches only rankwise's processes (``keep_path``: to time a snapshot or a work tree)."""
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True,
-                                env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                                env={k: v for k, v in os.environ.items() if keep_path or k != "PYTHONPATH"})
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - t0
@@ -154,7 +155,7 @@ def main() -> None:
             cmd = [py, str(PEER), "--tool", tool, "--group", group, "--k", str(k), "--data", str(arrays)]
             if tool.startswith("rankwise"):
                 cmd += ["--preset", preset]
-            res = run(cmd) | {"rep": rep, "library": preset}
+            res = run(cmd, keep_path=tool.startswith("rankwise")) | {"rep": rep, "library": preset}
             results.append(res)
             if res["wall_s"] > a.once_above:
                 slow.add((tool, preset, group, k))

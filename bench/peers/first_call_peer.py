@@ -70,7 +70,8 @@ def rankwise_tool(backend: str, preset: str, group: str, k: int, data: str) -> d
     summary = res.summary
     call = time.perf_counter() - t0
     values = {r["metric"]: r["value"] for r in summary.iter_rows(named=True) if r["k"] == k}
-    return {"values": values, "load_s": load, "import_s": imp, "call_s": call, "version": rankwise.__version__}
+    return {"values": values, "load_s": load, "import_s": imp, "call_s": call, "version": rankwise.__version__,
+            "rankwise_file": rankwise.__file__}
 
 
 # ----------------------------------------------------------------------------------------------- RecTools

@@ -9,8 +9,10 @@ bit-identical run after run (DuckDB's parallel AVG adds in whatever order the th
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
+import threading
 from contextlib import ExitStack, contextmanager
 
 import duckdb
@@ -23,7 +25,7 @@ from rankwise.engines.protocol import COUNTS, COUNTS_SQL, Capabilities, Engine, 
 from rankwise.errors import RankwiseError
 from rankwise.inputs.normalize import ITEM, USER, FileSource, Prepared
 from rankwise.inputs.side import FEATURE, VALUE, SideInputs
-from rankwise.metrics.beyond import STAGES
+from rankwise.metrics.beyond import STAGES, USER_COLUMNS
 from rankwise.metrics.declarations import USER_LEVEL, MetricRequest, computed_columns
 from rankwise.sqlgen import files as _sql_files
 
@@ -44,26 +46,53 @@ class DuckDBEngine(Engine):
         """sql/beyond_*.sql over the registered inputs (:func:`register`) in one connection."""
         with _session(memory_limit) as con:
             register(con, recs, side, ks, truth, source, empty)
-            users = beyond_query(con, "beyond_user", conv).sort("k", USER)
+            if set(names) & set(USER_COLUMNS):
+                users = beyond_query(con, "beyond_user", conv).sort("k", USER)
+            else:  # catalog metrics only: the rows beyond_user.sql gives, without its values (no one reads them)
+                users = con.sql(_USER_ROWS).pl().sort("k", USER)
             catalog = beyond_query(con, "beyond_catalog", conv).sort("metric", "k") if want_catalog else NO_CATALOG
             items = beyond_query(con, "beyond_items", conv).sort("k", ITEM)
         return users, catalog, items
 
 
+_SHARED: dict = {}  # {"pid": the process that opened it, "db": the connection} (see _session)
+_SHARED_LOCK = threading.Lock()
+
+
 @contextmanager
 def _session(memory_limit: int | None):
     """One connection; under ``memory_limit`` (bytes) DuckDB spills to a temporary directory, removed
-    after the connection closes. Running out of memory is a RankwiseError."""
+    after the connection closes. Running out of memory is a RankwiseError.
+
+    Without ``memory_limit``, a session is a fresh cursor on one in-memory database kept for the process
+    (opening a database costs 12-20 ms, a cursor 0.02 ms): its temporary tables and registered frames
+    are the cursor's own and go when it closes. One session at a time uses it (a second thread, or a
+    memory limit, opens its own database as before), so the global settings a session changes
+    (threads, disabled_optimizers) are put back before the next one; after an error the database is
+    dropped, so nothing a failed session left behind is seen again."""
     with ExitStack() as stack:
+        shared = memory_limit is None and _SHARED_LOCK.acquire(blocking=False)
+        if shared:
+            stack.callback(_SHARED_LOCK.release)  # runs last: after the cursor closed
+            if _SHARED.get("pid") != os.getpid():  # none yet, or inherited through fork: not usable here
+                _SHARED.update(pid=os.getpid(), db=_duckdb_connect.connect())
+            con = stack.enter_context(_SHARED["db"].cursor())
         spill = None if memory_limit is None else stack.enter_context(
             tempfile.TemporaryDirectory(prefix="rankwise-duckdb-"))
-        con = stack.enter_context(_duckdb_connect.connect())
+        if not shared:
+            con = stack.enter_context(_duckdb_connect.connect())
         if memory_limit is not None:
             con.execute("SET memory_limit = ?", [f"{memory_limit}B"])
             con.execute("SET temp_directory = ?", [spill])
         try:
             yield con
-        except duckdb.OutOfMemoryException as error:
+            if shared:
+                con.execute("RESET disabled_optimizers")  # set by register(); global in DuckDB
+        except BaseException as error:
+            if shared:
+                _SHARED.clear()  # (the database closes when its last cursor does)
+            if not isinstance(error, duckdb.OutOfMemoryException):
+                raise
             raise RankwiseError(
                 f"DuckDB ran out of memory: {str(error).splitlines()[0]}",
                 hint="Raise memory_limit, or free memory; DuckDB spills joins and sorts to disk, "
@@ -179,6 +208,12 @@ def register(con, recs, side: SideInputs, ks, truth=None, source: FileSource | N
         con.execute(f"SET perfect_ht_threshold = {24 if name == 'beyond_exposure' else 12}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_sql_files.read(name)}")
     con.execute("RESET perfect_ht_threshold")
+
+
+# beyond_user.sql's (user_id, k) rows: every user of the recommendations (one with items has one at rank 1,
+# one with an empty list a NULL item row) at every cutoff
+_USER_ROWS = ("SELECT u.user_id, CAST(c.k AS BIGINT) AS k FROM (SELECT DISTINCT r.user_id FROM recommendations AS r) "
+              "AS u CROSS JOIN cutoffs AS c")
 
 
 def beyond_query(con, name: str, conv: Convention) -> pl.DataFrame:

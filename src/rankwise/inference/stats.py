@@ -69,8 +69,12 @@ def t_interval(mean, sd, n, confidence: float = 0.95):
         half = crit * sd.cast(pl.Float64).fill_null(float("nan")) / n.cast(pl.Float64).sqrt()
         return mean - half, mean + half
     mean, sd, n = (np.asarray(x, dtype=np.float64) for x in (mean, sd, n))
+    # the quantile only where it can count: a NaN sd (a catalog metric, one user) gives NaN whatever it is,
+    # and with no such row scipy is not imported at all (its first import: 0.2-0.4 s)
+    needed = (n >= 2) & ~np.isnan(sd)
+    crit = t_critical(np.where(needed, n, 0.0), confidence) if needed.any() else np.full(np.shape(n), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = t_critical(n, confidence) * sd / np.sqrt(n)
+        half = crit * sd / np.sqrt(n)
     return mean - half, mean + half
 
 
