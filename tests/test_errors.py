@@ -71,9 +71,17 @@ def test_rank_below_one():
     _raises(rankwise.InvalidRankError, recs=recs, match=">= 1")
 
 
-@pytest.mark.parametrize("k", [0, -1, 2.5, "5", [1, 0], [], True, 2**63, [1, True], None, b"5"])
+@pytest.mark.parametrize("k", [0, -1, 2.5, "5", [1, 0], [], True, 2**63, [1, True], b"5"])
 def test_k_must_be_positive_integers(k):
     _raises(rankwise.ParameterError, k=k, match="k must be")
+
+
+def test_k_none_is_the_default_cutoff_of_10():
+    """k=None is evaluate()'s default (10): None leaves the cutoff to measures= when that is given."""
+    recs = pl.DataFrame({"user": [1] * 12, "item": list(range(12)), "rank": list(range(1, 13))})
+    truth = pl.DataFrame({"user": [1], "item": [11], "relevance": [1.0]})
+    res = rankwise.evaluate(recs, truth, k=None, metrics=["hit_rate"])
+    assert res.summary.select("k", "value").rows() == [(10, 0.0)]  # item 11 sits at rank 12: outside the top 10
 
 
 @pytest.mark.parametrize("bad", [float("nan"), -1.0, float("inf")])
@@ -294,7 +302,7 @@ def test_an_empty_untyped_pandas_frame_says_why_its_rank_is_float():
 def test_an_unknown_name_suggests_the_closest(kwargs, suggested):
     """metrics=['ndgc'] listed every known name but did not say which was meant."""
     msg = _raises(rankwise.ParameterError, **kwargs)
-    assert f"Did you mean {suggested}?" in msg
+    assert f"Did you mean {suggested}" in msg  # first: the closest ('recall', then 'set_recall')
 
 
 def test_an_unknown_knob_or_option_suggests_the_closest():
