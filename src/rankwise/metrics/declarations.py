@@ -74,8 +74,7 @@ class Metric:
         return _formulas.to_polars(self.sql, params, col, names=_USER_FORMULAS)
 
 
-# trec_eval's MIN_GEO_MEAN (trec_eval.h): a value below it counts as it in a geometric mean (ln 0 is undefined)
-GEOMETRIC_FLOOR = 0.00001
+from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
 _AP = "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END"  # AP@k: map's and gm_map's per-user value
 _COUNT = dict(bounds=None, empty_rules=False, summary="sum", aggregate="sum over users (trec_eval's 'all' line)")
 

@@ -33,6 +33,9 @@ import polars as pl
 STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
               "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum")
 
+# trec_eval's floor of a value in a geometric mean (trec_eval.h MIN_GEO_MEAN): gm_map, gm_bpref
+GEOMETRIC_FLOOR = 0.00001
+
 # Terms more than one metric reads, by name: the denominators the knobs choose.
 TERMS = {
     "p_den": "CAST(CASE WHEN $precision_denominator = 'k' THEN k "
@@ -314,7 +317,6 @@ def _over_means(sql: str) -> str:
 
 def _aggregate(m) -> str:
     """The SQL aggregate of metric ``m``'s per-user values its ``summary`` names."""
-    from rankwise.metrics.declarations import GEOMETRIC_FLOOR
 
     return {"mean": f"AVG(p.{m.name})", "sum": f"SUM(p.{m.name})",
             # GREATEST skips a NULL (DuckDB, PostgreSQL): an undefined value must stay out of the mean

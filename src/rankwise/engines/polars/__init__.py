@@ -169,7 +169,7 @@ def _as_is(value: pl.Expr) -> pl.Expr:
 def _aggregate(m, name: str) -> pl.Expr:
     """The summary value of metric ``m``'s column ``name`` over the users whose value is defined, by
     its ``summary``: sum / n as the SQL's AVG, a sum, or trec_eval's geometric mean (summary.sql's twin)."""
-    from rankwise.metrics.declarations import GEOMETRIC_FLOOR
+    from rankwise.metrics.formulas import GEOMETRIC_FLOOR
 
     x, n = pl.col(name), pl.col(name).count()
     if m.summary == "sum":
