@@ -214,24 +214,25 @@ per_user AS (
     LEFT JOIN ild_m AS im ON im.user_id = l.user_id AND im.k = l.k
     LEFT JOIN ild_q AS iq ON iq.user_id = l.user_id AND iq.k = l.k
 ),
+-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
+-- the terms several metrics share (rankwise.metrics.formulas.BEYOND_TERMS)
 denominators AS (
-    SELECT p.*,
+    SELECT p.*, t.total,
            CASE WHEN $list_denominator = 'k' THEN CAST(p.k AS DOUBLE)
                 ELSE NULLIF(CAST(p.n_items AS DOUBLE), 0.0) END AS den_all,
            CASE WHEN $list_denominator = 'k' THEN CAST(p.k AS DOUBLE)
                 ELSE NULLIF(CAST(p.n_counted AS DOUBLE), 0.0) END AS den_counted,
            p.m * (p.m - 1.0) / 2.0 AS pairs
     FROM per_user AS p
+    CROSS JOIN totals AS t
 )
 SELECT d.user_id, d.k, d.n_items,
-       CASE WHEN $novelty_normalize = 'log_users' AND t.total <= 1 THEN CAST(NULL AS DOUBLE)
+       CASE WHEN $novelty_normalize = 'log_users' AND d.total <= 1 THEN CAST(NULL AS DOUBLE)
             ELSE d.info_sum / d.den_counted END AS novelty,
        d.apop_sum / d.den_counted AS arp,
        d.tail_sum / d.den_all AS long_tail_share,
        CASE WHEN d.n_features = 0 THEN CAST(NULL AS DOUBLE)
             WHEN d.m < 2 THEN (CASE WHEN $ild_short = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END)
-            ELSE LEAST(GREATEST(d.pairs - (d.q - d.m) / 2.0, 0.0), 2.0 * d.pairs)
-                 / (CASE WHEN $ild_denominator = 'pairs' THEN d.pairs ELSE d.m END) END AS ild,
+            ELSE LEAST(GREATEST(d.pairs - (d.q - d.m) / 2.0, 0.0), 2.0 * d.pairs) / (CASE WHEN $ild_denominator = 'pairs' THEN d.pairs ELSE d.m END) END AS ild,
        d.seren_sum / d.den_all AS serendipity
 FROM denominators AS d
-CROSS JOIN totals AS t

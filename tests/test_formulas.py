@@ -33,13 +33,26 @@ def test_the_shipped_per_user_sql_is_generated_from_the_declarations():
         "sql/per_user.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
+def test_the_shipped_beyond_user_sql_ends_in_the_declared_formulas():
+    """The per-user beyond-accuracy values (novelty, arp, long_tail_share, ild, serendipity) are their
+    declarations' formulas over beyond_user.sql's sums, as the Polars engine evaluates them."""
+    from rankwise.metrics.declarations import BEYOND
+
+    text = (_sql_files.sql_dir() / "beyond_user.sql").read_text()
+    assert _formulas.BEGIN in text, "beyond_user.sql lost its generated-part marker"
+    declared = [m for m in BEYOND if m.sql is not None]
+    assert {m.name for m in declared} == {"novelty", "arp", "long_tail_share", "ild", "serendipity"}
+    assert _formulas.render_beyond_user(text, declared) == text, (
+        "sql/beyond_user.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+
+
 def test_the_formula_trees_are_generated_from_the_declarations():
     """An evaluation reads the formulas' trees from rankwise.metrics.formula_trees (no SQL parser imported)."""
     from rankwise.metrics import formula_trees as _formula_trees
     from rankwise.generate import sql as _generate
 
     assert _formula_trees.TREES == {sql: _formulas._as_tuples(_formulas._parse(sql)) for sql in _generate.formulas()}, (
-        "src/rankwise/_formula_trees.py is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+        "src/rankwise/metrics/formula_trees.py is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
 def test_the_shipped_summary_sql_is_generated_from_the_declarations():

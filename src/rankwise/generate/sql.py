@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rankwise.sqlgen import files as _sql_files
-from rankwise.metrics.formulas import TERMS, render_per_user, summary_sql, trees_module
-from rankwise.metrics.declarations import REGISTRY
+from rankwise.metrics.declarations import BEYOND, REGISTRY
+from rankwise.metrics.formulas import BEYOND_TERMS, TERMS, render_beyond_user, render_per_user, summary_sql, trees_module
 
 
 def formulas() -> list[str]:
-    """Every declared formula: the terms' and the accuracy metrics'."""
-    return [*TERMS.values(), *(m.sql for m in REGISTRY if m.sql is not None)]
+    """Every declared formula: the terms' and the metrics'."""
+    return [*TERMS.values(), *BEYOND_TERMS.values(), *(m.sql for m in (*REGISTRY, *BEYOND) if m.sql is not None)]
 
 
 def main() -> None:
@@ -26,8 +26,10 @@ def main() -> None:
     path = Path(_sql_files.sql_dir()) / "per_user.sql"
     path.write_text(render_per_user(path.read_text(), metrics))
     (path.parent / "summary.sql").write_text(summary_sql(metrics))
+    beyond = path.parent / "beyond_user.sql"
+    beyond.write_text(render_beyond_user(beyond.read_text(), [m for m in BEYOND if m.sql is not None]))
     (Path(__file__).resolve().parents[1] / "metrics" / "formula_trees.py").write_text(trees_module(formulas()))
-    print("wrote per_user.sql, summary.sql, src/rankwise/metrics/formula_trees.py")
+    print("wrote per_user.sql, summary.sql, beyond_user.sql, src/rankwise/metrics/formula_trees.py")
 
 
 if __name__ == "__main__":

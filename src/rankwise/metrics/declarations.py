@@ -71,7 +71,7 @@ class Metric:
         from rankwise.metrics import formulas as _formulas
 
         params = {**conv.sql_parameters(), "beta": float(beta)}
-        return _formulas.to_polars(self.sql, params, col, names=_USER_FORMULAS)
+        return _formulas.to_polars(self.sql, params, col, names={**_USER_FORMULAS, **_formulas.BEYOND_TERMS})
 
 
 from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
@@ -174,7 +174,10 @@ REGISTRY: tuple[Metric, ...] = (
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
 
-# Beyond accuracy (rankwise.engines.beyond computes them; docs/metrics.md and explain() read these). Notation:
+# Beyond accuracy. A per-user one declares its value (sql) over the per-(user, k) sums of sql/beyond_user.sql
+# (rankwise.metrics.formulas.BEYOND_STATISTICS: n_items, info_sum, ...) and the terms BEYOND_TERMS; its final
+# SELECT there and the Polars engine's last step come from it. The catalog ones are one value per k (their
+# statistics and values: sql/beyond_catalog.sql and its Polars twin). Notation:
 # L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users (rows
 # under popularity='rows'),
 # c(i) = exposure (users whose L_u holds i), C = the catalog.
@@ -182,20 +185,28 @@ _TRAIN, _FEATURES = ("recommendations", "train"), ("recommendations", "item_feat
 _LISTS = "mean over users with n_u > 0; every user under list_denominator='k'"
 BEYOND: tuple[Metric, ...] = (
     Metric("novelty", "Novelty@k", "mean over L_u of -log_b(max(pop(i), 1) / U_T), U_T = train users (train rows "
-           "under popularity='rows')", None,
+           "under popularity='rows')",
+           "CASE WHEN $novelty_normalize = 'log_users' AND total <= 1 THEN CAST(NULL AS DOUBLE) "
+           "ELSE info_sum / den_counted END",
            ("popularity", "cold_items", "list_denominator", "novelty_normalize", "info_log_base"), needs=_TRAIN,
            aggregate=_LISTS, bounds=lambda conv: (0.0, 1.0) if conv.novelty_normalize == "log_users" else (0.0, None)),
-    Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0", None,
+    Metric("arp", "ARP@k (average recommendation popularity)", "mean over L_u of pop(i), a cold item 0",
+           "apop_sum / den_counted",
            ("arp_popularity", "cold_items", "list_denominator"), needs=_TRAIN, aggregate=_LISTS, bounds=(0.0, None)),
     Metric("long_tail_share", "Long-tail share@k", "share of L_u outside the short head (the most popular train "
-           "items holding `long_tail_ratio` of the interactions)", None,
+           "items holding `long_tail_ratio` of the interactions)", "tail_sum / den_all",
            ("popularity", "long_tail", "long_tail_ratio", "list_denominator"), needs=_TRAIN,
            aggregate=_LISTS),
     Metric("ild", "ILD@k (intra-list diversity)", "sum over pairs {i, j} of L_u of 1 - cos(f_i, f_j) / pairs, "
-           "from |sum of unit vectors|^2", None, ("ild_denominator", "ild_short"), needs=_FEATURES,
+           "from |sum of unit vectors|^2",
+           "CASE WHEN n_features = 0 THEN CAST(NULL AS DOUBLE) "
+           "WHEN m < 2 THEN (CASE WHEN $ild_short = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END) "
+           "ELSE LEAST(GREATEST(pairs - (q - m) / 2.0, 0.0), 2.0 * pairs) "
+           "/ (CASE WHEN $ild_denominator = 'pairs' THEN pairs ELSE m END) END",
+           ("ild_denominator", "ild_short"), needs=_FEATURES,
            aggregate="mean over users with 2 or more items with features; every user under ild_short='zero'",
            bounds=(0.0, 2.0)),  # 1 - cos lies in [0, 2]
-    Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", None,
+    Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", "seren_sum / den_all",
            ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
            aggregate=_LISTS, bounds=(0.0, None)),  # rel: the graded relevance
     Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,

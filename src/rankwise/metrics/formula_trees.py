@@ -7,6 +7,12 @@ TREES = {
         ('cast', 'DOUBLE', ('case', ((('__eq__', ('param', 'precision_denominator'), ('lit', 'k')), ('col', 'k')), (('__eq__', ('param', 'precision_denominator'), ('lit', 'min_k_len')), ('least', (('col', 'k'), ('col', 'n_recs')))), (('__eq__', ('param', 'precision_denominator'), ('lit', 'min_k_candidates')), ('least', (('col', 'k'), ('col', 'n_candidates'))))), ('least', (('col', 'k'), ('col', 'n_rel'))))),
     "CAST(CASE WHEN $ap_denominator = 'n_hits' THEN CAST(hits AS BIGINT) WHEN $ap_denominator = 'n_rel' THEN n_rel WHEN $ap_denominator = 'min_k_nrel' THEN LEAST(k, n_rel) WHEN $ap_denominator = 'k' THEN k ELSE LEAST(k, n_recs) END AS DOUBLE)":
         ('cast', 'DOUBLE', ('case', ((('__eq__', ('param', 'ap_denominator'), ('lit', 'n_hits')), ('cast', 'BIGINT', ('col', 'hits'))), (('__eq__', ('param', 'ap_denominator'), ('lit', 'n_rel')), ('col', 'n_rel')), (('__eq__', ('param', 'ap_denominator'), ('lit', 'min_k_nrel')), ('least', (('col', 'k'), ('col', 'n_rel')))), (('__eq__', ('param', 'ap_denominator'), ('lit', 'k')), ('col', 'k'))), ('least', (('col', 'k'), ('col', 'n_recs'))))),
+    "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) ELSE NULLIF(CAST(n_items AS DOUBLE), 0.0) END":
+        ('case', ((('__eq__', ('param', 'list_denominator'), ('lit', 'k')), ('cast', 'DOUBLE', ('col', 'k'))),), ('nullif', ('cast', 'DOUBLE', ('col', 'n_items')), ('lit', 0.0))),
+    "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) ELSE NULLIF(CAST(n_counted AS DOUBLE), 0.0) END":
+        ('case', ((('__eq__', ('param', 'list_denominator'), ('lit', 'k')), ('cast', 'DOUBLE', ('col', 'k'))),), ('nullif', ('cast', 'DOUBLE', ('col', 'n_counted')), ('lit', 0.0))),
+    'm * (m - 1.0) / 2.0':
+        ('__truediv__', ('__mul__', ('col', 'm'), ('__sub__', ('col', 'm'), ('lit', 1.0))), ('lit', 2.0)),
     'hits / NULLIF(p_den, 0.0)':
         ('__truediv__', ('col', 'hits'), ('nullif', ('col', 'p_den'), ('lit', 0.0))),
     'hits / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
@@ -59,4 +65,14 @@ TREES = {
         ('__add__', ('__add__', ('__add__', ('__mul__', ('param', 'utility_relevant_retrieved'), ('col', 'hits')), ('__mul__', ('param', 'utility_nonrelevant_retrieved'), ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')))), ('__mul__', ('param', 'utility_relevant_missed'), ('__sub__', ('col', 'n_rel'), ('col', 'hits')))), ('__mul__', ('param', 'utility_nonrelevant_missed'), ('__sub__', ('__sub__', ('__add__', ('param', 'collection_size'), ('col', 'hits')), ('least', (('col', 'k'), ('col', 'n_recs')))), ('col', 'n_rel')))),
     'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':
         ('case', ((('__gt__', ('col', 'ap_den'), ('lit', 0)), ('__truediv__', ('col', 'precision_sum'), ('col', 'ap_den'))),), ('lit', 0.0)),
+    "CASE WHEN $novelty_normalize = 'log_users' AND total <= 1 THEN CAST(NULL AS DOUBLE) ELSE info_sum / den_counted END":
+        ('case', ((('and', ('__eq__', ('param', 'novelty_normalize'), ('lit', 'log_users')), ('__le__', ('col', 'total'), ('lit', 1))), ('cast', 'DOUBLE', ('lit', None))),), ('__truediv__', ('col', 'info_sum'), ('col', 'den_counted'))),
+    'apop_sum / den_counted':
+        ('__truediv__', ('col', 'apop_sum'), ('col', 'den_counted')),
+    'tail_sum / den_all':
+        ('__truediv__', ('col', 'tail_sum'), ('col', 'den_all')),
+    "CASE WHEN n_features = 0 THEN CAST(NULL AS DOUBLE) WHEN m < 2 THEN (CASE WHEN $ild_short = 'zero' THEN 0.0 ELSE CAST(NULL AS DOUBLE) END) ELSE LEAST(GREATEST(pairs - (q - m) / 2.0, 0.0), 2.0 * pairs) / (CASE WHEN $ild_denominator = 'pairs' THEN pairs ELSE m END) END":
+        ('case', ((('__eq__', ('col', 'n_features'), ('lit', 0)), ('cast', 'DOUBLE', ('lit', None))), (('__lt__', ('col', 'm'), ('lit', 2)), ('case', ((('__eq__', ('param', 'ild_short'), ('lit', 'zero')), ('lit', 0.0)),), ('cast', 'DOUBLE', ('lit', None))))), ('__truediv__', ('least', (('greatest', (('__sub__', ('col', 'pairs'), ('__truediv__', ('__sub__', ('col', 'q'), ('col', 'm')), ('lit', 2.0))), ('lit', 0.0))), ('__mul__', ('lit', 2.0), ('col', 'pairs')))), ('case', ((('__eq__', ('param', 'ild_denominator'), ('lit', 'pairs')), ('col', 'pairs')),), ('col', 'm')))),
+    'seren_sum / den_all':
+        ('__truediv__', ('col', 'seren_sum'), ('col', 'den_all')),
 }

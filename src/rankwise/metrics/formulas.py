@@ -36,6 +36,21 @@ STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hi
 # trec_eval's floor of a value in a geometric mean (trec_eval.h MIN_GEO_MEAN): gm_map, gm_bpref
 GEOMETRIC_FLOOR = 0.00001
 
+# The per-(user, k) sums of sql/beyond_user.sql (and of the Polars engine's beyond plan) that the
+# per-user beyond-accuracy formulas read: list items, items counted (cold ones dropped or not), the
+# novelty, popularity, long-tail and serendipity sums, ild's items with features (m) and squared norm
+# of their unit vectors' sum (q), the features given, U_T.
+BEYOND_STATISTICS = ("k", "n_items", "n_counted", "info_sum", "apop_sum", "tail_sum", "seren_sum", "m", "q",
+                     "n_features", "total")
+# and the terms they share: the list denominators the knobs choose, ild's pairs
+BEYOND_TERMS = {
+    "den_all": "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) "
+               "ELSE NULLIF(CAST(n_items AS DOUBLE), 0.0) END",
+    "den_counted": "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) "
+                   "ELSE NULLIF(CAST(n_counted AS DOUBLE), 0.0) END",
+    "pairs": "m * (m - 1.0) / 2.0",
+}
+
 # Terms more than one metric reads, by name: the denominators the knobs choose.
 TERMS = {
     "p_den": "CAST(CASE WHEN $precision_denominator = 'k' THEN k "
@@ -253,6 +268,16 @@ def _qualified(sql: str, alias: str, indent: int = 11) -> str:
     return text
 
 
+def _qualified_flat(sql: str, alias: str) -> str:
+    """The formula reading ``alias``'s columns, on one line."""
+    from sqlglot import exp
+
+    tree = parse(sql)
+    for column in tree.find_all(exp.Column):
+        column.set("table", exp.to_identifier(alias))
+    return tree.sql(dialect="duckdb")
+
+
 def metric_stages(metrics) -> list[list]:
     """The metrics in stages: a metric that reads another comes in a later stage."""
     names = {m.name for m in metrics} - set(STATISTICS)
@@ -368,6 +393,46 @@ def summary_sql(metrics) -> str:
                         f"COALESCE(s.{m.name}_n, 0) AS n_users,{sep}{sd} AS sd\n"
                         f"FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k")
     return "\n".join(head) + "\n" + "\nUNION ALL\n".join(branches) + "\n"
+
+
+def _top_level_case(text: str, indent: int) -> str:
+    """A formula that is one CASE, a line per branch (WHEN/ELSE of the outer CASE only)."""
+    if not text.startswith("CASE "):
+        return text
+    out, depth, branches = [], 0, 0
+    for token in re.split(r"(\bCASE\b|\bEND\b|[()]|\bWHEN\b|\bELSE\b)", text):
+        if token in ("CASE", "("):
+            depth += 1
+        elif token in ("END", ")"):
+            depth -= 1
+        elif token in ("WHEN", "ELSE") and depth == 1:
+            if branches:  # the first WHEN stays on the CASE's line
+                out[-1] = out[-1].rstrip() + "\n" + " " * (indent + 5)
+            branches += 1
+        out.append(token)
+    return "".join(out)
+
+
+def beyond_user_tail(metrics) -> str:
+    """The end of ``sql/beyond_user.sql``: the shared terms over its per-user sums, then each per-user
+    beyond-accuracy metric's value, from the declarations."""
+    return "\n".join([
+        "-- the terms several metrics share (rankwise.metrics.formulas.BEYOND_TERMS)",
+        "denominators AS (",
+        "    SELECT p.*, t.total,",
+        ",\n".join(f"           {_qualified(sql, 'p')} AS {name}" for name, sql in BEYOND_TERMS.items()),
+        "    FROM per_user AS p",
+        "    CROSS JOIN totals AS t",
+        ")",
+        "SELECT d.user_id, d.k, d.n_items,",
+        ",\n".join(f"       {_top_level_case(_qualified_flat(m.sql, 'd'), 7)} AS {m.name}" for m in metrics),
+        "FROM denominators AS d",
+    ]) + "\n"
+
+
+def render_beyond_user(text: str, metrics) -> str:
+    """``beyond_user.sql``'s text with its generated part (from BEGIN to the end) written anew."""
+    return text.split(BEGIN, 1)[0] + BEGIN + "\n" + beyond_user_tail(metrics)
 
 
 BEGIN = "-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit"

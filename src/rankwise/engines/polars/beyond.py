@@ -12,6 +12,9 @@ import polars as pl
 from rankwise.conventions import Convention
 from rankwise.engines.beyond import ids as _ids
 from rankwise.metrics.beyond import USER_COLUMNS
+from rankwise.metrics.declarations import BEYOND
+
+_DECLARED = {m.name: m for m in BEYOND}  # the per-user values: their formulas, as Polars
 from rankwise.inputs.normalize import ITEM, USER
 from rankwise.inputs.side import FEATURE, VALUE, SideInputs
 
@@ -125,7 +128,7 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
     undefined = conv.novelty_normalize == "log_users" and total <= 1  # log U_T = 0
     if undefined:
-        log_den = 1.0  # finite terms for the sums; novelty is NaN below
+        log_den = 1.0  # finite terms for the sums; the declared formula makes novelty undefined
     cold = pl.col(pcol).is_null()
     info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / (total or 1.0)).log()) / log_den
     if conv.cold_items == "zero_novelty":
@@ -163,31 +166,18 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     out = (users.join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
            .with_columns(pl.col("n_items", "n_counted").fill_null(0),
                          pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").cast(pl.Float64).fill_null(0.0)))
-    kf = pl.col("k").cast(pl.Float64)
-    if conv.list_denominator == "k":
-        den_all = den_counted = kf
-    else:
-        den_all = pl.when(pl.col("n_items") > 0).then(pl.col("n_items").cast(pl.Float64))
-        den_counted = pl.when(pl.col("n_counted") > 0).then(pl.col("n_counted").cast(pl.Float64))
-    return out.with_columns(
-        (pl.lit(float("nan")) if undefined else pl.col("info_sum") / den_counted).alias("novelty"),
-        (pl.col("apop_sum") / den_counted).alias("arp"),
-        (pl.col("tail_sum") / den_all).alias("long_tail_share"),
-        (pl.col("seren_sum") / den_all).alias("serendipity"),
-    )
+    # the values: the declared formulas (rankwise.metrics.declarations.BEYOND) over the sums
+    out = out.with_columns(pl.lit(total, pl.Float64).alias("total"))
+    return out.with_columns(_DECLARED[n].build(conv).alias(n) for n in ("novelty", "arp", "long_tail_share",
+                                                                         "serendipity"))
 
 
 def _with_ild(out: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.LazyFrame:
-    """``out`` (user_id, k, ...) with ild = (pairs - (q - m) / 2) / (pairs or m), from :func:`_ild_polars`."""
+    """``out`` (user_id, k, ...) with ild, its declared formula over m and q (:func:`_ild_polars`)."""
     out = out.join(_ild_polars(_top(recs, ks), side, conv), on=[USER, "k"], how="left")
-    m, q = pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0)
-    pairs = m * (m - 1) / 2
-    dist = (pairs - (q - m) / 2).clip(0.0, 2 * pairs)  # sum over pairs of 1 - cos (in [0, 2] each: rounding)
-    ild = dist / (pairs if conv.ild_denominator == "pairs" else m)
-    short = pl.lit(0.0) if conv.ild_short == "zero" else pl.lit(None, pl.Float64)
-    no_features = not side.has_features
-    return out.with_columns((pl.lit(None, pl.Float64) if no_features else pl.when(m < 2).then(short).otherwise(ild))
-                            .alias("ild"))
+    sums = out.with_columns(pl.col("m").fill_null(0).cast(pl.Float64), pl.col("q").fill_null(0.0),
+                            pl.lit(int(side.has_features), pl.Int64).alias("n_features"))
+    return sums.with_columns(_DECLARED["ild"].build(conv).alias("ild")).drop("n_features")
 
 
 def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.LazyFrame:
