@@ -805,15 +805,18 @@ def test_every_duckdb_connection_rankwise_opens_has_extension_autoloading_off(re
         "beyond": lambda: rankwise.evaluate(RECS, TRUTH, k=1, metrics=["novelty"], train=RECS, backend="duckdb"),
         "docs": lambda: _docs._list_example("ndcg"),
     }
+    from rankwise.engines import duckdb as duckdb_engine
+
     for site, run in sites.items():
         seen.clear()
+        monkeypatch.setattr(duckdb_engine, "_SHARED", {})  # the engine's per-process database: opened anew here
         run()
         assert seen and set(seen) == {(False, False)}, site
 
 
 def test_no_duckdb_connection_is_opened_but_through_the_helper():
     source = Path(rankwise.__file__).parent
-    found = [f"{path.name}:{number}" for path in sorted(source.glob("*.py")) if path.name != "_duckdb_connect.py"
+    found = [f"{path.name}:{number}" for path in sorted(source.rglob("*.py")) if path.name != "_duckdb_connect.py"
              for number, line in enumerate(path.read_text().splitlines(), 1)
              if "duckdb.connect(" in line and ">>>" not in line]
     assert found == []

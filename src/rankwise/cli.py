@@ -493,11 +493,15 @@ def _trec_command(args) -> int:
             families.setdefault(m.family.name, []).append(m.name)
         text = ", ".join(v[0] if len(v) == 1 else f"{k}_* ({len(v)})" for k, v in families.items())
         say(f"rankwise: note: not computed by rankwise yet ({_names.ISSUE}), left out: {text}", file=sys.stderr)
-    if measures:
-        conv = _names.requirements(measures, conv)
+    # a parameter family (iprec_at_recall_<level>, Rprec_mult_<m>) takes its parameter as a knob: one
+    # evaluation per parameter value, the other measures in one more
+    groups: dict = {}
+    for m in measures:
+        groups.setdefault((m.family.param_knob, m.param) if m.family.param_knob else None, []).append(m)
+    batches = [(batch, _names.requirements(batch, conv)) for batch in groups.values()]
     out = []
     for name, recs in runs.items():
-        out += _trec_lines(name, recs, truth, measures, info, conv, args)
+        out += _trec_lines(name, recs, truth, measures, batches, info, args)
     try:
         sys.stdout.write("".join(out))
         sys.stdout.flush()
@@ -514,24 +518,29 @@ def _trec_value(m, value: float) -> str:
     return f"{int(value)}" if m.family.value == "int" else f"{value:6.4f}"
 
 
-def _trec_lines(runid, recs, truth, measures, info, conv, args) -> list[str]:
-    """One run's lines in trec_eval's layout."""
+def _trec_lines(runid, recs, truth, measures, batches, info, args) -> list[str]:
+    """One run's lines in trec_eval's layout; ``batches``: (measures, convention) evaluated together."""
     line = "{:<22}\t{}\t{}\n".format
     out = []
     if measures:
-        with warnings.catch_warnings():  # a cutoff past every list (P_1000 of 500 documents) is trec_eval's too
-            from rankwise.errors import CutoffWarning
+        per, summary = None, {}
+        for batch, conv in batches:
+            with warnings.catch_warnings():  # a cutoff past every list (P_1000 of 500 documents) is trec_eval's too
+                from rankwise.errors import CutoffWarning
 
-            warnings.simplefilter("ignore", CutoffWarning)
-            result = evaluate(recs, truth, measures=[m.name for m in measures], convention=conv,
-                              backend=args.backend, **_columns(args))
-        per = result.per_measure.sort(pl.col(result.user_col).cast(pl.String))
+                warnings.simplefilter("ignore", CutoffWarning)
+                result = evaluate(recs, truth, measures=[m.name for m in batch], convention=conv,
+                                  backend=args.backend, **_columns(args))
+            user = result.user_col
+            per = result.per_measure if per is None else per.join(result.per_measure, on=user, how="full",
+                                                                  coalesce=True)
+            summary.update({r["measure"]: r["value"] for r in result.measure_summary.iter_rows(named=True)})
+        per = per.sort(pl.col(user).cast(pl.String))
         if args.trec_per_query:
             for row in per.iter_rows(named=True):
-                qid = printable(str(row[result.user_col]))
+                qid = printable(str(row[user]))
                 out += [line(m.name, qid, _trec_value(m, row[m.name])) for m in measures
                         if m.family.aggregate != "gm"]  # trec_eval prints gm_map for 'all' only
-        summary = {r["measure"]: r["value"] for r in result.measure_summary.iter_rows(named=True)}
         n_queries = per.height
     else:
         summary, n_queries = {}, None
