@@ -256,12 +256,7 @@ def trees_module(sqls) -> str:
 
 def _qualified(sql: str, alias: str, indent: int = 11) -> str:
     """The formula reading ``alias``'s columns; a long CASE gets a line per branch."""
-    from sqlglot import exp
-
-    tree = parse(sql)
-    for column in tree.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias))
-    text = tree.sql(dialect="duckdb")
+    text = _qualified_flat(sql, alias)
     if len(text) > 100 and "CASE" in text:
         case = text.index("CASE")
         text = re.sub(r"(?<!CASE) (WHEN|ELSE) ", "\n" + " " * (indent + case + 5) + r"\1 ", text)
