@@ -39,18 +39,54 @@ labels AS (
                 THEN 1 ELSE 0 END AS is_rel
     FROM ground_truth AS g
 ),
--- labels that can earn something. A relevance of 0 is never relevant and has gain 0 under every
--- gain rule (1/0, r, 2^r - 1), so leaving those labels out of the join changes no value and
--- shrinks the largest join's build side. ground_truth is read again rather than through `labels`
--- so that an engine can push the filter into its scan.
+-- every judged label (relevance 0 too: rbp_resid tells judged from unjudged items). A relevance of 0 is never
+-- relevant and has gain 0 under every gain rule (1/0, r, 2^r - 1) unless $gain_level_<i> gives its level a gain;
+-- ground_truth is read again rather than through `labels` so that an engine can push the filter into its scan.
 earning AS (
     SELECT g.user_id, g.item_id, CAST(g.relevance AS DOUBLE) AS grade,
-           CASE WHEN g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel,
-           CASE WHEN $gain = 'binary' THEN (CASE WHEN g.relevance >= $relevance_threshold THEN 1.0 ELSE 0.0 END)
+           CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel,
+           CASE WHEN g.relevance = $gain_level_1 THEN $gain_value_1 WHEN g.relevance = $gain_level_2 THEN $gain_value_2
+                WHEN g.relevance = $gain_level_3 THEN $gain_value_3 WHEN g.relevance = $gain_level_4 THEN $gain_value_4
+                WHEN g.relevance = $gain_level_5 THEN $gain_value_5 WHEN g.relevance = $gain_level_6 THEN $gain_value_6
+                WHEN g.relevance = $gain_level_7 THEN $gain_value_7 WHEN g.relevance = $gain_level_8 THEN $gain_value_8
+                WHEN g.relevance <= 0 THEN 0.0
+                WHEN $gain = 'binary' THEN (CASE WHEN g.relevance >= $relevance_threshold THEN 1.0 ELSE 0.0 END)
                 WHEN $gain = 'linear' THEN CAST(g.relevance AS DOUBLE)
                 ELSE POWER(2.0, CAST(g.relevance AS DOUBLE)) - 1.0 END AS gain
     FROM ground_truth AS g
-    WHERE g.relevance > 0 AND g.item_id IS NOT NULL
+    WHERE g.item_id IS NOT NULL
+),
+-- the labels of positive gain in the ideal order (gain descending) with their running sums: the ideal DCG, trec_eval's
+-- G cost (each gain, at least 1) and total gain; a position ends a run of equal gains (an R level of Rndcg) when
+-- the next gain differs or it is the last. n_pos = labels of positive gain
+ideal_labels AS (
+    SELECT e.user_id, e.gain,
+           ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos,
+           LEAD(e.gain) OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS next_gain,
+           COUNT(*) OVER (PARTITION BY e.user_id) AS n_pos
+    FROM earning AS e
+    WHERE e.gain > 0
+),
+ideal_running AS (
+    SELECT i.user_id, i.pos, i.n_pos,
+           CASE WHEN i.next_gain IS NULL OR i.next_gain <> i.gain THEN 1 ELSE 0 END AS is_bound,
+           CAST(CASE WHEN i.pos = i.n_pos THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
+           SUM(i.gain / (LN(i.pos + 1.0) / LN($log_base)))
+               OVER (PARTITION BY i.user_id ORDER BY i.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg,
+           SUM(GREATEST(i.gain, 1.0))
+               OVER (PARTITION BY i.user_id ORDER BY i.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cost,
+           SUM(i.gain)
+               OVER (PARTITION BY i.user_id ORDER BY i.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS gain_total
+    FROM ideal_labels AS i
+),
+-- per user: n_pos, the whole ideal DCG, the total gain, the number of R levels
+ideal_user AS (
+    SELECT i.user_id, 1 AS matched, MAX(i.n_pos) AS n_pos,
+           MAX(CASE WHEN i.pos = i.n_pos THEN i.idcg END) AS idcg_all,
+           MAX(CASE WHEN i.pos = i.n_pos THEN i.gain_total END) AS gain_total,
+           SUM(i.is_bound) AS n_bounds
+    FROM ideal_running AS i
+    GROUP BY i.user_id
 ),
 -- ERR's largest grade: $err_max_grade, or the largest relevance in the ground truth
 err_scale AS (
@@ -114,12 +150,20 @@ judged AS (
                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_so_far,
            ROW_NUMBER() OVER (PARTITION BY r.user_id ORDER BY r.rank) AS judged_pos,
            CASE WHEN $iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END AS iprec_half,
-           LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
+           LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank,
+           -- G and ndcg_rel: the gain so far, and the labels' ideal at this rank (the ideal DCG and G's cost: past
+           -- the n_pos labels of positive gain, the cost grows by 1 a rank)
+           SUM(e.gain) OVER (PARTITION BY r.user_id ORDER BY r.rank
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS gain_so_far,
+           COALESCE(i.idcg, 0.0) AS ideal_at,
+           COALESCE(i.cost, 0.0) + CAST(r.rank - LEAST(r.rank, COALESCE(iu.n_pos, 0)) AS DOUBLE) AS cost_at
     FROM recommendations AS r
     JOIN reach AS h ON r.rank <= h.max_rank
     JOIN earning AS e ON e.user_id = r.user_id AND e.item_id = r.item_id
     JOIN universe AS u ON u.user_id = r.user_id
     CROSS JOIN err_scale AS s
+    LEFT JOIN ideal_user AS iu ON iu.user_id = r.user_id
+    LEFT JOIN ideal_running AS i ON i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
 ),
 -- what does not depend on k is computed once per user
 user_hits AS (
@@ -139,7 +183,7 @@ users AS (
 -- which moves the last bit between runs); a row holds the sums at every k from its rank up to
 -- just before the next judged rank
 running AS (
-    SELECT j.user_id, j.rank, j.judged_pos, j.hits_so_far,
+    SELECT j.user_id, j.rank, j.judged_pos, j.hits_so_far, j.gain, j.ideal_at,
            CAST(CASE WHEN j.following_rank > j.rank THEN j.following_rank ELSE 9223372036854775807 END AS BIGINT) AS next_rank,
            SUM(CASE WHEN j.is_rel = 1 THEN CAST(j.hits_so_far AS DOUBLE) / j.rank ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS precision_sum,
@@ -194,6 +238,17 @@ running AS (
            MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * j.n_rel + j.iprec_half)
                     THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt10,
+           -- binG: 1 / log2(2 + items above that are not relevant) at each relevant item
+           SUM(CASE WHEN j.is_rel = 1 THEN 1.0 / (LN(2.0 + (j.rank - j.hits_so_far)) / LN(2.0)) ELSE 0.0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bing_sum,
+           -- G: gain / log2(2 + ideal cost so far - gain so far) at each item of nonzero gain
+           SUM(CASE WHEN j.gain <> 0 THEN j.gain / (LN(2.0 + j.cost_at - j.gain_so_far) / LN(2.0)) ELSE 0.0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS g_sum,
+           SUM(CASE WHEN j.gain > 0 THEN 1 ELSE 0 END)
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pos_ret,
+           -- rbp_resid: the RBP weight of the judged items (the unjudged ones' is the rest)
+           SUM(POWER($rbp_persistence, j.rank - 1))
+               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS judged_rbp,
            j.err_r, j.err_floor,
            SUM(LN(GREATEST(1.0 - j.err_r, j.err_floor)))
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_logs
@@ -205,6 +260,9 @@ running_err AS (
     SELECT r.*,
            SUM(r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(1.0 - r.err_r, r.err_floor))))
                OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_sum,
+           -- ndcg_rel: DCG so far / the ideal DCG at this rank, at each item of positive gain
+           SUM(CASE WHEN r.gain > 0 THEN r.dcg / r.ideal_at ELSE 0.0 END)
+               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ndcg_rel_sum,
            COALESCE(r.ipt0, 0.0) + COALESCE(r.ipt1, 0.0) + COALESCE(r.ipt2, 0.0) + COALESCE(r.ipt3, 0.0) + COALESCE(r.ipt4, 0.0) + COALESCE(r.ipt5, 0.0) + COALESCE(r.ipt6, 0.0) + COALESCE(r.ipt7, 0.0) + COALESCE(r.ipt8, 0.0) + COALESCE(r.ipt9, 0.0) + COALESCE(r.ipt10, 0.0) AS ipt11_sum
     FROM running AS r
 ),
@@ -213,9 +271,35 @@ at_k AS (
     SELECT r.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, r.judged_pos,
            CAST(r.hits_so_far AS BIGINT) AS hits, r.precision_sum, CAST(r.hits_sum AS BIGINT) AS hits_sum,
            CAST(r.r_hits AS BIGINT) AS r_hits, r.dcg, r.rbp_sum, r.err_sum, CAST(r.mult_hits AS BIGINT) AS mult_hits,
-           r.iprec_max, r.ipt11_sum
+           r.iprec_max, r.ipt11_sum, r.bing_sum, r.g_sum, CAST(r.pos_ret AS BIGINT) AS pos_ret, r.judged_rbp,
+           r.ndcg_rel_sum
     FROM running_err AS r
     JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
+),
+-- Rndcg: at each R level m (the last position of a run of equal positive gains in the ideal order) the DCG of
+-- the top min(m, k, list length) over the ideal DCG at m; the DCG there is the running dcg of the last judged
+-- row at or above that position (none: 0). Summed in m order, trec_eval's.
+rndcg_points AS (
+    SELECT i.user_id, CAST(c.k AS BIGINT) AS k, i.pos, i.idcg,
+           LEAST(CAST(i.pos AS BIGINT), CAST(c.k AS BIGINT), u.n_recs) AS at_pos
+    FROM ideal_running AS i
+    JOIN universe AS u ON u.user_id = i.user_id
+    CROSS JOIN cutoffs AS c
+    WHERE i.is_bound = 1
+),
+rndcg_terms AS (
+    SELECT p.user_id, p.k, p.pos,
+           SUM(CASE WHEN r.rank IS NOT NULL THEN r.dcg ELSE 0.0 END / p.idcg)
+               OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+               AS rndcg_sum,
+           ROW_NUMBER() OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos DESC) AS from_last
+    FROM rndcg_points AS p
+    LEFT JOIN running AS r ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
+),
+rndcg AS (
+    SELECT t.user_id, t.k, 1 AS matched, t.rndcg_sum
+    FROM rndcg_terms AS t
+    WHERE t.from_last = 1
 ),
 -- ideal DCG from the top k ($ideal = 'predictions_topk'): each k's judged rows in the ideal order
 -- (gain descending; rows of equal gain are interchangeable, so no tie-break is needed), summed
@@ -233,27 +317,13 @@ idcg_top AS (
                OVER (PARTITION BY t.user_id, t.k ORDER BY t.ideal_pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg
     FROM top_k_ideal AS t
 ),
--- ideal DCG from the labels ($ideal = 'labels'; the filter lets an engine skip ranking every label
--- otherwise): running sums over the labels sorted by gain, read at min(k, number of labels)
-ideal_labels AS (
-    SELECT e.user_id, e.gain,
-           ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos,
-           COUNT(*) OVER (PARTITION BY e.user_id) AS n_labels
-    FROM earning AS e
-    JOIN universe AS u ON u.user_id = e.user_id
-    WHERE $ideal = 'labels'
-),
-ideal_labels_running AS (
-    SELECT i.user_id, i.pos,
-           CAST(CASE WHEN i.pos = i.n_labels THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
-           SUM(i.gain / (LN(i.pos + 1.0) / LN($log_base)))
-               OVER (PARTITION BY i.user_id ORDER BY i.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg
-    FROM ideal_labels AS i
-),
+-- ideal DCG from the labels ($ideal = 'labels'): the running sums over the labels sorted by gain, read at
+-- min(k, number of labels of positive gain)
 idcg_labels AS (
     SELECT i.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, i.idcg
-    FROM ideal_labels_running AS i
+    FROM ideal_running AS i
     JOIN cutoffs AS c ON i.pos <= c.k AND c.k < i.next_pos
+    WHERE $ideal = 'labels'
 ),
 -- positions 1..10000 without generate_series (not portable): four cross-joined digits
 digits AS (
@@ -291,6 +361,17 @@ stats AS (
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.iprec_max, 0.0) ELSE 0.0 END AS iprec_max,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE 0.0 END AS ipt11_sum,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.bing_sum ELSE 0.0 END AS bing_sum,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.g_sum ELSE 0.0 END AS g_sum,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ndcg_rel_sum ELSE 0.0 END AS ndcg_rel_sum,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.pos_ret ELSE 0 END AS DOUBLE) AS pos_ret,
+           CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.judged_rbp ELSE 0.0 END AS judged_rbp,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.judged_pos ELSE 0 END AS DOUBLE) AS judged_ret,
+           CASE WHEN COALESCE(rn.matched, 0) = 1 THEN rn.rndcg_sum ELSE 0.0 END AS rndcg_sum,
+           CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_pos ELSE 0 END AS BIGINT) AS n_pos,
+           CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.idcg_all ELSE 0.0 END AS idcg_all,
+           CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.gain_total ELSE 0.0 END AS gain_total,
+           CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_bounds ELSE 0 END AS DOUBLE) AS n_bounds,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -300,6 +381,8 @@ stats AS (
     LEFT JOIN idcg_top AS it ON it.user_id = u.user_id AND it.k = c.k AND it.ideal_pos = a.judged_pos
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN idcg_ones AS io ON io.k = c.k
+    LEFT JOIN rndcg AS rn ON rn.user_id = u.user_id AND rn.k = c.k
+    LEFT JOIN ideal_user AS iu ON iu.user_id = u.user_id
 ),
 -- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
 -- the terms several metrics share (rankwise.metrics.formulas.TERMS)
@@ -313,7 +396,8 @@ denominators AS (
                      WHEN $ap_denominator = 'n_rel' THEN s.n_rel
                      WHEN $ap_denominator = 'min_k_nrel' THEN LEAST(s.k, s.n_rel)
                      WHEN $ap_denominator = 'k' THEN s.k
-                     ELSE LEAST(s.k, s.n_recs) END AS DOUBLE) AS ap_den
+                     ELSE LEAST(s.k, s.n_recs) END AS DOUBLE) AS ap_den,
+           CASE WHEN LEAST(s.k, s.n_recs) > s.n_pos + 1 AND s.idcg_all > 0 THEN 1.0 ELSE 0.0 END AS rndcg_tail
     FROM stats AS s
 ),
 -- each metric's value where the user has labels and recommendations (rankwise.metrics.declarations)
@@ -347,6 +431,15 @@ defined AS (
            d.iprec_max AS iprec_at_recall,
            d.ipt11_sum * (1.0 / 11.0) AS ipt11_avg,
            $utility_relevant_retrieved * d.hits + $utility_nonrelevant_retrieved * (LEAST(d.k, d.n_recs) - d.hits) + $utility_relevant_missed * (d.n_rel - d.hits) + $utility_nonrelevant_missed * ($collection_size + d.hits - LEAST(d.k, d.n_recs) - d.n_rel) AS utility,
+           d.bing_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS bin_g,
+           CASE WHEN d.gain_total > 0 THEN d.g_sum / d.gain_total ELSE 0.0 END AS g,
+           CASE WHEN d.n_pos > 0 AND d.ndcg_rel_sum + (d.n_pos - d.pos_ret) * d.dcg / NULLIF(d.idcg_all, 0.0) > 0 THEN (d.ndcg_rel_sum + (d.n_pos - d.pos_ret) * d.dcg / NULLIF(d.idcg_all, 0.0)) / d.n_pos
+                ELSE 0.0 END AS ndcg_rel,
+           CASE WHEN d.n_bounds + d.rndcg_tail > 0 THEN (d.rndcg_sum + CASE WHEN d.rndcg_tail > 0 THEN d.dcg / NULLIF(d.idcg_all, 0.0)
+                ELSE 0.0 END) / (d.n_bounds + d.rndcg_tail)
+                ELSE 0.0 END AS rndcg,
+           CASE WHEN d.judged_ret < LEAST(d.k, d.n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * d.judged_rbp
+                ELSE 0.0 END AS rbp_resid,
            CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map
     FROM denominators AS d
 ),
@@ -389,6 +482,11 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.iprec_at_recall END AS iprec_at_recall,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ipt11_avg END AS ipt11_avg,
        f.utility AS utility,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.bin_g END AS bin_g,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.g END AS g,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg_rel END AS ndcg_rel,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rndcg END AS rndcg,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rbp_resid END AS rbp_resid,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

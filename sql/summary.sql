@@ -39,6 +39,11 @@ per_k AS (
            AVG(p.iprec_at_recall) AS iprec_at_recall_mean, COUNT(p.iprec_at_recall) AS iprec_at_recall_n, STDDEV_SAMP(p.iprec_at_recall) AS iprec_at_recall_sd,
            AVG(p.ipt11_avg) AS ipt11_avg_mean, COUNT(p.ipt11_avg) AS ipt11_avg_n, STDDEV_SAMP(p.ipt11_avg) AS ipt11_avg_sd,
            AVG(p.utility) AS utility_mean, COUNT(p.utility) AS utility_n, STDDEV_SAMP(p.utility) AS utility_sd,
+           AVG(p.bin_g) AS bin_g_mean, COUNT(p.bin_g) AS bin_g_n, STDDEV_SAMP(p.bin_g) AS bin_g_sd,
+           AVG(p.g) AS g_mean, COUNT(p.g) AS g_n, STDDEV_SAMP(p.g) AS g_sd,
+           AVG(p.ndcg_rel) AS ndcg_rel_mean, COUNT(p.ndcg_rel) AS ndcg_rel_n, STDDEV_SAMP(p.ndcg_rel) AS ndcg_rel_sd,
+           AVG(p.rndcg) AS rndcg_mean, COUNT(p.rndcg) AS rndcg_n, STDDEV_SAMP(p.rndcg) AS rndcg_sd,
+           AVG(p.rbp_resid) AS rbp_resid_mean, COUNT(p.rbp_resid) AS rbp_resid_n, STDDEV_SAMP(p.rbp_resid) AS rbp_resid_sd,
            EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n
     FROM per_user AS p
     GROUP BY p.k
@@ -121,6 +126,21 @@ SELECT 'ipt11_avg' AS metric, c.k, s.ipt11_avg_mean AS value, COALESCE(s.ipt11_a
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'utility' AS metric, c.k, s.utility_mean AS value, COALESCE(s.utility_n, 0) AS n_users, s.utility_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'bin_g' AS metric, c.k, s.bin_g_mean AS value, COALESCE(s.bin_g_n, 0) AS n_users, s.bin_g_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'g' AS metric, c.k, s.g_mean AS value, COALESCE(s.g_n, 0) AS n_users, s.g_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'ndcg_rel' AS metric, c.k, s.ndcg_rel_mean AS value, COALESCE(s.ndcg_rel_n, 0) AS n_users, s.ndcg_rel_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'rndcg' AS metric, c.k, s.rndcg_mean AS value, COALESCE(s.rndcg_n, 0) AS n_users, s.rndcg_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'rbp_resid' AS metric, c.k, s.rbp_resid_mean AS value, COALESCE(s.rbp_resid_n, 0) AS n_users, s.rbp_resid_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'gm_map' AS metric, c.k, s.gm_map_geometric_mean AS value, COALESCE(s.gm_map_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd

@@ -71,6 +71,13 @@ class Convention:
         ("binary", "linear", "exp2"),
         "DCG gain of an item with relevance r: 1 if relevant else 0, r, or 2^r - 1",
     )
+    gain_levels: tuple = _knob(
+        (),
+        "pairs (level, gain), at most 8, each level a whole number >= 0",
+        "gains that replace the gain rule at single relevance levels, as trec_eval's -m ndcg.1=3,2=9 (a label of "
+        "relevance 1 earns 3, of 2 earns 9, the others by `gain`; a level may get 0 or a negative gain, and level 0 "
+        "a gain): read by dcg, ndcg, G, ndcg_rel and Rndcg. A dict {level: gain} is accepted",
+    )
     log_base: float = _knob(
         2.0,
         "a number > 1",
@@ -292,6 +299,7 @@ class Convention:
                     hint=f"Allowed values: {', '.join(map(repr, allowed))}.",
                 )
         # the numeric knobs are finite real numbers: the one rule every engine and the SQL renderer rely on
+        object.__setattr__(self, "gain_levels", _gain_levels(self.gain_levels))
         _number("log_base", self.log_base, "> 1", lambda v: v > 1,
                 "e.g. 2 (log2: the default, trec_eval, sklearn) or math.e (natural log).")
         if self.min_score is not None:
@@ -351,6 +359,11 @@ class Convention:
         for name, value in self.knobs().items():
             if value is None or name in INPUT_KNOBS:
                 continue  # applied while normalising the inputs, before either engine
+            if name == "gain_levels":  # a mapping is no SQL scalar: GAIN_SLOTS (level, gain) pairs, unused ones at -1
+                slots = list(value) + [(-1.0, 0.0)] * (GAIN_SLOTS - len(value))
+                for i, (level, gain) in enumerate(slots, 1):
+                    out[f"gain_level_{i}"], out[f"gain_value_{i}"] = float(level), float(gain)
+                continue
             if isinstance(value, bool):
                 value = int(value)
             elif isinstance(value, numbers.Real):
@@ -367,6 +380,39 @@ class Convention:
 
 
 INPUT_KNOBS = ("duplicates", "ties", "min_score")
+
+# gain_levels reaches the SQL as this many ($gain_level_<i>, $gain_value_<i>) pairs; an unused pair has level -1,
+# which no relevance has (a relevance is >= 0), and gain 0
+GAIN_SLOTS = 8
+
+
+def _gain_levels(value) -> tuple:
+    """gain_levels as a sorted tuple of (level, gain) float pairs: from a dict {level: gain} or pairs; each
+    level a whole number >= 0 given once, each gain finite, at most GAIN_SLOTS of them."""
+    hint = "For example gain_levels={1: 3.0, 2: 9.0, 4: 4.5} (trec_eval's -m ndcg.1=3,2=9,4=4.5)."
+    try:
+        pairs = list(value.items()) if isinstance(value, dict) else [tuple(p) for p in value]
+    except TypeError:
+        raise ParameterError(f"Convention field 'gain_levels' must be a dict {{level: gain}} or (level, gain) "
+                             f"pairs, got {value!r}.", hint=hint) from None
+    out = {}
+    for pair in pairs:
+        if len(pair) != 2:
+            raise ParameterError(f"Convention field 'gain_levels': {pair!r} is not a (level, gain) pair.", hint=hint)
+        level, gain = pair
+        if not (_finite(level) and level >= 0 and float(level).is_integer()):
+            raise ParameterError(f"Convention field 'gain_levels': level {level!r} is not a whole number >= 0 "
+                                 "(trec_eval's relevance levels).", hint=hint)
+        if not _finite(gain):
+            raise ParameterError(f"Convention field 'gain_levels': the gain of level {level!r} must be a finite "
+                                 f"number, got {gain!r}.", hint=hint)
+        if float(level) in out:
+            raise ParameterError(f"Convention field 'gain_levels': level {level!r} is given twice.", hint=hint)
+        out[float(level)] = float(gain)
+    if len(out) > GAIN_SLOTS:
+        raise ParameterError(f"Convention field 'gain_levels' holds {len(out)} levels; at most {GAIN_SLOTS} are "
+                             "supported.", hint="Give a gain only to the levels whose gain differs from the rule's.")
+    return tuple(sorted(out.items()))
 
 
 def _changed_name(base: str, changed: dict) -> str:

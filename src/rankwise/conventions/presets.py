@@ -62,7 +62,7 @@ PRESETS: dict[str, Convention] = {
             "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision", "rbp", "num_ret",
                           "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
                           "relative_p", "utility", "gm_map", "rprec_mult",
-                          "iprec_at_recall", "ipt11_avg"),
+                          "iprec_at_recall", "ipt11_avg", "g", "bin_g", "ndcg_rel", "rndcg", "rbp_resid"),
             """trec_eval 10.0 / pytrec_eval-terrier 0.5.11 measures P_k, recall_k, map_cut_k,
             recip_rank (no cutoff: mrr@k ignores k), ndcg_cut_k (linear gain, log2, ideal from all
             qrels), success_k (hit_rate), Rprec (= r_precision@k for k >= R). Queries in both qrels
@@ -75,7 +75,9 @@ PRESETS: dict[str, Convention] = {
             (trec_eval -M k): at a k past every list, trec_eval's values; relative_P_k is
             relative_p@k. Rprec_mult_<m> is rprec_mult@k with rprec_multiplier=m (denominator
             floor(m R + 0.9) as trec_eval), iprec_at_recall_<l> iprec_at_recall@k with
-            iprec_recall_level=l (the level as round(l R) relevant items, trec_eval 10.0); 11pt_avg is ipt11_avg@k.""",
+            iprec_recall_level=l (the level as round(l R) relevant items, trec_eval 10.0); 11pt_avg is ipt11_avg@k.
+            G, binG, ndcg_rel, Rndcg and rbp_resid are g, bin_g, ndcg_rel, rndcg and rbp_resid@k (an
+            unjudged item: no ground-truth row); trec_eval's -m ndcg.1=3,2=9 gains are gain_levels.""",
             users="intersection", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0, rr_cutoff=False,
             ties="item_desc", unjudged="drop", rbp_persistence=0.9,

@@ -76,6 +76,11 @@ class Metric:
 
 from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
 _AP = "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END"  # AP@k: map's and gm_map's per-user value
+def _negative_gains(conv) -> bool:
+    """A level given a negative gain (gain_levels): the gain measures' values have no bound."""
+    return any(gain < 0 for _, gain in conv.gain_levels)
+
+
 _COUNT = dict(bounds=None, empty_rules=False, summary="sum", aggregate="sum over users (trec_eval's 'all' line)")
 
 REGISTRY: tuple[Metric, ...] = (
@@ -98,7 +103,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("mrr", "MRR@k (per user: RR@k)",
            "1 / position of the first relevant item (within k if `rr_cutoff`), else 0",
            "CASE WHEN first_hit > 0 THEN 1.0 / first_hit ELSE 0.0 END", ("rr_cutoff",)),
-    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", "dcg", ("gain", "log_base"),
+    Metric("dcg", "DCG@k", "sum_{i <= k} gain(rel_i) / log_b(i + 1)", "dcg", ("gain", "gain_levels", "log_base"),
            bounds=(0.0, None)),
     # k slots of gain 1 are not an upper bound of graded gains (relevance 3 under exp2 earns 7 per slot)
     Metric("ndcg", "NDCG@k", "DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`",
@@ -106,8 +111,9 @@ REGISTRY: tuple[Metric, ...] = (
            # value is NaN, which evaluate() raises as a NumericOverflowError, not dcg / inf = 0
            "CASE WHEN idcg > 0 THEN dcg / idcg * (idcg / idcg) WHEN $zero_ideal = 'zero' THEN 0.0 "
            "ELSE CAST(NULL AS DOUBLE) END",
-           ("gain", "log_base", "ideal", "zero_ideal"),
-           bounds=lambda conv: (0.0, None) if conv.ideal == "k_ones" and conv.gain != "binary" else (0.0, 1.0)),
+           ("gain", "gain_levels", "log_base", "ideal", "zero_ideal"),
+           bounds=lambda conv: (None, None) if _negative_gains(conv) else
+           (0.0, None) if conv.ideal == "k_ones" and (conv.gain != "binary" or conv.gain_levels) else (0.0, 1.0)),
     Metric("hit_rate", "Hit rate@k", "1 if any of the top k is relevant, else 0",
            "CASE WHEN hits > 0 THEN 1.0 ELSE 0.0 END"),
     Metric("r_precision", "R-precision@k", "hits within the top m / m, m = min(k, n_rel)",
@@ -166,6 +172,34 @@ REGISTRY: tuple[Metric, ...] = (
            ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
             "utility_nonrelevant_missed", "collection_size"),
            bounds=None, empty_rules=False),
+    # trec_eval's experimental gain measures over the labels' ideal (gains sorted descending, those > 0; trec_eval's
+    # m_G.c, m_binG.c, m_ndcg_rel.c, m_Rndcg.c) and RBP's residual (m_rbp_resid.c); N = min(k, list length)
+    Metric("bin_g", "Binary G@k (trec_eval's binG)",
+           "sum over relevant items i <= k of 1 / log2(2 + non-relevant items above i), over n_rel",
+           "bing_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"),
+    Metric("g", "G@k (trec_eval's normalized gain G)",
+           "sum over items i <= k of nonzero gain of g_i / log2(2 + C_i - S_i), over the total gain of the labels; "
+           "S_i = the gains of items 1..i, C_i = the ideal's gains at 1..i each at least 1 (1 past the labels of "
+           "positive gain); 0 without a positive gain",
+           "CASE WHEN gain_total > 0 THEN g_sum / gain_total ELSE 0.0 END", ("gain", "gain_levels"),
+           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
+    Metric("ndcg_rel", "NDCG averaged over relevant items@k (trec_eval's ndcg_rel)",
+           "over the P labels of positive gain: at each retrieved one (rank i <= k) DCG@i / IDCG@min(i, P), each "
+           "other one DCG@N / IDCG@P; their sum over P (0 when not positive); the ideal from the labels",
+           "CASE WHEN n_pos > 0 AND ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0) > 0 "
+           "THEN (ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0)) / n_pos ELSE 0.0 END",
+           ("gain", "gain_levels", "log_base"), bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
+    Metric("rndcg", "NDCG at the R levels@k (trec_eval's Rndcg)",
+           "the mean of DCG@min(m, N) / IDCG@m over the ends m of the runs of equal positive gain in the ideal order, "
+           "and DCG@N / IDCG@P when N > P + 1 (P = labels of positive gain); 0 without such a point",
+           "CASE WHEN n_bounds + rndcg_tail > 0 THEN (rndcg_sum + CASE WHEN rndcg_tail > 0 THEN dcg / NULLIF(idcg_all, 0.0) "
+           "ELSE 0.0 END) / (n_bounds + rndcg_tail) ELSE 0.0 END",
+           ("gain", "gain_levels", "log_base"), bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
+    Metric("rbp_resid", "RBP residual@k (trec_eval's rbp_resid)",
+           "p^N + (1 - p) sum over unjudged items i <= k (no ground-truth row) of p^(i - 1), written 1 - (1 - p) sum "
+           "over judged items i <= k of p^(i - 1); 0 when every item is judged; p = `rbp_persistence`",
+           "CASE WHEN judged_ret < LEAST(k, n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * judged_rbp ELSE 0.0 END",
+           ("rbp_persistence",)),
     Metric("gm_map", "GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k)",
            "per user AP@k (as map); the summary is exp(mean ln max(AP@k, 0.00001)), trec_eval's floor",
            _AP, ("ap_denominator",), summary="geometric_mean",

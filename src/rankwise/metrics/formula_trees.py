@@ -7,6 +7,8 @@ TREES = {
         ('cast', 'DOUBLE', ('case', ((('__eq__', ('param', 'precision_denominator'), ('lit', 'k')), ('col', 'k')), (('__eq__', ('param', 'precision_denominator'), ('lit', 'min_k_len')), ('least', (('col', 'k'), ('col', 'n_recs')))), (('__eq__', ('param', 'precision_denominator'), ('lit', 'min_k_candidates')), ('least', (('col', 'k'), ('col', 'n_candidates'))))), ('least', (('col', 'k'), ('col', 'n_rel'))))),
     "CAST(CASE WHEN $ap_denominator = 'n_hits' THEN CAST(hits AS BIGINT) WHEN $ap_denominator = 'n_rel' THEN n_rel WHEN $ap_denominator = 'min_k_nrel' THEN LEAST(k, n_rel) WHEN $ap_denominator = 'k' THEN k ELSE LEAST(k, n_recs) END AS DOUBLE)":
         ('cast', 'DOUBLE', ('case', ((('__eq__', ('param', 'ap_denominator'), ('lit', 'n_hits')), ('cast', 'BIGINT', ('col', 'hits'))), (('__eq__', ('param', 'ap_denominator'), ('lit', 'n_rel')), ('col', 'n_rel')), (('__eq__', ('param', 'ap_denominator'), ('lit', 'min_k_nrel')), ('least', (('col', 'k'), ('col', 'n_rel')))), (('__eq__', ('param', 'ap_denominator'), ('lit', 'k')), ('col', 'k'))), ('least', (('col', 'k'), ('col', 'n_recs'))))),
+    'CASE WHEN LEAST(k, n_recs) > n_pos + 1 AND idcg_all > 0 THEN 1.0 ELSE 0.0 END':
+        ('case', ((('and', ('__gt__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('__add__', ('col', 'n_pos'), ('lit', 1))), ('__gt__', ('col', 'idcg_all'), ('lit', 0))), ('lit', 1.0)),), ('lit', 0.0)),
     "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) ELSE NULLIF(CAST(n_items AS DOUBLE), 0.0) END":
         ('case', ((('__eq__', ('param', 'list_denominator'), ('lit', 'k')), ('cast', 'DOUBLE', ('col', 'k'))),), ('nullif', ('cast', 'DOUBLE', ('col', 'n_items')), ('lit', 0.0))),
     "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) ELSE NULLIF(CAST(n_counted AS DOUBLE), 0.0) END":
@@ -63,6 +65,16 @@ TREES = {
         ('__mul__', ('col', 'ipt11_sum'), ('__truediv__', ('lit', 1.0), ('lit', 11.0))),
     '$utility_relevant_retrieved * hits + $utility_nonrelevant_retrieved * (LEAST(k, n_recs) - hits) + $utility_relevant_missed * (n_rel - hits) + $utility_nonrelevant_missed * ($collection_size + hits - LEAST(k, n_recs) - n_rel)':
         ('__add__', ('__add__', ('__add__', ('__mul__', ('param', 'utility_relevant_retrieved'), ('col', 'hits')), ('__mul__', ('param', 'utility_nonrelevant_retrieved'), ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')))), ('__mul__', ('param', 'utility_relevant_missed'), ('__sub__', ('col', 'n_rel'), ('col', 'hits')))), ('__mul__', ('param', 'utility_nonrelevant_missed'), ('__sub__', ('__sub__', ('__add__', ('param', 'collection_size'), ('col', 'hits')), ('least', (('col', 'k'), ('col', 'n_recs')))), ('col', 'n_rel')))),
+    'bing_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'bing_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
+    'CASE WHEN gain_total > 0 THEN g_sum / gain_total ELSE 0.0 END':
+        ('case', ((('__gt__', ('col', 'gain_total'), ('lit', 0)), ('__truediv__', ('col', 'g_sum'), ('col', 'gain_total'))),), ('lit', 0.0)),
+    'CASE WHEN n_pos > 0 AND ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0) > 0 THEN (ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0)) / n_pos ELSE 0.0 END':
+        ('case', ((('and', ('__gt__', ('col', 'n_pos'), ('lit', 0)), ('__gt__', ('__add__', ('col', 'ndcg_rel_sum'), ('__truediv__', ('__mul__', ('__sub__', ('col', 'n_pos'), ('col', 'pos_ret')), ('col', 'dcg')), ('nullif', ('col', 'idcg_all'), ('lit', 0.0)))), ('lit', 0))), ('__truediv__', ('__add__', ('col', 'ndcg_rel_sum'), ('__truediv__', ('__mul__', ('__sub__', ('col', 'n_pos'), ('col', 'pos_ret')), ('col', 'dcg')), ('nullif', ('col', 'idcg_all'), ('lit', 0.0)))), ('col', 'n_pos'))),), ('lit', 0.0)),
+    'CASE WHEN n_bounds + rndcg_tail > 0 THEN (rndcg_sum + CASE WHEN rndcg_tail > 0 THEN dcg / NULLIF(idcg_all, 0.0) ELSE 0.0 END) / (n_bounds + rndcg_tail) ELSE 0.0 END':
+        ('case', ((('__gt__', ('__add__', ('col', 'n_bounds'), ('col', 'rndcg_tail')), ('lit', 0)), ('__truediv__', ('__add__', ('col', 'rndcg_sum'), ('case', ((('__gt__', ('col', 'rndcg_tail'), ('lit', 0)), ('__truediv__', ('col', 'dcg'), ('nullif', ('col', 'idcg_all'), ('lit', 0.0)))),), ('lit', 0.0))), ('__add__', ('col', 'n_bounds'), ('col', 'rndcg_tail')))),), ('lit', 0.0)),
+    'CASE WHEN judged_ret < LEAST(k, n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * judged_rbp ELSE 0.0 END':
+        ('case', ((('__lt__', ('col', 'judged_ret'), ('least', (('col', 'k'), ('col', 'n_recs')))), ('__sub__', ('lit', 1.0), ('__mul__', ('__sub__', ('lit', 1.0), ('param', 'rbp_persistence')), ('col', 'judged_rbp')))),), ('lit', 0.0)),
     'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':
         ('case', ((('__gt__', ('col', 'ap_den'), ('lit', 0)), ('__truediv__', ('col', 'precision_sum'), ('col', 'ap_den'))),), ('lit', 0.0)),
     "CASE WHEN $novelty_normalize = 'log_users' AND total <= 1 THEN CAST(NULL AS DOUBLE) ELSE info_sum / den_counted END":

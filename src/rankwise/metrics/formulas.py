@@ -31,7 +31,9 @@ import polars as pl
 # The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
 # every formula reads. A metric named like one (dcg) is that statistic.
 STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
-              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum")
+              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum", "bing_sum", "g_sum",
+              "ndcg_rel_sum", "pos_ret", "judged_rbp", "judged_ret", "rndcg_sum", "n_pos", "idcg_all", "gain_total",
+              "n_bounds")
 
 # trec_eval's floor of a value in a geometric mean (trec_eval.h MIN_GEO_MEAN): gm_map, gm_bpref
 GEOMETRIC_FLOOR = 0.00001
@@ -62,6 +64,9 @@ TERMS = {
               "WHEN $ap_denominator = 'min_k_nrel' THEN LEAST(k, n_rel) "
               "WHEN $ap_denominator = 'k' THEN k "
               "ELSE LEAST(k, n_recs) END AS DOUBLE)",
+    # Rndcg's last point: the DCG of the whole (cut) list over the whole ideal, when the list runs on 2 or more items
+    # past the labels of positive gain (trec_eval's implied R level at the list's end)
+    "rndcg_tail": "CASE WHEN LEAST(k, n_recs) > n_pos + 1 AND idcg_all > 0 THEN 1.0 ELSE 0.0 END",
 }
 
 

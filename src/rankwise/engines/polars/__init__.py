@@ -6,6 +6,8 @@ Polars by ``rankwise.metrics.formulas``) over the per-(user, k) statistics this 
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from rankwise.engines.beyond import NO_CATALOG
@@ -29,7 +31,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
-    if prep.rec_lists is not None and positions.applies_to(conv, ks) and (levels := positions.levels(prep)) is not None:
+    if prep.rec_lists is not None and positions.applies_to(conv, ks, computed) and (levels := positions.levels(prep)) is not None:
         return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
@@ -53,8 +55,26 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
     universe = everyone.filter(knobs.in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
 
-    # a relevance of 0 is never relevant and has gain 0 under every rule: such labels earn nothing
-    earning = labels.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) > 0))
+    # every judged label (relevance 0 too: rbp_resid tells judged from unjudged items; sql: earning)
+    earning = labels.filter(pl.col(ITEM).is_not_null())
+    # the labels of positive gain in the ideal order, their running sums (ideal DCG, G's cost, total gain) and the
+    # ends of the runs of equal gain (Rndcg's R levels); sql: ideal_labels, ideal_running
+    ideal = (
+        earning.filter(pl.col("gain") > 0).select(USER, "gain")
+        .sort([USER, "gain"], descending=[False, True])
+        .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER),
+                      n_pos=pl.len().over(USER).cast(pl.Int64),
+                      is_bound=pl.col("gain").ne_missing(pl.col("gain").shift(-1).over(USER)))
+        .with_columns((pl.col("gain") / discount(pl.col("pos"))).cum_sum().over(USER).alias("idcg"),
+                      pl.max_horizontal("gain", pl.lit(1.0)).cum_sum().over(USER).alias("cost"),
+                      pl.col("gain").cum_sum().over(USER).alias("gain_total"))
+    )
+    ideal_user = ideal.filter(pl.col("pos") == pl.col("n_pos")).select(
+        USER, "n_pos", pl.col("idcg").alias("idcg_all"), "gain_total",
+        pl.lit(0.0).alias("n_bounds"))  # n_bounds below
+    ideal_user = ideal_user.drop("n_bounds").join(
+        ideal.group_by(USER).agg(pl.col("is_bound").sum().cast(pl.Float64).alias("n_bounds")),
+        on=USER, how="left", nulls_equal=True)
     # a recommendation below the largest k earns nothing, unless a metric looks past k (sql: reach)
     if prep.rec_lists is not None:
         # every label will do (the join with `earning` below drops the rest): the truth's own lists if it has them
@@ -68,7 +88,16 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         within_reach.with_columns(pair).join(earning.with_columns(pair).drop(USER, ITEM), on="_pair", how="inner")
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
-        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
+        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER),
+                      gain_so_far=pl.col("gain").cum_sum().over(USER))
+        # the labels' ideal at the row's rank: its DCG and G's cost (1 a rank past the n_pos labels of positive gain)
+        .join(ideal_user.select(USER, "n_pos"), on=USER, how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(_at=pl.min_horizontal(pl.col(RANK).cast(pl.Int64), pl.col("n_pos").fill_null(0)))
+        .join(ideal.select(USER, pl.col("pos").alias("_at"), pl.col("idcg").alias("ideal_at"), "cost"),
+              on=[USER, "_at"], how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(pl.col("ideal_at").fill_null(0.0),
+                      cost_at=pl.col("cost").fill_null(0.0) + (pl.col(RANK) - pl.col("_at")).cast(pl.Float64))
+        .drop("n_pos", "_at", "cost")
     )
     # ERR's chance that the user stops at a row (sql: err_scale, judged.err_r); g_max from the labels only when asked
     g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else \
@@ -100,24 +129,41 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         *[pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv, level)))
           .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).cum_max().forward_fill().over(USER)
           .fill_null(0.0).alias(f"_ipt{i}") for i, level in enumerate(knobs.IPT11_LEVELS)],
+        # binG, G, rbp_resid (sql: running)
+        pl.when(hit).then(1.0 / ((2.0 + (pl.col(RANK) - pl.col("hits_so_far")).cast(pl.Float64)).log() / math.log(2.0)))
+        .otherwise(0.0).cum_sum().over(USER).alias("bing_sum"),
+        pl.when(pl.col("gain") != 0)
+        .then(pl.col("gain") / ((2.0 + pl.col("cost_at") - pl.col("gain_so_far")).log() / math.log(2.0)))
+        .otherwise(0.0).cum_sum().over(USER).alias("g_sum"),
+        (pl.col("gain") > 0).cast(pl.Int64).cum_sum().over(USER).alias("pos_ret"),
+        pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64)).cum_sum().over(USER).alias("judged_rbp"),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER).alias("judged_ret"),
     ).with_columns(
+        # ndcg_rel: DCG so far / the ideal DCG at this rank, at each item of positive gain (sql: running_err)
+        pl.when(pl.col("gain") > 0).then(pl.col("dcg") / pl.col("ideal_at")).otherwise(0.0)
+        .cum_sum().over(USER).alias("ndcg_rel_sum"),
         pl.sum_horizontal(f"_ipt{i}" for i in range(len(knobs.IPT11_LEVELS))).alias("ipt11_sum"),  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
         (pl.col("err_r") / pl.col(RANK)
          * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp())
         .cum_sum().over(USER).alias("err_sum"),
     )
     at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum",
-                                           "mult_hits", "iprec_max", "ipt11_sum"])
+                                           "mult_hits", "iprec_max", "ipt11_sum", "bing_sum", "g_sum", "pos_ret", "judged_rbp",
+                                           "judged_ret", "ndcg_rel_sum"])
     # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     grid = _read_back(grid, at_k)
+    grid = grid.join(ideal_user, on=USER, how="left", nulls_equal=True, maintain_order="left")
+    grid = grid.join(_rndcg(ideal, running, users, cutoffs), on=[USER, "k"], how="left", nulls_equal=True,
+                     maintain_order="left")
     # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
     if conv.ideal == "predictions_topk":
         # per (user, k) the top k's gains in descending order, then discounted and summed in that order
         # (rows of equal gain are interchangeable: no tie-break needed)
         gains = pl.col("gain").sort(descending=True)
-        idcg_topk = (
-            judged.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, "gain")
+        idcg_topk = (  # the rows that can earn (a judged 0 adds nothing: left out, the sum is the same)
+            judged.filter((pl.col(RANK) <= max(ks)) & ((pl.col(REL) > 0) | (pl.col("gain") != 0)))
+            .select(USER, RANK, "gain")
             .join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k"))
             .group_by(USER, "k").agg((gains / discount(pl.int_range(1, pl.len() + 1, dtype=pl.Int64))).sum()
                                      .alias("idcg"))
@@ -125,13 +171,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         grid = grid.join(idcg_topk, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
     elif conv.ideal == "labels":
         # the labels' gains in descending order, their running sum read at min(k, n)
-        idcg_labels = (
-            earning.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
-            .sort([USER, "gain"], descending=[False, True])
-            .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
-            .filter(pl.col("pos") <= max(ks))
-            .with_columns((pl.col("gain") / discount(pl.col("pos"))).cum_sum().over(USER).alias("idcg"))
-        )
+        idcg_labels = (ideal.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
+                       .filter(pl.col("pos") <= max(ks)).select(USER, "pos", "idcg"))
         grid = _read_back(grid, _at_cutoffs(idcg_labels, "pos", ks, ["idcg"]))
     elif conv.ideal == "k_ones":
         idcg_ones = (
@@ -147,7 +188,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits", "mult_hits").fill_null(0).cast(pl.Float64),
-        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum").fill_null(0.0),
+        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum", "bing_sum", "g_sum",
+               "ndcg_rel_sum", "judged_rbp", "rndcg_sum", "idcg_all", "gain_total", "n_bounds").fill_null(0.0),
+        pl.col("pos_ret", "judged_ret").fill_null(0).cast(pl.Float64),
+        pl.col("n_pos").fill_null(0),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
@@ -159,6 +203,27 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
         .collect(engine=engine)
     )
+
+
+def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cutoffs: pl.LazyFrame) -> pl.LazyFrame:
+    """Rndcg's sum per (user, k) (sql: rndcg_points, rndcg_terms): at each R level m of the ideal, the DCG of the top
+    min(m, k, n_recs) (the running dcg of the last judged row at or above it, none: 0) over the ideal DCG at m, summed
+    in m order."""
+    points = (ideal.filter(pl.col("is_bound")).select(USER, "pos", "idcg")
+              .join(users.select(USER, "n_recs"), on=USER, how="inner", nulls_equal=True)
+              .join(cutoffs, how="cross")
+              .with_columns(_at=pl.min_horizontal("pos", "k", "n_recs")))
+    rows = running.select(USER, pl.col(RANK).cast(pl.Int64).alias("_at"), pl.col("dcg").alias("_dcg"))
+    if points.collect_schema()[USER].is_nested():  # an as-of join cannot group by a struct or list id
+        found = (points.join(rows.rename({"_at": "_rank"}), on=USER, how="left", nulls_equal=True)
+                 .filter(pl.col("_rank").is_null() | (pl.col("_rank") <= pl.col("_at")))
+                 .sort(USER, "k", "pos", "_rank", nulls_last=False)
+                 .group_by(USER, "k", "pos", maintain_order=True).agg(pl.col("idcg").first(), pl.col("_dcg").last()))
+    else:
+        found = points.sort("_at").join_asof(rows.sort("_at"), on="_at", by=USER, strategy="backward")
+    return (found.sort(USER, "k", "pos")
+            .with_columns((pl.col("_dcg").fill_null(0.0) / pl.col("idcg")).cum_sum().over(USER, "k").alias("rndcg_sum"))
+            .group_by(USER, "k", maintain_order=True).agg(pl.col("rndcg_sum").last()))
 
 
 def _as_is(value: pl.Expr) -> pl.Expr:

@@ -35,12 +35,18 @@ def err_log_complement(stop: pl.Expr, g_max: float) -> pl.Expr:
 
 
 def gain(conv: Convention) -> pl.Expr:
-    """Gain of a label: binary is_rel, linear relevance, or exp2 2^relevance - 1."""
+    """Gain of a label: its level's gain in gain_levels, else 0 at relevance 0, else binary is_rel, linear relevance,
+    or exp2 2^relevance - 1 (sql/per_user.sql's earning.gain)."""
     if conv.gain == "binary":
-        return pl.col("is_rel").cast(pl.Float64)
-    if conv.gain == "linear":
-        return pl.col(REL)
-    return pl.lit(2.0).pow(pl.col(REL)) - 1.0
+        rule = pl.col("is_rel").cast(pl.Float64)
+    elif conv.gain == "linear":
+        rule = pl.col(REL).cast(pl.Float64)
+    else:
+        rule = pl.lit(2.0).pow(pl.col(REL)) - 1.0
+    out = pl.when(pl.col(REL) <= 0).then(0.0).otherwise(rule)
+    for level, value in reversed(conv.gain_levels):
+        out = pl.when(pl.col(REL) == level).then(pl.lit(value)).otherwise(out)
+    return out
 
 
 def in_universe(users: str) -> pl.Expr:

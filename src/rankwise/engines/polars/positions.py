@@ -48,10 +48,19 @@ def levels(prep: Prepared) -> list[float] | None:
     return None if len(values) > MAX_LEVELS else values.to_list()
 
 
-def applies_to(conv: Convention, ks) -> bool:
-    """A cutoff the position columns can hold, RR within k (a first hit anywhere needs the whole list)
-    and no precision over candidates (it needs the whole list too)."""
-    return max(ks) <= MAX_POSITIONS and conv.rr_cutoff and conv.precision_denominator != "min_k_candidates"
+# metrics whose statistics this path does not compute (judged items of relevance 0, the labels' ideal at each rank):
+# asked for, the long-form plan runs
+LONG_ONLY = frozenset({"bin_g", "g", "ndcg_rel", "rndcg", "rbp_resid"})
+
+
+def applies_to(conv: Convention, ks, computed=()) -> bool:
+    """A cutoff the position columns can hold, RR within k (a first hit anywhere needs the whole list),
+    no precision over candidates (it needs the whole list too), none of the LONG_ONLY metrics among the
+    ``computed`` columns, and gain_levels giving no gain to level 0 and no gain <= 0 (the positions hold
+    only the labels of positive relevance, and the ideal here keeps every nonzero gain)."""
+    return (max(ks) <= MAX_POSITIONS and conv.rr_cutoff and conv.precision_denominator != "min_k_candidates"
+            and not LONG_ONLY & set(computed)
+            and not any(level == 0 or gain <= 0 for level, gain in conv.gain_levels))
 
 
 def _labels(prep: Prepared, rel_levels: list[float], relevant_level: list[bool], thr: float) -> pl.LazyFrame:
