@@ -486,7 +486,7 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.g END AS g,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg_rel END AS ndcg_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rndcg END AS rndcg,
-       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rbp_resid END AS rbp_resid,
+       f.rbp_resid AS rbp_resid,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

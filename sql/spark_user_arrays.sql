@@ -10,13 +10,13 @@
 --        with no labels).
 -- Parameters: $by_score, $ties, $duplicates (the input rules of rankwise.inputs.normalize); $max_rank (the
 --             largest rank that can earn: MAX(k), or 2147483647 when RR looks at the whole list);
---             $relevance_threshold, $gain, $ideal, $err_max_grade (as in per_user.sql); $top_only 1 to sort only the
+--             $relevance_threshold, $gain, $gain_level_<i>, $gain_value_<i>, $err_max_grade (as in per_user.sql); $top_only 1 to sort only the
 --             rows with a rank column value <= $max_rank (with ranks, not scores, and a finite
 --             $max_rank; the whole list still goes into the checks and n_recs).
 -- Output: user_id, in_recs, in_truth, n_judged, n_recs, n_rel (as per_user.sql's all_users);
---   earned: the user's recommended items within $max_rank that have an earning label (relevance > 0),
---     in rank order, as (pos, is_rel, gain, err: ERR's R); ideal_gains: the earning labels' gains, descending
---     (only when $ideal = 'labels'); suspect: 1 when one of sql/checks.sql's rules may fail for the
+--   earned: the user's recommended items within $max_rank that have a label (any relevance: rbp_resid tells
+--     judged from unjudged), in rank order, as (pos, is_rel, gain, err: ERR's R); ideal_gains: the labels' positive
+--     gains, descending; suspect: 1 when one of sql/checks.sql's rules may fail for the
 --     user (a NULL key, rank or score; a rank below 1; a NaN or infinite score; a repeated item or
 --     rank; a bad relevance; a repeated label; a label with a NULL item). The caller runs
 --     sql/checks.sql itself when any user is suspect, so that a failed check reports the same rows
@@ -88,7 +88,7 @@ label_rows AS (
 label_lists AS (
     SELECT g.user_id, g.rows_,
            filter(g.rows_, l -> l.item_id IS NOT NULL) AS judged,
-           filter(g.rows_, l -> l.item_id IS NOT NULL AND l.relevance > 0) AS earning
+           filter(g.rows_, l -> l.item_id IS NOT NULL) AS earning
     FROM label_rows AS g
 ),
 -- ERR's largest grade: $err_max_grade, or the largest relevance in the ground truth (per_user.sql's err_scale)
@@ -101,13 +101,22 @@ labels AS (
     -- everything the join needs from the labels, computed before it
     SELECT g.user_id,
            size(g.judged) AS n_judged,
-           size(filter(g.earning, l -> l.relevance >= $relevance_threshold)) AS n_rel,
+           size(filter(g.earning, l -> l.relevance > 0 AND l.relevance >= $relevance_threshold)) AS n_rel,
            g.earning.item_id AS earning_items,
-           transform(g.earning, l -> CASE WHEN l.relevance >= $relevance_threshold THEN 1 ELSE 0 END)
+           transform(g.earning, l -> CASE WHEN l.relevance > 0 AND l.relevance >= $relevance_threshold THEN 1 ELSE 0 END)
                AS earning_is_rel,
-           transform(g.earning, l -> CASE WHEN $gain = 'binary'
+           transform(g.earning, l -> CASE WHEN l.relevance = $gain_level_1 THEN $gain_value_1
+                                          WHEN l.relevance = $gain_level_2 THEN $gain_value_2
+                                          WHEN l.relevance = $gain_level_3 THEN $gain_value_3
+                                          WHEN l.relevance = $gain_level_4 THEN $gain_value_4
+                                          WHEN l.relevance = $gain_level_5 THEN $gain_value_5
+                                          WHEN l.relevance = $gain_level_6 THEN $gain_value_6
+                                          WHEN l.relevance = $gain_level_7 THEN $gain_value_7
+                                          WHEN l.relevance = $gain_level_8 THEN $gain_value_8
+                                          WHEN l.relevance <= 0 THEN 0.0D
+                                          WHEN $gain = 'binary'
                                           THEN (CASE WHEN l.relevance >= $relevance_threshold THEN 1.0D ELSE 0.0D END)
-                                          WHEN $gain = 'linear' THEN l.relevance
+                                          WHEN $gain = 'linear' THEN CAST(l.relevance AS DOUBLE)
                                           ELSE POWER(2.0D, l.relevance) - 1.0D END) AS earning_gains,
            transform(g.earning, l -> POWER(2.0D, GREATEST(LEAST(CAST(l.relevance AS DOUBLE), s.g_max) - s.g_max, -1000.0D))
                                      - POWER(2.0D, -LEAST(s.g_max, 1000.0D))) AS earning_err,
@@ -147,7 +156,6 @@ SELECT f.user_id, f.in_recs, f.in_truth,
                                    'gain', f.earning_gains[p.at - 1],
                                    'err', f.earning_err[p.at - 1],
                                    'err_log', LN(GREATEST(1.0D - f.earning_err[p.at - 1], f.err_floor)))) AS earned,
-       CASE WHEN $ideal = 'labels' THEN sort_array(f.earning_gains, false)
-            ELSE CAST(array() AS ARRAY<DOUBLE>) END AS ideal_gains,
+       sort_array(filter(f.earning_gains, g -> g > 0), false) AS ideal_gains,
        f.suspect, f.complete
 FROM found AS f

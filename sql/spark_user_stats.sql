@@ -33,6 +33,11 @@ idcg_ones AS (
 ),
 at_k AS (
     SELECT u.user_id, CAST(c.k AS BIGINT) AS k, u.n_recs, u.n_rel, u.ideal_gains,
+           size(u.ideal_gains) AS n_pos,
+           -- the R levels of Rndcg: the positions m (1-based) ending a run of equal gains in the ideal order
+           filter(transform(u.ideal_gains, (g, i) -> CASE WHEN i = size(u.ideal_gains) - 1
+                                                          OR g <> u.ideal_gains[LEAST(i + 1, size(u.ideal_gains) - 1)]
+                                                          THEN i + 1 END), m -> m IS NOT NULL) AS bounds,
            filter(u.earned, e -> e.pos <= c.k) AS within,
            filter(u.earned, e -> e.is_rel = 1 AND e.pos <= c.k) AS hit_rows,
            COALESCE(array_min(transform(filter(u.earned, e -> e.is_rel = 1), e -> e.pos)), 0) AS first_hit,
@@ -57,6 +62,44 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
                                           'sum', acc.sum + e.err / e.pos * EXP(acc.logs)),
                  acc -> acc.sum) AS err_sum,
        CAST(size(filter(a.hit_rows, e -> e.pos <= FLOOR($rprec_multiplier * a.n_rel + 0.9))) AS DOUBLE) AS mult_hits,
+       -- binG: 1 / log2(2 + items above that are not relevant) at each relevant item
+       aggregate(transform(a.hit_rows, (e, j) -> 1.0D / (LN(2.0D + (e.pos - (j + 1))) / LN(2.0D))), 0.0D,
+                 (acc, x) -> acc + x) AS bing_sum,
+       -- G: in rank order, gain / log2(2 + the ideal's cost at the rank - the gain so far) (cost: the ideal gains
+       -- each at least 1, then 1 a rank past the n_pos labels of positive gain)
+       aggregate(a.within, named_struct('gains', 0.0D, 'sum', 0.0D),
+                 (acc, e) -> named_struct('gains', acc.gains + e.gain,
+                                          'sum', acc.sum + CASE WHEN e.gain <> 0 THEN e.gain / (LN(2.0D
+                                              + (aggregate(slice(a.ideal_gains, 1, LEAST(e.pos, a.n_pos)), 0.0D,
+                                                           (c, g) -> c + GREATEST(g, 1.0D))
+                                                 + CAST(e.pos - LEAST(e.pos, a.n_pos) AS DOUBLE))
+                                              - (acc.gains + e.gain)) / LN(2.0D)) ELSE 0.0D END),
+                 acc -> acc.sum) AS g_sum,
+       -- ndcg_rel: in rank order, DCG so far / the ideal DCG at min(rank, n_pos), at each item of positive gain
+       aggregate(a.within, named_struct('dcg', 0.0D, 'sum', 0.0D),
+                 (acc, e) -> named_struct('dcg', acc.dcg + e.gain / (LN(e.pos + 1.0D) / LN($log_base)),
+                                          'sum', acc.sum + CASE WHEN e.gain > 0
+                                              THEN (acc.dcg + e.gain / (LN(e.pos + 1.0D) / LN($log_base)))
+                                                   / aggregate(transform(slice(a.ideal_gains, 1, LEAST(e.pos, a.n_pos)),
+                                                                         (g, i) -> g / (LN((i + 1) + 1.0D) / LN($log_base))),
+                                                               0.0D, (c, x) -> c + x)
+                                              ELSE 0.0D END),
+                 acc -> acc.sum) AS ndcg_rel_sum,
+       CAST(size(filter(a.within, e -> e.gain > 0)) AS DOUBLE) AS pos_ret,
+       -- rbp_resid: the RBP weight of the judged items
+       aggregate(a.within, 0.0D, (acc, e) -> acc + POWER($rbp_persistence, e.pos - 1)) AS judged_rbp,
+       CAST(size(a.within) AS DOUBLE) AS judged_ret,
+       -- Rndcg: at each R level m, DCG of the top min(m, k, n_recs) over the ideal DCG at m, summed in m order
+       aggregate(a.bounds, 0.0D, (acc, m) -> acc
+           + aggregate(filter(a.within, e -> e.pos <= LEAST(m, a.k, a.n_recs)), 0.0D,
+                       (c, e) -> c + e.gain / (LN(e.pos + 1.0D) / LN($log_base)))
+           / aggregate(transform(slice(a.ideal_gains, 1, m), (g, i) -> g / (LN((i + 1) + 1.0D) / LN($log_base))),
+                       0.0D, (c, x) -> c + x)) AS rndcg_sum,
+       CAST(a.n_pos AS BIGINT) AS n_pos,
+       aggregate(transform(a.ideal_gains, (g, i) -> g / (LN((i + 1) + 1.0D) / LN($log_base))), 0.0D,
+                 (acc, x) -> acc + x) AS idcg_all,
+       aggregate(a.ideal_gains, 0.0D, (acc, g) -> acc + g) AS gain_total,
+       CAST(size(a.bounds) AS DOUBLE) AS n_bounds,
        COALESCE(array_max(filter(transform(a.hit_rows, (e, j) -> CASE WHEN j + 1 >= FLOOR($iprec_recall_level * a.n_rel
                                      + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5D ELSE 0.9D END))
                                      THEN CAST(j + 1 AS DOUBLE) / e.pos END), x -> x IS NOT NULL)), 0.0D) AS iprec_max,

@@ -38,6 +38,11 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
         return r > 0 and r >= conv.relevance_threshold
 
     def gain(r):
+        mapped = dict(conv.gain_levels)
+        if r in mapped:  # gain_levels: trec_eval's -m ndcg.<level>=<gain>
+            return mapped[r]
+        if r <= 0:
+            return 0.0
         if conv.gain == "binary":
             return 1.0 if (r > 0 and r >= conv.relevance_threshold) else 0.0
         if conv.gain == "linear":
@@ -57,6 +62,14 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
               + conv.utility_nonrelevant_retrieved * (retrieved - rel_ret)
               + conv.utility_relevant_missed * (n_rel - rel_ret)
               + conv.utility_nonrelevant_missed * (conv.collection_size + rel_ret - retrieved - n_rel)}
+    # rbp_resid (m_rbp_resid.c) reads no relevance: every user has it. An unjudged item is one without a label
+    p, cur_p, weights, unjudged = conv.rbp_persistence, 1.0, 0.0, 0
+    for item in pred[:k]:
+        if item not in labels:
+            unjudged += 1
+            weights += cur_p
+        cur_p *= p
+    counts["rbp_resid"] = cur_p + (1 - p) * weights if unjudged else 0.0
     if n_rel == 0:
         return {m: counts.get(m, _constant(conv.empty_labels)) for m in METRICS}
     if len(pred) == 0:
@@ -147,7 +160,7 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
 
     iprec = iprec_at(conv.iprec_recall_level)
     ipt11 = sum(iprec_at(i / 10) for i in range(11)) / 11  # m_11pt_avg.c: the same loop at 11 levels
-    values = counts | {
+    values = counts | _trec_gain_measures(top, labels, n_rel, gain, discount, is_relevant) | {
         "rprec_mult": rprec_mult, "iprec_at_recall": iprec, "ipt11_avg": ipt11,
         "set_p": set_p, "set_recall": set_r, "set_relative_p": rel_ret / min(retrieved, n_rel),
         "set_map": set_p * set_r, "set_f": set_f, "relative_p": rel_ret / min(k, n_rel), "gm_map": ap,
@@ -156,6 +169,73 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
         "err": err,
     }
     return {m: values[m] for m in METRICS}
+
+
+def _trec_gain_measures(top, labels, n_rel, gain, discount, is_relevant) -> dict:
+    """trec_eval's G, binG, ndcg_rel and Rndcg over the top k, the loops of m_G.c, m_binG.c, m_ndcg_rel.c and
+    m_Rndcg.c as written there: a table of (gain, documents judged at that
+    level) sorted by gain (gain_init.c; here by the exact gain), walked from the largest gain down for the ideal."""
+    levels = {}
+    for r in labels.values():
+        levels[r] = levels.get(r, 0) + 1
+    table = sorted(((gain(r), n) for r, n in levels.items()), key=lambda t: t[0])
+    ret = [gain(labels[item]) if item in labels else 0.0 for item in top]
+    num_ret = len(ret)
+
+    def ideal():  # the ideal gain at each position 0, 1, ...: 0.0 once the table is used up
+        for g, n in reversed(table):
+            for _ in range(n):
+                yield g
+        while True:
+            yield 0.0
+
+    log2 = math.log2
+    # G (m_G.c)
+    ideal_gains = ideal()
+    results_g = sum_results = sum_ideal = sum_cost = 0.0
+    ig = next(ideal_gains)
+    i = 0
+    while i < num_ret or ig > 0:
+        if i < num_ret:
+            sum_results += ret[i]
+            sum_cost += max(ig, 1.0) if ig > 0 else 1.0
+            if ret[i] != 0:
+                results_g += ret[i] / log2(2 + sum_cost - sum_results)
+        if ig > 0:
+            sum_ideal += ig
+        ig = next(ideal_gains)
+        i += 1
+    g_value = results_g / sum_ideal if sum_ideal > 0 else 0.0
+    # binG (m_binG.c)
+    rel_so_far, bing = 0, 0.0
+    for i, item in enumerate(top):
+        if is_relevant(item):
+            rel_so_far += 1
+            bing += 1.0 / log2(3 + i - rel_so_far)
+    # ndcg_rel (m_ndcg_rel.c) and Rndcg (m_Rndcg.c): DCG and the ideal DCG after each position
+    positive = []
+    for g, n in reversed(table):
+        positive += [g] * n if g > 0 else []
+    n_pos = len(positive)
+    dcg_at, idcg_at = [0.0], [0.0]
+    for i in range(max(num_ret, n_pos)):
+        dcg_at.append(dcg_at[-1] + (ret[i] / discount(i + 1) if i < num_ret and ret[i] != 0 else 0.0))
+        idcg_at.append(idcg_at[-1] + (positive[i] / discount(i + 1) if i < n_pos else 0.0))
+    total, rel_ret = 0.0, 0
+    for i in range(num_ret):
+        if ret[i] > 0:
+            total += dcg_at[i + 1] / idcg_at[min(i + 1, n_pos)]
+            rel_ret += 1
+    ndcg_rel = 0.0
+    if n_pos:
+        total += (n_pos - rel_ret) * dcg_at[num_ret] / idcg_at[n_pos]
+        ndcg_rel = total / n_pos if total > 0 else 0.0
+    points = [dcg_at[min(m, num_ret)] / idcg_at[m] for m in range(1, n_pos + 1)
+              if m == n_pos or positive[m] != positive[m - 1]]
+    if num_ret > n_pos + 1 and n_pos:
+        points.append(dcg_at[num_ret] / idcg_at[n_pos])
+    rndcg = sum(points) / len(points) if points else 0.0
+    return {"g": g_value, "bin_g": bing / n_rel, "ndcg_rel": ndcg_rel, "rndcg": rndcg}
 
 
 def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:

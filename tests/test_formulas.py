@@ -86,6 +86,17 @@ def _stats(n=4000, seed=7) -> pl.DataFrame:
         "mult_hits": np.minimum(hits, rng.integers(0, 4, n)).astype(float),
         "iprec_max": np.where(hits > 0, rng.random(n), 0.0),
         "ipt11_sum": np.where(hits > 0, rng.random(n) * 11, 0.0),
+        "bing_sum": np.where(hits > 0, rng.random(n) * hits, 0.0),
+        "g_sum": np.where(hits > 0, rng.random(n) * 3, 0.0),
+        "ndcg_rel_sum": np.where(hits > 0, rng.random(n) * hits, 0.0),
+        "pos_ret": hits,
+        "judged_rbp": np.where(rng.random(n) < 0.3, 0.0, rng.random(n) * 3),
+        "judged_ret": np.minimum(rng.integers(0, 15, n), np.minimum(k, n_recs)).astype(float),
+        "rndcg_sum": np.where(hits > 0, rng.random(n) * 2, 0.0),
+        "n_pos": n_rel + rng.integers(0, 2, n) * (n_rel > 0),
+        "idcg_all": np.where(n_rel > 0, rng.random(n) * 4 + 0.5, 0.0),
+        "gain_total": np.where(n_rel > 0, rng.integers(1, 9, n).astype(float), 0.0),
+        "n_bounds": np.where(n_rel > 0, rng.integers(1, 4, n), 0).astype(float),
     })
 
 

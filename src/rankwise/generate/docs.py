@@ -27,6 +27,10 @@ def _expression_and_macro(frame: dict, expression, call: str) -> float:
     return value
 
 
+# metrics without a list-column form (rankwise.expr) or DuckDB macro yet: trec_eval's gain measures
+NO_LIST_FORM = ("bin_g", "g", "ndcg_rel", "rndcg", "rbp_resid")
+
+
 def _list_example(metric: str) -> str:
     """The metric on list columns (docs/expressions.md): the expression and the macro on one small row."""
     from rankwise import expr
@@ -125,7 +129,7 @@ def render() -> str:
         if m in BEYOND:
             out += [f"Level: {m.level} ({m.aggregate}). Needs: " + ", ".join(m.needs) + ".", ""]
         out += ["Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]
-        if m.level == "user" and m.needs == ("recommendations", "ground_truth"):
+        if m.level == "user" and m.needs == ("recommendations", "ground_truth") and m.name not in NO_LIST_FORM:
             out += [_list_example(metric), ""]
         if metric in _SIDE_EXAMPLES:
             out += [_side_example(metric), ""]

@@ -199,7 +199,8 @@ REGISTRY: tuple[Metric, ...] = (
            "p^N + (1 - p) sum over unjudged items i <= k (no ground-truth row) of p^(i - 1), written 1 - (1 - p) sum "
            "over judged items i <= k of p^(i - 1); 0 when every item is judged; p = `rbp_persistence`",
            "CASE WHEN judged_ret < LEAST(k, n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * judged_rbp ELSE 0.0 END",
-           ("rbp_persistence",)),
+           ("rbp_persistence",), empty_rules=False,  # no relevance read: trec_eval's value without a relevant label too
+           aggregate="mean over every evaluated user (no empty-input rule: 0 without a list, 1 without labels)"),
     Metric("gm_map", "GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k)",
            "per user AP@k (as map); the summary is exp(mean ln max(AP@k, 0.00001)), trec_eval's floor",
            _AP, ("ap_denominator",), summary="geometric_mean",

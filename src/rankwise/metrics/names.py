@@ -36,7 +36,9 @@ RECALL_LEVELS = tuple(i / 10 for i in range(11))
 RPREC_MULTS = tuple(i / 5 for i in range(1, 11))
 MIN_GEO_MEAN = 0.00001  # trec_eval.h: the floor of a value in a geometric mean
 
-_DCG = {"gain": ("linear",), "log_base": (2.0,), "ideal": ("labels",)}  # trec_eval's ndcg: gain = level
+# trec_eval's ndcg: gain = level (unless <name>.<level>=<gain>,... gives gain_levels), log2, the ideal from the qrels
+_DCG = {"gain": ("linear",), "gain_levels": ((),), "log_base": (2.0,), "ideal": ("labels",)}
+_GAINS = {"gain": ("linear",), "gain_levels": ((),), "log_base": (2.0,)}  # G, ndcg_rel, Rndcg: the qrels' ideal always
 
 
 @dataclass(frozen=True)
@@ -109,10 +111,11 @@ FAMILIES: tuple[Family, ...] = (
     _t("utility", "utility", "none", "utility (trec_eval's coefficients 1, -1, 0, 0)", value="float"),
     _t("11pt_avg", "ipt11_avg", "none", "11-point interpolated average precision"),
     _t("binG", "bin_g", "none", "binary G"),
-    _t("G", "g", "none", "G (normalised cumulative gain)"),
-    _t("ndcg", "ndcg", "none", "nDCG over the whole list (gain = relevance level, log2)", knobs=_DCG),
-    _t("ndcg_rel", "ndcg_rel", "none", "nDCG averaged over the relevant documents"),
-    _t("Rndcg", "rndcg", "none", "nDCG after |relevant| documents"),
+    _t("G", "g", "none", "G (normalised cumulative gain; G.<level>=<gain>,... sets gains)", knobs=_GAINS),
+    _t("ndcg", "ndcg", "none", "nDCG over the whole list (gain = relevance level unless ndcg.<level>=<gain>,..., "
+       "log2)", knobs=_DCG),
+    _t("ndcg_rel", "ndcg_rel", "none", "nDCG averaged over the relevant documents", knobs=_GAINS),
+    _t("Rndcg", "rndcg", "none", "nDCG averaged at the R levels (the ends of the runs of equal gain)", knobs=_GAINS),
     _t("ndcg_cut", "ndcg", "required", "nDCG at k", knobs=_DCG, defaults=TREC_CUTOFFS),
     _t("map_cut", "map", "required", "AP at k divided by |relevant|", knobs={"ap_denominator": ("n_rel",)},
        defaults=TREC_CUTOFFS),
@@ -127,7 +130,8 @@ FAMILIES: tuple[Family, ...] = (
     _t("num_nonrel_judged_ret", "num_nonrel_judged_ret", "none", "judged non-relevant documents retrieved",
        value="int", aggregate="sum"),
     _t("rbp", "rbp", "none", "rank-biased precision, p = 0.9", knobs={"rbp_persistence": (0.9,)}),
-    _t("rbp_resid", "rbp_resid", "none", "RBP's residual (the unjudged documents' share)"),
+    _t("rbp_resid", "rbp_resid", "none", "RBP's residual (the unjudged documents' share), p = 0.9 "
+       "(rbp_resid.p=<p>)", knobs={"rbp_persistence": (0.9,)}),
     _t("unj", "unj", "required", "share of the top k that is unjudged", defaults=UNJ_CUTOFFS),
     # ir_measures 0.3 (its own names; values from pytrec_eval / gdeval, so trec_eval's definitions)
     _i("P", "precision", "required", "precision at k", knobs={"precision_denominator": ("k",)}, params=("rel",)),
@@ -220,7 +224,42 @@ def parse(name: str) -> Measure:
     return measure
 
 
+_TREC_PAIRS = re.compile(r"(?P<family>[A-Za-z_]+?)[._](?P<pairs>[^_.=,]+=[^=,]+(?:,[^=,]+=[^=,]+)*)\Z")
+
+
+def _parse_pairs(name: str, text: str) -> Measure | None:
+    """trec_eval's name=value parameters: gains per level (``ndcg_1=3,2=9,4=4.5``, also G, ndcg_rel, Rndcg: the
+    knob gain_levels) and RBP's persistence (``rbp_resid_p=0.5``, ``rbp_p=0.5``); None when not of that form."""
+    match = _TREC_PAIRS.match(text)
+    if match is None or match["family"] not in _TREC:
+        return None
+    family = _TREC[match["family"]]
+    pairs = [tuple(x.strip() for x in part.split("=")) for part in match["pairs"].split(",")]
+    if family.metric in ("rbp", "rbp_resid") and len(pairs) == 1 and pairs[0][0] == "p":
+        try:
+            return Measure(name, family, None, {**family.knobs, "rbp_persistence": (float(pairs[0][1]),)})
+        except ValueError:
+            raise ParameterError(f"Measure {name!r}: p={pairs[0][1]} is not a number.",
+                                 hint=f"For example {family.name}.p=0.8.") from None
+    if "gain_levels" not in family.knobs:
+        raise ParameterError(f"Measure {name!r}: {family.name} takes no level=gain parameters.",
+                             hint="Gains per level go with ndcg, G, ndcg_rel and Rndcg, e.g. ndcg.1=3,2=9,4=4.5.")
+    try:
+        levels = {int(level): float(gain) for level, gain in pairs}
+    except ValueError:
+        raise ParameterError(f"Measure {name!r}: each parameter is <relevance level>=<gain>, got {match['pairs']!r}.",
+                             hint=f"For example {family.name}.1=3,2=9,4=4.5 (trec_eval's syntax).") from None
+    if len(levels) != len(pairs) or any(level < 0 for level in levels):
+        raise ParameterError(f"Measure {name!r}: each relevance level is a whole number >= 0 given once.",
+                             hint=f"For example {family.name}.1=3,2=9,4=4.5.")
+    # as Convention.gain_levels holds it (sorted float pairs); the convention checks the rest when it is built
+    knob = tuple(sorted((float(level), gain) for level, gain in levels.items()))
+    return Measure(name, family, None, {**family.knobs, "gain_levels": (knob,)})
+
+
 def _parse_trec(name: str, text: str) -> Measure | None:
+    if "=" in text:
+        return _parse_pairs(name, text)
     family = _TREC.get(text)
     if family is not None and family.cutoff != "required":
         return Measure(name, family, None, dict(family.knobs))
@@ -316,11 +355,13 @@ def expand_trec(option: str) -> list[str]:
     if family.name == "relstring":
         return [f"relstring_{params}" if dot else "relstring"]
     if dot:
+        if "=" in params and family.cutoff == "none":
+            return [f"{family.name}_{params}"]
         values = [_number(v) for v in params.split(",") if v.strip()]
         if family.param:
             values = [float(v) for v in values]
-        if family.cutoff == "none":  # rbp.0.8 and the like: a parameter rankwise does not take in the name
-            return [option]
+        if family.cutoff == "none":  # ndcg.1=3,2=9 and rbp_resid.p=0.5 print as ndcg_1=3,2=9 (trec_eval's names)
+            return [f"{family.name}_{params}" if "=" in params else option]
     else:
         values = list(family.defaults)
     return [f"{family.name}_{_fmt(v)}" for v in values]

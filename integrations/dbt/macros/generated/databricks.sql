@@ -448,8 +448,30 @@ WITH labels AS (
     g.user_id,
     g.item_id,
     CAST(g.relevance AS DOUBLE) AS grade,
-    CASE WHEN g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE) THEN 1 ELSE 0 END AS is_rel,
     CASE
+      WHEN g.relevance > 0 AND g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE)
+      THEN 1
+      ELSE 0
+    END AS is_rel,
+    CASE
+      WHEN g.relevance = CAST({{ c.knob["gain_level_1"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_1"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_2"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_2"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_3"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_3"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_4"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_4"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_5"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_5"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_6"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_6"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_7"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_7"] }} AS DOUBLE)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_8"] }} AS DOUBLE)
+      THEN CAST({{ c.knob["gain_value_8"] }} AS DOUBLE)
+      WHEN g.relevance <= 0
+      THEN CAST(0.0 AS DOUBLE)
       WHEN {{ c.knob["gain"] }} = 'binary'
       THEN (
         CASE
@@ -464,7 +486,53 @@ WITH labels AS (
     END AS gain
   FROM rankwise_ground_truth AS g
   WHERE
-    g.relevance > 0 AND NOT g.item_id IS NULL
+    NOT g.item_id IS NULL
+), ideal_labels AS (
+  SELECT
+    e.user_id,
+    e.gain,
+    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos,
+    LEAD(e.gain) OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS next_gain,
+    COUNT(*) OVER (PARTITION BY e.user_id) AS n_pos
+  FROM earning AS e
+  WHERE
+    e.gain > 0
+), ideal_running AS (
+  SELECT
+    i.user_id,
+    i.pos,
+    i.n_pos,
+    CASE WHEN i.next_gain IS NULL OR i.next_gain <> i.gain THEN 1 ELSE 0 END AS is_bound,
+    CAST(CASE WHEN i.pos = i.n_pos THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
+    SUM(i.gain / (
+      LN(i.pos + CAST(1.0 AS DOUBLE)) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE))
+    )) OVER (
+      PARTITION BY i.user_id
+      ORDER BY i.pos NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS idcg,
+    SUM(GREATEST(i.gain, CAST(1.0 AS DOUBLE))) OVER (
+      PARTITION BY i.user_id
+      ORDER BY i.pos NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS cost,
+    SUM(i.gain) OVER (
+      PARTITION BY i.user_id
+      ORDER BY i.pos NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS gain_total
+  FROM ideal_labels AS i
+), ideal_user AS (
+  SELECT
+    i.user_id,
+    1 AS matched,
+    MAX(i.n_pos) AS n_pos,
+    MAX(CASE WHEN i.pos = i.n_pos THEN i.idcg END) AS idcg_all,
+    MAX(CASE WHEN i.pos = i.n_pos THEN i.gain_total END) AS gain_total,
+    SUM(i.is_bound) AS n_bounds
+  FROM ideal_running AS i
+  GROUP BY
+    i.user_id
 ), err_scale AS (
   SELECT
     CASE
@@ -549,7 +617,14 @@ WITH labels AS (
       THEN CAST(0.5 AS DOUBLE)
       ELSE CAST(0.9 AS DOUBLE)
     END AS iprec_half,
-    LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank NULLS LAST) AS following_rank
+    LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank NULLS LAST) AS following_rank,
+    SUM(e.gain) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS gain_so_far,
+    COALESCE(i.idcg, CAST(0.0 AS DOUBLE)) AS ideal_at,
+    COALESCE(i.cost, CAST(0.0 AS DOUBLE)) + CAST(r.rank - LEAST(r.rank, COALESCE(iu.n_pos, 0)) AS DOUBLE) AS cost_at
   FROM rankwise_recommendations AS r
   JOIN reach AS h
     ON r.rank <= h.max_rank
@@ -558,6 +633,10 @@ WITH labels AS (
   JOIN universe AS u
     ON u.user_id = r.user_id
   CROSS JOIN err_scale AS s
+  LEFT JOIN ideal_user AS iu
+    ON iu.user_id = r.user_id
+  LEFT JOIN ideal_running AS i
+    ON i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
 ), user_hits AS (
   SELECT
     j.user_id,
@@ -583,6 +662,8 @@ WITH labels AS (
     j.rank,
     j.judged_pos,
     j.hits_so_far,
+    j.gain,
+    j.ideal_at,
     CAST(CASE
       WHEN j.following_rank > j.rank
       THEN j.following_rank
@@ -781,6 +862,44 @@ WITH labels AS (
       ORDER BY j.rank NULLS LAST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS ipt10,
+    SUM(
+      CASE
+        WHEN j.is_rel = 1
+        THEN CAST(1.0 AS DOUBLE) / (
+          LN(CAST(2.0 AS DOUBLE) + (
+            j.rank - j.hits_so_far
+          )) / LN(CAST(2.0 AS DOUBLE))
+        )
+        ELSE CAST(0.0 AS DOUBLE)
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS bing_sum,
+    SUM(
+      CASE
+        WHEN j.gain <> 0
+        THEN j.gain / (
+          LN(CAST(2.0 AS DOUBLE) + j.cost_at - j.gain_so_far) / LN(CAST(2.0 AS DOUBLE))
+        )
+        ELSE CAST(0.0 AS DOUBLE)
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS g_sum,
+    SUM(CASE WHEN j.gain > 0 THEN 1 ELSE 0 END) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS pos_ret,
+    SUM(POWER(CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE), j.rank - 1)) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS judged_rbp,
     j.err_r,
     j.err_floor,
     SUM(LN(GREATEST(CAST(1.0 AS DOUBLE) - j.err_r, j.err_floor))) OVER (
@@ -799,6 +918,11 @@ WITH labels AS (
       ORDER BY r.rank NULLS LAST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS err_sum,
+    SUM(CASE WHEN r.gain > 0 THEN r.dcg / r.ideal_at ELSE CAST(0.0 AS DOUBLE) END) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ndcg_rel_sum,
     COALESCE(r.ipt0, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt1, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt2, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt3, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt4, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt5, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt6, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt7, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt8, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt9, CAST(0.0 AS DOUBLE)) + COALESCE(r.ipt10, CAST(0.0 AS DOUBLE)) AS ipt11_sum
   FROM running AS r
 ), at_k AS (
@@ -816,10 +940,51 @@ WITH labels AS (
     r.err_sum,
     CAST(r.mult_hits AS BIGINT) AS mult_hits,
     r.iprec_max,
-    r.ipt11_sum
+    r.ipt11_sum,
+    r.bing_sum,
+    r.g_sum,
+    CAST(r.pos_ret AS BIGINT) AS pos_ret,
+    r.judged_rbp,
+    r.ndcg_rel_sum
   FROM running_err AS r
   JOIN rankwise_cutoffs AS c
     ON r.rank <= c.k AND c.k < r.next_rank
+), rndcg_points AS (
+  SELECT
+    i.user_id,
+    CAST(c.k AS BIGINT) AS k,
+    i.pos,
+    i.idcg,
+    LEAST(CAST(i.pos AS BIGINT), CAST(c.k AS BIGINT), u.n_recs) AS at_pos
+  FROM ideal_running AS i
+  JOIN universe AS u
+    ON u.user_id = i.user_id
+  CROSS JOIN rankwise_cutoffs AS c
+  WHERE
+    i.is_bound = 1
+), rndcg_terms AS (
+  SELECT
+    p.user_id,
+    p.k,
+    p.pos,
+    SUM(CASE WHEN NOT r.rank IS NULL THEN r.dcg ELSE CAST(0.0 AS DOUBLE) END / p.idcg) OVER (
+      PARTITION BY p.user_id, p.k
+      ORDER BY p.pos NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS rndcg_sum,
+    ROW_NUMBER() OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos DESC) AS from_last
+  FROM rndcg_points AS p
+  LEFT JOIN running AS r
+    ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
+), rndcg AS (
+  SELECT
+    t.user_id,
+    t.k,
+    1 AS matched,
+    t.rndcg_sum
+  FROM rndcg_terms AS t
+  WHERE
+    t.from_last = 1
 ), top_k_ideal AS (
   SELECT
     j.user_id,
@@ -847,39 +1012,17 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS idcg
   FROM top_k_ideal AS t
-), ideal_labels AS (
-  SELECT
-    e.user_id,
-    e.gain,
-    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos,
-    COUNT(*) OVER (PARTITION BY e.user_id) AS n_labels
-  FROM earning AS e
-  JOIN universe AS u
-    ON u.user_id = e.user_id
-  WHERE
-    {{ c.knob["ideal"] }} = 'labels'
-), ideal_labels_running AS (
-  SELECT
-    i.user_id,
-    i.pos,
-    CAST(CASE WHEN i.pos = i.n_labels THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
-    SUM(i.gain / (
-      LN(i.pos + CAST(1.0 AS DOUBLE)) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE))
-    )) OVER (
-      PARTITION BY i.user_id
-      ORDER BY i.pos NULLS LAST
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS idcg
-  FROM ideal_labels AS i
 ), idcg_labels AS (
   SELECT
     i.user_id,
     CAST(c.k AS BIGINT) AS k,
     1 AS matched,
     i.idcg
-  FROM ideal_labels_running AS i
+  FROM ideal_running AS i
   JOIN rankwise_cutoffs AS c
     ON i.pos <= c.k AND c.k < i.next_pos
+  WHERE
+    {{ c.knob["ideal"] }} = 'labels'
 ), digits AS (
   SELECT
     0 AS d
@@ -961,6 +1104,25 @@ WITH labels AS (
       ELSE CAST(0.0 AS DOUBLE)
     END AS iprec_max,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE CAST(0.0 AS DOUBLE) END AS ipt11_sum,
+    CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.bing_sum ELSE CAST(0.0 AS DOUBLE) END AS bing_sum,
+    CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.g_sum ELSE CAST(0.0 AS DOUBLE) END AS g_sum,
+    CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.ndcg_rel_sum
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS ndcg_rel_sum,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.pos_ret ELSE 0 END AS DOUBLE) AS pos_ret,
+    CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.judged_rbp ELSE CAST(0.0 AS DOUBLE) END AS judged_rbp,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.judged_pos ELSE 0 END AS DOUBLE) AS judged_ret,
+    CASE WHEN COALESCE(rn.matched, 0) = 1 THEN rn.rndcg_sum ELSE CAST(0.0 AS DOUBLE) END AS rndcg_sum,
+    CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_pos ELSE 0 END AS BIGINT) AS n_pos,
+    CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.idcg_all ELSE CAST(0.0 AS DOUBLE) END AS idcg_all,
+    CASE
+      WHEN COALESCE(iu.matched, 0) = 1
+      THEN iu.gain_total
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS gain_total,
+    CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_bounds ELSE 0 END AS DOUBLE) AS n_bounds,
     CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
@@ -982,6 +1144,10 @@ WITH labels AS (
     ON il.user_id = u.user_id AND il.k = c.k
   LEFT JOIN idcg_ones AS io
     ON io.k = c.k
+  LEFT JOIN rndcg AS rn
+    ON rn.user_id = u.user_id AND rn.k = c.k
+  LEFT JOIN ideal_user AS iu
+    ON iu.user_id = u.user_id
 ), denominators AS (
   SELECT
     s.*,
@@ -1004,7 +1170,12 @@ WITH labels AS (
       WHEN {{ c.knob["ap_denominator"] }} = 'k'
       THEN s.k
       ELSE LEAST(s.k, s.n_recs)
-    END AS DOUBLE) AS ap_den
+    END AS DOUBLE) AS ap_den,
+    CASE
+      WHEN LEAST(s.k, s.n_recs) > s.n_pos + 1 AND s.idcg_all > 0
+      THEN CAST(1.0 AS DOUBLE)
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS rndcg_tail
   FROM stats AS s
 ), defined AS (
   SELECT
@@ -1077,6 +1248,40 @@ WITH labels AS (
     ) + CAST({{ c.knob["utility_nonrelevant_missed"] }} AS DOUBLE) * (
       CAST({{ c.knob["collection_size"] }} AS DOUBLE) + d.hits - LEAST(d.k, d.n_recs) - d.n_rel
     ) AS utility,
+    d.bing_sum / NULLIF(CAST(d.n_rel AS DOUBLE), CAST(0.0 AS DOUBLE)) AS bin_g,
+    CASE WHEN d.gain_total > 0 THEN d.g_sum / d.gain_total ELSE CAST(0.0 AS DOUBLE) END AS g,
+    CASE
+      WHEN d.n_pos > 0
+      AND d.ndcg_rel_sum + (
+        d.n_pos - d.pos_ret
+      ) * d.dcg / NULLIF(d.idcg_all, CAST(0.0 AS DOUBLE)) > 0
+      THEN (
+        d.ndcg_rel_sum + (
+          d.n_pos - d.pos_ret
+        ) * d.dcg / NULLIF(d.idcg_all, CAST(0.0 AS DOUBLE))
+      ) / d.n_pos
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS ndcg_rel,
+    CASE
+      WHEN d.n_bounds + d.rndcg_tail > 0
+      THEN (
+        d.rndcg_sum + CASE
+          WHEN d.rndcg_tail > 0
+          THEN d.dcg / NULLIF(d.idcg_all, CAST(0.0 AS DOUBLE))
+          ELSE CAST(0.0 AS DOUBLE)
+        END
+      ) / (
+        d.n_bounds + d.rndcg_tail
+      )
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS rndcg,
+    CASE
+      WHEN d.judged_ret < LEAST(d.k, d.n_recs)
+      THEN CAST(1.0 AS DOUBLE) - (
+        CAST(1.0 AS DOUBLE) - CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE)
+      ) * d.judged_rbp
+      ELSE CAST(0.0 AS DOUBLE)
+    END AS rbp_resid,
     CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE CAST(0.0 AS DOUBLE) END AS gm_map
   FROM denominators AS d
 ), defined_2 AS (
@@ -1265,6 +1470,35 @@ SELECT
     ELSE f.ipt11_avg
   END AS ipt11_avg,
   f.utility AS utility,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.bin_g
+  END AS bin_g,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.g
+  END AS g,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.ndcg_rel
+  END AS ndcg_rel,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.rndcg
+  END AS rndcg,
+  f.rbp_resid AS rbp_resid,
   CASE
     WHEN f.n_rel = 0
     THEN e.no_labels
@@ -2617,6 +2851,186 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.utility"]) }}
 {%- endmacro %}
 
+{% macro databricks__rw_summary_bin_g(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.bin_g) AS bin_g_mean,
+      COUNT(p.bin_g) AS bin_g_n,
+      STDDEV_SAMP(p.bin_g) AS bin_g_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'bin_g' AS metric,
+    c.k,
+    s.bin_g_mean AS value,
+    COALESCE(s.bin_g_n, 0) AS n_users,
+    s.bin_g_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'bin_g' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro databricks__rw_columns_bin_g(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.bin_g"]) }}
+{%- endmacro %}
+
+{% macro databricks__rw_summary_g(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.g) AS g_mean,
+      COUNT(p.g) AS g_n,
+      STDDEV_SAMP(p.g) AS g_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'g' AS metric,
+    c.k,
+    s.g_mean AS value,
+    COALESCE(s.g_n, 0) AS n_users,
+    s.g_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'g' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro databricks__rw_columns_g(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.g"]) }}
+{%- endmacro %}
+
+{% macro databricks__rw_summary_ndcg_rel(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.ndcg_rel) AS ndcg_rel_mean,
+      COUNT(p.ndcg_rel) AS ndcg_rel_n,
+      STDDEV_SAMP(p.ndcg_rel) AS ndcg_rel_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'ndcg_rel' AS metric,
+    c.k,
+    s.ndcg_rel_mean AS value,
+    COALESCE(s.ndcg_rel_n, 0) AS n_users,
+    s.ndcg_rel_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'ndcg_rel' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro databricks__rw_columns_ndcg_rel(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.ndcg_rel"]) }}
+{%- endmacro %}
+
+{% macro databricks__rw_summary_rndcg(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.rndcg) AS rndcg_mean,
+      COUNT(p.rndcg) AS rndcg_n,
+      STDDEV_SAMP(p.rndcg) AS rndcg_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rndcg' AS metric,
+    c.k,
+    s.rndcg_mean AS value,
+    COALESCE(s.rndcg_n, 0) AS n_users,
+    s.rndcg_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rndcg' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro databricks__rw_columns_rndcg(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rndcg"]) }}
+{%- endmacro %}
+
+{% macro databricks__rw_summary_rbp_resid(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.rbp_resid) AS rbp_resid_mean,
+      COUNT(p.rbp_resid) AS rbp_resid_n,
+      STDDEV_SAMP(p.rbp_resid) AS rbp_resid_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rbp_resid' AS metric,
+    c.k,
+    s.rbp_resid_mean AS value,
+    COALESCE(s.rbp_resid_n, 0) AS n_users,
+    s.rbp_resid_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rbp_resid' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro databricks__rw_columns_rbp_resid(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rbp_resid"]) }}
+{%- endmacro %}
+
 {% macro databricks__rw_summary_gm_map(c) -%}
 SELECT
   s.metric AS metric,
@@ -2739,6 +3153,16 @@ FROM (
 {%- elif name == "columns_ipt11_avg" -%}{{ return(rankwise.databricks__rw_columns_ipt11_avg(c)) }}
 {%- elif name == "summary_utility" -%}{{ return(rankwise.databricks__rw_summary_utility(c)) }}
 {%- elif name == "columns_utility" -%}{{ return(rankwise.databricks__rw_columns_utility(c)) }}
+{%- elif name == "summary_bin_g" -%}{{ return(rankwise.databricks__rw_summary_bin_g(c)) }}
+{%- elif name == "columns_bin_g" -%}{{ return(rankwise.databricks__rw_columns_bin_g(c)) }}
+{%- elif name == "summary_g" -%}{{ return(rankwise.databricks__rw_summary_g(c)) }}
+{%- elif name == "columns_g" -%}{{ return(rankwise.databricks__rw_columns_g(c)) }}
+{%- elif name == "summary_ndcg_rel" -%}{{ return(rankwise.databricks__rw_summary_ndcg_rel(c)) }}
+{%- elif name == "columns_ndcg_rel" -%}{{ return(rankwise.databricks__rw_columns_ndcg_rel(c)) }}
+{%- elif name == "summary_rndcg" -%}{{ return(rankwise.databricks__rw_summary_rndcg(c)) }}
+{%- elif name == "columns_rndcg" -%}{{ return(rankwise.databricks__rw_columns_rndcg(c)) }}
+{%- elif name == "summary_rbp_resid" -%}{{ return(rankwise.databricks__rw_summary_rbp_resid(c)) }}
+{%- elif name == "columns_rbp_resid" -%}{{ return(rankwise.databricks__rw_columns_rbp_resid(c)) }}
 {%- elif name == "summary_gm_map" -%}{{ return(rankwise.databricks__rw_summary_gm_map(c)) }}
 {%- elif name == "columns_gm_map" -%}{{ return(rankwise.databricks__rw_columns_gm_map(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.databricks__rw_recommendations_score_item_desc(c)) }}

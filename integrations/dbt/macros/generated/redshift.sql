@@ -436,8 +436,30 @@ WITH labels AS (
     g.user_id,
     g.item_id,
     CAST(g.relevance AS DOUBLE PRECISION) AS grade,
-    CASE WHEN g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE PRECISION) THEN 1 ELSE 0 END AS is_rel,
     CASE
+      WHEN g.relevance > 0 AND g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE PRECISION)
+      THEN 1
+      ELSE 0
+    END AS is_rel,
+    CASE
+      WHEN g.relevance = CAST({{ c.knob["gain_level_1"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_1"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_2"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_2"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_3"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_3"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_4"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_4"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_5"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_5"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_6"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_6"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_7"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_7"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance = CAST({{ c.knob["gain_level_8"] }} AS DOUBLE PRECISION)
+      THEN CAST({{ c.knob["gain_value_8"] }} AS DOUBLE PRECISION)
+      WHEN g.relevance <= 0
+      THEN CAST(0.0 AS DOUBLE PRECISION)
       WHEN {{ c.knob["gain"] }} = 'binary'
       THEN (
         CASE
@@ -452,7 +474,55 @@ WITH labels AS (
     END AS gain
   FROM rankwise_ground_truth AS g
   WHERE
-    g.relevance > 0 AND NOT g.item_id IS NULL
+    NOT g.item_id IS NULL
+), ideal_labels AS (
+  SELECT
+    e.user_id,
+    e.gain,
+    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC NULLS LAST) AS pos,
+    LEAD(e.gain) OVER (PARTITION BY e.user_id ORDER BY e.gain DESC NULLS LAST) AS next_gain,
+    COUNT(*) OVER (PARTITION BY e.user_id) AS n_pos
+  FROM earning AS e
+  WHERE
+    e.gain > 0
+), ideal_running AS (
+  SELECT
+    i.user_id,
+    i.pos,
+    i.n_pos,
+    CASE WHEN i.next_gain IS NULL OR i.next_gain <> i.gain THEN 1 ELSE 0 END AS is_bound,
+    CAST(CASE WHEN i.pos = i.n_pos THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
+    SUM(
+      CAST(i.gain AS DOUBLE PRECISION) / (
+        CAST(LN(i.pos + CAST(1.0 AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE PRECISION))
+      )
+    ) OVER (
+      PARTITION BY i.user_id
+      ORDER BY i.pos
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS idcg,
+    SUM(GREATEST(i.gain, CAST(1.0 AS DOUBLE PRECISION))) OVER (
+      PARTITION BY i.user_id
+      ORDER BY i.pos
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS cost,
+    SUM(i.gain) OVER (
+      PARTITION BY i.user_id
+      ORDER BY i.pos
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS gain_total
+  FROM ideal_labels AS i
+), ideal_user AS (
+  SELECT
+    i.user_id,
+    1 AS matched,
+    MAX(i.n_pos) AS n_pos,
+    MAX(CASE WHEN i.pos = i.n_pos THEN i.idcg END) AS idcg_all,
+    MAX(CASE WHEN i.pos = i.n_pos THEN i.gain_total END) AS gain_total,
+    SUM(i.is_bound) AS n_bounds
+  FROM ideal_running AS i
+  GROUP BY
+    i.user_id
 ), err_scale AS (
   SELECT
     CASE
@@ -537,7 +607,14 @@ WITH labels AS (
       THEN CAST(0.5 AS DOUBLE PRECISION)
       ELSE CAST(0.9 AS DOUBLE PRECISION)
     END AS iprec_half,
-    LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
+    LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank,
+    SUM(e.gain) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS gain_so_far,
+    COALESCE(i.idcg, CAST(0.0 AS DOUBLE PRECISION)) AS ideal_at,
+    COALESCE(i.cost, CAST(0.0 AS DOUBLE PRECISION)) + CAST(r.rank - LEAST(r.rank, COALESCE(iu.n_pos, 0)) AS DOUBLE PRECISION) AS cost_at
   FROM rankwise_recommendations AS r
   JOIN reach AS h
     ON r.rank <= h.max_rank
@@ -546,6 +623,10 @@ WITH labels AS (
   JOIN universe AS u
     ON u.user_id = r.user_id
   CROSS JOIN err_scale AS s
+  LEFT JOIN ideal_user AS iu
+    ON iu.user_id = r.user_id
+  LEFT JOIN ideal_running AS i
+    ON i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
 ), user_hits AS (
   SELECT
     j.user_id,
@@ -571,6 +652,8 @@ WITH labels AS (
     j.rank,
     j.judged_pos,
     j.hits_so_far,
+    j.gain,
+    j.ideal_at,
     CAST(CASE
       WHEN j.following_rank > j.rank
       THEN j.following_rank
@@ -769,6 +852,44 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS ipt10,
+    SUM(
+      CASE
+        WHEN j.is_rel = 1
+        THEN CAST(1.0 AS DOUBLE PRECISION) / (
+          CAST(LN(CAST(2.0 AS DOUBLE PRECISION) + (
+            j.rank - j.hits_so_far
+          )) AS DOUBLE PRECISION) / LN(CAST(2.0 AS DOUBLE PRECISION))
+        )
+        ELSE CAST(0.0 AS DOUBLE PRECISION)
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS bing_sum,
+    SUM(
+      CASE
+        WHEN j.gain <> 0
+        THEN CAST(j.gain AS DOUBLE PRECISION) / (
+          CAST(LN(CAST(2.0 AS DOUBLE PRECISION) + j.cost_at - j.gain_so_far) AS DOUBLE PRECISION) / LN(CAST(2.0 AS DOUBLE PRECISION))
+        )
+        ELSE CAST(0.0 AS DOUBLE PRECISION)
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS g_sum,
+    SUM(CASE WHEN j.gain > 0 THEN 1 ELSE 0 END) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS pos_ret,
+    SUM(POWER(CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE PRECISION), j.rank - 1)) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS judged_rbp,
     j.err_r,
     j.err_floor,
     SUM(LN(GREATEST(CAST(1.0 AS DOUBLE PRECISION) - j.err_r, j.err_floor))) OVER (
@@ -787,6 +908,17 @@ WITH labels AS (
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS err_sum,
+    SUM(
+      CASE
+        WHEN r.gain > 0
+        THEN CAST(r.dcg AS DOUBLE PRECISION) / r.ideal_at
+        ELSE CAST(0.0 AS DOUBLE PRECISION)
+      END
+    ) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS ndcg_rel_sum,
     COALESCE(r.ipt0, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt1, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt2, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt3, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt4, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt5, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt6, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt7, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt8, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt9, CAST(0.0 AS DOUBLE PRECISION)) + COALESCE(r.ipt10, CAST(0.0 AS DOUBLE PRECISION)) AS ipt11_sum
   FROM running AS r
 ), at_k AS (
@@ -804,10 +936,53 @@ WITH labels AS (
     r.err_sum,
     CAST(r.mult_hits AS BIGINT) AS mult_hits,
     r.iprec_max,
-    r.ipt11_sum
+    r.ipt11_sum,
+    r.bing_sum,
+    r.g_sum,
+    CAST(r.pos_ret AS BIGINT) AS pos_ret,
+    r.judged_rbp,
+    r.ndcg_rel_sum
   FROM running_err AS r
   JOIN rankwise_cutoffs AS c
     ON r.rank <= c.k AND c.k < r.next_rank
+), rndcg_points AS (
+  SELECT
+    i.user_id,
+    CAST(c.k AS BIGINT) AS k,
+    i.pos,
+    i.idcg,
+    LEAST(CAST(i.pos AS BIGINT), CAST(c.k AS BIGINT), u.n_recs) AS at_pos
+  FROM ideal_running AS i
+  JOIN universe AS u
+    ON u.user_id = i.user_id
+  CROSS JOIN rankwise_cutoffs AS c
+  WHERE
+    i.is_bound = 1
+), rndcg_terms AS (
+  SELECT
+    p.user_id,
+    p.k,
+    p.pos,
+    SUM(
+      CAST(CASE WHEN NOT r.rank IS NULL THEN r.dcg ELSE CAST(0.0 AS DOUBLE PRECISION) END AS DOUBLE PRECISION) / p.idcg
+    ) OVER (
+      PARTITION BY p.user_id, p.k
+      ORDER BY p.pos
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS rndcg_sum,
+    ROW_NUMBER() OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos DESC NULLS LAST) AS from_last
+  FROM rndcg_points AS p
+  LEFT JOIN running AS r
+    ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
+), rndcg AS (
+  SELECT
+    t.user_id,
+    t.k,
+    1 AS matched,
+    t.rndcg_sum
+  FROM rndcg_terms AS t
+  WHERE
+    t.from_last = 1
 ), top_k_ideal AS (
   SELECT
     j.user_id,
@@ -835,41 +1010,17 @@ WITH labels AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS idcg
   FROM top_k_ideal AS t
-), ideal_labels AS (
-  SELECT
-    e.user_id,
-    e.gain,
-    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC NULLS LAST) AS pos,
-    COUNT(*) OVER (PARTITION BY e.user_id) AS n_labels
-  FROM earning AS e
-  JOIN universe AS u
-    ON u.user_id = e.user_id
-  WHERE
-    {{ c.knob["ideal"] }} = 'labels'
-), ideal_labels_running AS (
-  SELECT
-    i.user_id,
-    i.pos,
-    CAST(CASE WHEN i.pos = i.n_labels THEN 9223372036854775807 ELSE i.pos + 1 END AS BIGINT) AS next_pos,
-    SUM(
-      CAST(i.gain AS DOUBLE PRECISION) / (
-        CAST(LN(i.pos + CAST(1.0 AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE PRECISION))
-      )
-    ) OVER (
-      PARTITION BY i.user_id
-      ORDER BY i.pos
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS idcg
-  FROM ideal_labels AS i
 ), idcg_labels AS (
   SELECT
     i.user_id,
     CAST(c.k AS BIGINT) AS k,
     1 AS matched,
     i.idcg
-  FROM ideal_labels_running AS i
+  FROM ideal_running AS i
   JOIN rankwise_cutoffs AS c
     ON i.pos <= c.k AND c.k < i.next_pos
+  WHERE
+    {{ c.knob["ideal"] }} = 'labels'
 ), digits AS (
   SELECT
     0 AS d
@@ -968,6 +1119,45 @@ WITH labels AS (
       ELSE CAST(0.0 AS DOUBLE PRECISION)
     END AS ipt11_sum,
     CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.bing_sum
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS bing_sum,
+    CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.g_sum
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS g_sum,
+    CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.ndcg_rel_sum
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS ndcg_rel_sum,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.pos_ret ELSE 0 END AS DOUBLE PRECISION) AS pos_ret,
+    CASE
+      WHEN COALESCE(a.matched, 0) = 1
+      THEN a.judged_rbp
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS judged_rbp,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.judged_pos ELSE 0 END AS DOUBLE PRECISION) AS judged_ret,
+    CASE
+      WHEN COALESCE(rn.matched, 0) = 1
+      THEN rn.rndcg_sum
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS rndcg_sum,
+    CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_pos ELSE 0 END AS BIGINT) AS n_pos,
+    CASE
+      WHEN COALESCE(iu.matched, 0) = 1
+      THEN iu.idcg_all
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS idcg_all,
+    CASE
+      WHEN COALESCE(iu.matched, 0) = 1
+      THEN iu.gain_total
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS gain_total,
+    CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_bounds ELSE 0 END AS DOUBLE PRECISION) AS n_bounds,
+    CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
         CASE
@@ -996,6 +1186,10 @@ WITH labels AS (
     ON il.user_id = u.user_id AND il.k = c.k
   LEFT JOIN idcg_ones AS io
     ON io.k = c.k
+  LEFT JOIN rndcg AS rn
+    ON rn.user_id = u.user_id AND rn.k = c.k
+  LEFT JOIN ideal_user AS iu
+    ON iu.user_id = u.user_id
 ), denominators AS (
   SELECT
     s.*,
@@ -1018,7 +1212,12 @@ WITH labels AS (
       WHEN {{ c.knob["ap_denominator"] }} = 'k'
       THEN s.k
       ELSE LEAST(s.k, s.n_recs)
-    END AS DOUBLE PRECISION) AS ap_den
+    END AS DOUBLE PRECISION) AS ap_den,
+    CASE
+      WHEN LEAST(s.k, s.n_recs) > s.n_pos + 1 AND s.idcg_all > 0
+      THEN CAST(1.0 AS DOUBLE PRECISION)
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS rndcg_tail
   FROM stats AS s
 ), defined AS (
   SELECT
@@ -1102,6 +1301,44 @@ WITH labels AS (
     ) + CAST({{ c.knob["utility_nonrelevant_missed"] }} AS DOUBLE PRECISION) * (
       CAST({{ c.knob["collection_size"] }} AS DOUBLE PRECISION) + d.hits - LEAST(d.k, d.n_recs) - d.n_rel
     ) AS utility,
+    CAST(d.bing_sum AS DOUBLE PRECISION) / NULLIF(CAST(d.n_rel AS DOUBLE PRECISION), CAST(0.0 AS DOUBLE PRECISION)) AS bin_g,
+    CASE
+      WHEN d.gain_total > 0
+      THEN CAST(d.g_sum AS DOUBLE PRECISION) / d.gain_total
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS g,
+    CASE
+      WHEN d.n_pos > 0
+      AND d.ndcg_rel_sum + CAST((
+        d.n_pos - d.pos_ret
+      ) * d.dcg AS DOUBLE PRECISION) / NULLIF(d.idcg_all, CAST(0.0 AS DOUBLE PRECISION)) > 0
+      THEN CAST((
+        d.ndcg_rel_sum + CAST((
+          d.n_pos - d.pos_ret
+        ) * d.dcg AS DOUBLE PRECISION) / NULLIF(d.idcg_all, CAST(0.0 AS DOUBLE PRECISION))
+      ) AS DOUBLE PRECISION) / d.n_pos
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS ndcg_rel,
+    CASE
+      WHEN d.n_bounds + d.rndcg_tail > 0
+      THEN CAST((
+        d.rndcg_sum + CASE
+          WHEN d.rndcg_tail > 0
+          THEN CAST(d.dcg AS DOUBLE PRECISION) / NULLIF(d.idcg_all, CAST(0.0 AS DOUBLE PRECISION))
+          ELSE CAST(0.0 AS DOUBLE PRECISION)
+        END
+      ) AS DOUBLE PRECISION) / (
+        d.n_bounds + d.rndcg_tail
+      )
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS rndcg,
+    CASE
+      WHEN d.judged_ret < LEAST(d.k, d.n_recs)
+      THEN CAST(1.0 AS DOUBLE PRECISION) - (
+        CAST(1.0 AS DOUBLE PRECISION) - CAST({{ c.knob["rbp_persistence"] }} AS DOUBLE PRECISION)
+      ) * d.judged_rbp
+      ELSE CAST(0.0 AS DOUBLE PRECISION)
+    END AS rbp_resid,
     CASE
       WHEN d.ap_den > 0
       THEN CAST(d.precision_sum AS DOUBLE PRECISION) / d.ap_den
@@ -1294,6 +1531,35 @@ SELECT
     ELSE f.ipt11_avg
   END AS ipt11_avg,
   f.utility AS utility,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.bin_g
+  END AS bin_g,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.g
+  END AS g,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.ndcg_rel
+  END AS ndcg_rel,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.rndcg
+  END AS rndcg,
+  f.rbp_resid AS rbp_resid,
   CASE
     WHEN f.n_rel = 0
     THEN e.no_labels
@@ -2634,6 +2900,186 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.utility"]) }}
 {%- endmacro %}
 
+{% macro redshift__rw_summary_bin_g(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.bin_g) AS bin_g_mean,
+      COUNT(p.bin_g) AS bin_g_n,
+      STDDEV_SAMP(p.bin_g) AS bin_g_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'bin_g' AS metric,
+    c.k,
+    s.bin_g_mean AS value,
+    COALESCE(s.bin_g_n, 0) AS n_users,
+    s.bin_g_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'bin_g' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro redshift__rw_columns_bin_g(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.bin_g"]) }}
+{%- endmacro %}
+
+{% macro redshift__rw_summary_g(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.g) AS g_mean,
+      COUNT(p.g) AS g_n,
+      STDDEV_SAMP(p.g) AS g_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'g' AS metric,
+    c.k,
+    s.g_mean AS value,
+    COALESCE(s.g_n, 0) AS n_users,
+    s.g_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'g' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro redshift__rw_columns_g(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.g"]) }}
+{%- endmacro %}
+
+{% macro redshift__rw_summary_ndcg_rel(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.ndcg_rel) AS ndcg_rel_mean,
+      COUNT(p.ndcg_rel) AS ndcg_rel_n,
+      STDDEV_SAMP(p.ndcg_rel) AS ndcg_rel_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'ndcg_rel' AS metric,
+    c.k,
+    s.ndcg_rel_mean AS value,
+    COALESCE(s.ndcg_rel_n, 0) AS n_users,
+    s.ndcg_rel_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'ndcg_rel' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro redshift__rw_columns_ndcg_rel(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.ndcg_rel"]) }}
+{%- endmacro %}
+
+{% macro redshift__rw_summary_rndcg(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.rndcg) AS rndcg_mean,
+      COUNT(p.rndcg) AS rndcg_n,
+      STDDEV_SAMP(p.rndcg) AS rndcg_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rndcg' AS metric,
+    c.k,
+    s.rndcg_mean AS value,
+    COALESCE(s.rndcg_n, 0) AS n_users,
+    s.rndcg_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rndcg' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro redshift__rw_columns_rndcg(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rndcg"]) }}
+{%- endmacro %}
+
+{% macro redshift__rw_summary_rbp_resid(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.rbp_resid) AS rbp_resid_mean,
+      COUNT(p.rbp_resid) AS rbp_resid_n,
+      STDDEV_SAMP(p.rbp_resid) AS rbp_resid_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'rbp_resid' AS metric,
+    c.k,
+    s.rbp_resid_mean AS value,
+    COALESCE(s.rbp_resid_n, 0) AS n_users,
+    s.rbp_resid_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'rbp_resid' THEN 0 END,
+  s.k
+{%- endmacro %}
+
+{% macro redshift__rw_columns_rbp_resid(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.rbp_resid"]) }}
+{%- endmacro %}
+
 {% macro redshift__rw_summary_gm_map(c) -%}
 SELECT
   s.metric AS metric,
@@ -2756,6 +3202,16 @@ FROM (
 {%- elif name == "columns_ipt11_avg" -%}{{ return(rankwise.redshift__rw_columns_ipt11_avg(c)) }}
 {%- elif name == "summary_utility" -%}{{ return(rankwise.redshift__rw_summary_utility(c)) }}
 {%- elif name == "columns_utility" -%}{{ return(rankwise.redshift__rw_columns_utility(c)) }}
+{%- elif name == "summary_bin_g" -%}{{ return(rankwise.redshift__rw_summary_bin_g(c)) }}
+{%- elif name == "columns_bin_g" -%}{{ return(rankwise.redshift__rw_columns_bin_g(c)) }}
+{%- elif name == "summary_g" -%}{{ return(rankwise.redshift__rw_summary_g(c)) }}
+{%- elif name == "columns_g" -%}{{ return(rankwise.redshift__rw_columns_g(c)) }}
+{%- elif name == "summary_ndcg_rel" -%}{{ return(rankwise.redshift__rw_summary_ndcg_rel(c)) }}
+{%- elif name == "columns_ndcg_rel" -%}{{ return(rankwise.redshift__rw_columns_ndcg_rel(c)) }}
+{%- elif name == "summary_rndcg" -%}{{ return(rankwise.redshift__rw_summary_rndcg(c)) }}
+{%- elif name == "columns_rndcg" -%}{{ return(rankwise.redshift__rw_columns_rndcg(c)) }}
+{%- elif name == "summary_rbp_resid" -%}{{ return(rankwise.redshift__rw_summary_rbp_resid(c)) }}
+{%- elif name == "columns_rbp_resid" -%}{{ return(rankwise.redshift__rw_columns_rbp_resid(c)) }}
 {%- elif name == "summary_gm_map" -%}{{ return(rankwise.redshift__rw_summary_gm_map(c)) }}
 {%- elif name == "columns_gm_map" -%}{{ return(rankwise.redshift__rw_columns_gm_map(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.redshift__rw_recommendations_score_item_desc(c)) }}

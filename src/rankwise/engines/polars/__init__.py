@@ -220,7 +220,8 @@ def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cuto
                  .sort(USER, "k", "pos", "_rank", nulls_last=False)
                  .group_by(USER, "k", "pos", maintain_order=True).agg(pl.col("idcg").first(), pl.col("_dcg").last()))
     else:
-        found = points.sort("_at").join_asof(rows.sort("_at"), on="_at", by=USER, strategy="backward")
+        found = points.sort("_at").join_asof(rows.sort("_at"), on="_at", by=USER, strategy="backward",
+                                                   check_sortedness=False)
     return (found.sort(USER, "k", "pos")
             .with_columns((pl.col("_dcg").fill_null(0.0) / pl.col("idcg")).cum_sum().over(USER, "k").alias("rndcg_sum"))
             .group_by(USER, "k", maintain_order=True).agg(pl.col("rndcg_sum").last()))
