@@ -110,3 +110,24 @@ def test_against_the_binary(flags, capsys, tmp_path):
     code, ours, _ = _run(["evaluate", str(SUITE_DIR / qrels), str(run), "--trec", *flags], capsys)
     assert code == 0
     assert _same_lines(ours, theirs, skip={"rbp"} if "-l2" in flags else ()) > 0
+
+
+GAINS_DIR = SUITE_DIR.parent / "gains"
+
+
+@pytest.mark.parametrize("qrels, run, flags, expected", [
+    ("../suite/qrels.rel_level", "../suite/results.test",
+     ["-m", "ndcg.1=3,2=9,4=4.5", "-m", "G.1=3,2=9,4=4.5", "-m", "ndcg_rel.1=3,2=9,4=4.5", "-m", "Rndcg.1=3,2=9,4=4.5"],
+     "out.rel_level.g1"),
+    ("qrels.gains", "results.gains", ["-m", "ndcg.0=-1,1=0.5,2=2,3=7", "-m", "G.0=-1,1=0.5,2=2,3=7",
+                                      "-m", "ndcg_rel.0=-1,1=0.5,2=2,3=7", "-m", "Rndcg.0=-1,1=0.5,2=2,3=7"],
+     "out.gains.g2"),
+    ("qrels.gains", "results.gains", ["-M5", "-m", "G", "-m", "binG", "-m", "ndcg", "-m", "ndcg_rel", "-m", "Rndcg",
+                                      "-m", "rbp_resid.p=0.5"], "out.gains.M5"),
+], ids=["rel_level-gains", "gains-level0-negative", "M5-rbp_resid-p"])
+def test_gain_parameters_print_trec_evals_lines(qrels, run, flags, expected, capsys):
+    """-m ndcg.<level>=<gain>,... (gain_levels) and rbp_resid.p=<p>: the whole output is trec_eval 10.0's, byte for
+    byte (tests/conformance/fixtures/trec_eval/gains, written by the binary; its README has the command lines)."""
+    code, out, err = _run(["evaluate", str(GAINS_DIR / run), str(GAINS_DIR / qrels), "--trec", "-q", *flags], capsys)
+    assert code == 0, err
+    assert out == (GAINS_DIR / expected).read_text()

@@ -88,3 +88,75 @@ def test_trec_eval_gain_lines(expected_file, qrels, run, max_docs, level, engine
     assert not bad, f"{expected_file} on {engine}: {len(bad)} of {checked} lines differ:\n" + "\n".join(bad)
     per_query = [(line, same) for line, same in known if " all:" not in line]
     assert all(not same for line, same in per_query), [line for line, same in per_query if same]
+
+
+# -- live: pytrec_eval (trec_eval 9's G, binG, ndcg_rel, Rndcg; it has no rbp_resid, and its measure parameters are
+# split at commas, so no gains per level) on generated data, per query to 1e-9 ------------------------------------
+
+_PYTREC = """
+import json, sys
+import pytrec_eval
+data = json.load(open(sys.argv[1]))
+out = pytrec_eval.RelevanceEvaluator(data["qrels"], {"G", "binG", "ndcg", "ndcg_rel", "Rndcg"}).evaluate(data["run"])
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def _graded_data(seed: int):
+    """qrels with levels 0..3 (some queries without a relevant level), runs with unjudged documents, tied scores
+    (trec_eval orders a tie by docno descending) and lists of 1 to 30 documents; the ranking trec_eval reads from
+    the scores, written out by that rule (score descending, then docno descending)."""
+    import random
+
+    rng = random.Random(seed)
+    qrels, run, ranked = {}, {}, {}
+    for q in range(60):
+        qid, docs = f"q{q:02d}", [f"d{i:03d}" for i in range(50)]
+        top = rng.choice((0, 1, 2, 3, 3))
+        qrels[qid] = {d: rng.randint(0, top) for d in rng.sample(docs, rng.randint(1, 25))}
+        listed = rng.sample(docs, rng.randint(1, 30))
+        run[qid] = {d: float(rng.randint(1, 6)) if q % 3 == 0 else rng.uniform(0, 100) for d in listed}
+        ranked[qid] = sorted(listed, key=lambda d: (-run[qid][d], [-ord(c) for c in d]))
+    return qrels, run, ranked
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_gain_measures_match_pytrec_eval_live(seed, tmp_path):
+    """pytrec_eval (in the conformance venv ``live``, built by CI) against rankwise's trec_eval preset on Polars and
+    DuckDB: G, binG, ndcg, ndcg_rel and Rndcg of every query to 1e-9."""
+    import json
+    import math
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "conformance"))
+    from make_fixtures import DEFAULT_VENV_ROOT, LIBRARIES  # noqa: PLC0415
+
+    venv = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS", DEFAULT_VENV_ROOT)) / LIBRARIES["pytrec_eval"][0]
+    if not (venv / "bin" / "python").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must build the conformance virtualenv {venv} (see .ci/run)")
+        pytest.skip(f"no virtualenv {venv}: python tests/conformance/make_fixtures.py --libraries pytrec_eval")
+    qrels, run, ranked = _graded_data(seed)
+    (tmp_path / "in.json").write_text(json.dumps({"qrels": qrels, "run": run}))
+    (tmp_path / "run.py").write_text(_PYTREC)
+    subprocess.run([str(venv / "bin" / "python"), str(tmp_path / "run.py"), str(tmp_path / "in.json"),
+                    str(tmp_path / "out.json")], check=True)
+    expected = json.loads((tmp_path / "out.json").read_text())
+    recs = pl.DataFrame([(q, d, r) for q, docs in ranked.items() for r, d in enumerate(docs, 1)],
+                        schema={"user": pl.String, "item": pl.String, "rank": pl.Int64}, orient="row")
+    truth = pl.DataFrame([(q, d, float(v)) for q, labels in qrels.items() for d, v in labels.items()],
+                         schema={"user": pl.String, "item": pl.String, "relevance": pl.Float64}, orient="row")
+    metric = {"G": "g", "binG": "bin_g", "ndcg": "ndcg", "ndcg_rel": "ndcg_rel", "Rndcg": "rndcg"}
+    checked = 0
+    for engine in ("polars", "duckdb"):
+        res = rankwise.evaluate(recs, truth, metrics=list(metric.values()), k=[100], convention="trec_eval",
+                                backend=engine)
+        rows = {r["user"]: r for r in res.per_user.iter_rows(named=True)}
+        for qid, values in expected.items():  # a query without a relevant label too: 0 on both sides
+            for name, value in values.items():
+                ours = rows[qid][f"{metric[name]}@100"]
+                assert math.isclose(ours, value, rel_tol=1e-9, abs_tol=1e-12), (engine, qid, name, ours, value)
+                checked += 1
+    assert checked == 2 * 5 * 60
