@@ -21,16 +21,24 @@ from rankwise.metrics.names import WHOLE, check, parse
     ("recall_5", "recall", 5, {}),
     ("map", "map", None, {"ap_denominator": ("n_rel", "min_k_nrel")}),
     ("map_cut_10", "map", 10, {"ap_denominator": ("n_rel",)}),
-    ("ndcg", "ndcg", None, {"gain": ("linear",), "log_base": (2.0,), "ideal": ("labels",)}),
-    ("ndcg_cut_10", "ndcg", 10, {"gain": ("linear",), "log_base": (2.0,), "ideal": ("labels",)}),
+    ("ndcg", "ndcg", None, {"gain": ("linear",), "gain_levels": ((),), "log_base": (2.0,), "ideal": ("labels",)}),
+    ("ndcg_cut_10", "ndcg", 10, {"gain": ("linear",), "gain_levels": ((),), "log_base": (2.0,), "ideal": ("labels",)}),
     ("recip_rank", "mrr", None, {}),
     ("Rprec", "r_precision", None, {}),
     ("success_1", "hit_rate", 1, {}),
     ("rbp", "rbp", None, {"rbp_persistence": (0.9,)}),
+    # trec_eval's gains per level (-m ndcg.1=3,2=9,4=4.5 prints ndcg_1=3,2=9,4=4.5) and rbp_resid's p
+    ("ndcg_1=3,2=9,4=4.5", "ndcg", None, {"gain": ("linear",), "gain_levels": (((1.0, 3.0), (2.0, 9.0), (4.0, 4.5)),),
+                                          "log_base": (2.0,), "ideal": ("labels",)}),
+    ("G_0=-1,3=6", "g", None, {"gain": ("linear",), "gain_levels": (((0.0, -1.0), (3.0, 6.0)),), "log_base": (2.0,)}),
+    ("Rndcg", "rndcg", None, {"gain": ("linear",), "gain_levels": ((),), "log_base": (2.0,)}),
+    ("binG", "bin_g", None, {}),
+    ("rbp_resid", "rbp_resid", None, {"rbp_persistence": (0.9,)}),
+    ("rbp_resid_p=0.5", "rbp_resid", None, {"rbp_persistence": (0.5,)}),
     ("set_P", "set_p", None, {}),
     ("num_ret", "num_ret", None, {}),
-    ("nDCG@10", "ndcg", 10, {"gain": ("linear",), "log_base": (2.0,), "ideal": ("labels",)}),
-    ("nDCG(dcg=exp-log2)@10", "ndcg", 10, {"gain": ("exp2",), "log_base": (2.0,), "ideal": ("labels",)}),
+    ("nDCG@10", "ndcg", 10, {"gain": ("linear",), "gain_levels": ((),), "log_base": (2.0,), "ideal": ("labels",)}),
+    ("nDCG(dcg=exp-log2)@10", "ndcg", 10, {"gain": ("exp2",), "gain_levels": ((),), "log_base": (2.0,), "ideal": ("labels",)}),
     ("P(rel=2)@5", "precision", 5, {"precision_denominator": ("k",), "relevance_threshold": (2,)}),
     ("AP", "map", None, {"ap_denominator": ("n_rel", "min_k_nrel")}),
     ("AP@10", "map", 10, {"ap_denominator": ("n_rel",)}),
@@ -195,3 +203,10 @@ def test_several_runs_and_result_without_measures(suite_inputs):
     plain = rankwise.evaluate(run, qrels, k=10, metrics=["precision"], convention="trec_eval")
     with pytest.raises(ParameterError, match="measures"):
         plain.per_measure
+
+
+@pytest.mark.parametrize("name, problem", [("ndcg_1=x", "<relevance level>=<gain>"), ("P_1=3", "no level=gain"),
+                                           ("ndcg_-1=3", "whole number >= 0"), ("rbp_resid_p=high", "not a number")])
+def test_gain_parameters_refused_by_name(name, problem):
+    with pytest.raises(ParameterError, match=problem):
+        parse(name)

@@ -69,7 +69,8 @@ def evaluate(
         from ``rank_col`` when the table has it, else from ``score_col``; ``rank_col=None`` ranks by
         the scores even where a rank column exists. ``min_score`` reads ``score_col`` either way.
     k : int or list of int (default 10); every k is computed in the same pass.
-    metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all.
+    metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all the convention's metrics but trec_eval's
+        g, bin_g, ndcg_rel, rndcg and rbp_resid, computed when named (``rankwise.metrics.declarations.ON_REQUEST``).
     measures : instead of ``metrics`` and ``k``: measure names as trec_eval and ir_measures write them
         ("P_10", "ndcg_cut_10", "map", "recip_rank", "nDCG@10", "P(rel=2)@5", "AP", "RBP(p=0.9)"; the
         table: docs/measures.md). Each is a metric at a cutoff or over the whole list (trec_eval's

@@ -533,6 +533,11 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                              hint="Use expr.novelty / expr.arp / expr.ild on a list of each item's popularity or "
                                   "vector, or evaluate(..., train=...) for every beyond-accuracy metric.")
     request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
+    no_list_form = [n for n in request.names if n in _metrics.ON_REQUEST]
+    if no_list_form:
+        raise ParameterError(f"rankwise.expr has no list-column form of {', '.join(no_list_form)} yet (trec_eval's "
+                             "gain measures and RBP's residual).",
+                             hint="Compute them with rankwise.evaluate(..., metrics=[...]) on the long or list inputs.")
     if metrics is None and relevance is not None and conv.err_max_grade == 0 and "err" in request.names:
         # ERR's top grade cannot come from one row: metrics=None leaves it out, saying so
         warn("expr.metrics() left out err: with a relevance list ERR needs the top grade of the scale "

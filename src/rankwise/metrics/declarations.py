@@ -266,6 +266,9 @@ BY_NAME = {m.name: m for m in REGISTRY}
 _EVERY = BY_NAME | {m.name: m for m in BEYOND}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
+# trec_eval's experimental gain measures and RBP's residual: computed when named, not by metrics=None (they need
+# every judged row and the labels' ideal at each rank, which the Polars engine's list-position plan does not hold)
+ON_REQUEST = ("bin_g", "g", "ndcg_rel", "rndcg", "rbp_resid")
 _F_BETA = re.compile(r"f(\d+(?:\.\d+)?)\Z", re.ASCII)
 
 # Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
@@ -348,7 +351,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
     """Validate ``metrics`` (None = all the convention supports) and ``k`` (positive ints)."""
     ks = _parse_k(k)
     if metrics is None:
-        names = [m for m in METRICS if supported is None or internal_name(m) in supported]
+        names = [m for m in METRICS if (supported is None or internal_name(m) in supported) and m not in ON_REQUEST]
     else:
         names = _as_list(metrics, "metrics")
     seen, betas = [], []

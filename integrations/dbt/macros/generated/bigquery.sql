@@ -497,9 +497,9 @@ WITH labels AS (
   SELECT
     e.user_id,
     e.gain,
-    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS pos,
+    CAST(ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS INT64) AS pos,
     LEAD(e.gain) OVER (PARTITION BY e.user_id ORDER BY e.gain DESC) AS next_gain,
-    COUNT(*) OVER (PARTITION BY e.user_id) AS n_pos
+    CAST(COUNT(*) OVER (PARTITION BY e.user_id) AS INT64) AS n_pos
   FROM earning AS e
   WHERE
     e.gain > 0

@@ -489,9 +489,9 @@ WITH labels AS (
   SELECT
     e.user_id,
     e.gain,
-    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC NULLS LAST) AS pos,
+    CAST(ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.gain DESC NULLS LAST) AS BIGINT) AS pos,
     LEAD(e.gain) OVER (PARTITION BY e.user_id ORDER BY e.gain DESC NULLS LAST) AS next_gain,
-    COUNT(*) OVER (PARTITION BY e.user_id) AS n_pos
+    CAST(COUNT(*) OVER (PARTITION BY e.user_id) AS BIGINT) AS n_pos
   FROM earning AS e
   WHERE
     e.gain > 0

@@ -31,7 +31,7 @@ import polars as pl
 from rankwise.inputs.normalize import ITEM, REL, USER, Prepared
 from rankwise.engines.polars import knobs
 from rankwise.conventions import Convention
-from rankwise.metrics.declarations import REGISTRY
+from rankwise.metrics.declarations import ON_REQUEST, REGISTRY
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
 RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first", "_mult_hits",
@@ -50,7 +50,7 @@ def levels(prep: Prepared) -> list[float] | None:
 
 # metrics whose statistics this path does not compute (judged items of relevance 0, the labels' ideal at each rank):
 # asked for, the long-form plan runs
-LONG_ONLY = frozenset({"bin_g", "g", "ndcg_rel", "rndcg", "rbp_resid"})
+LONG_ONLY = frozenset(ON_REQUEST)
 
 
 def applies_to(conv: Convention, ks, computed=()) -> bool:
@@ -198,7 +198,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }
         return [((empty if m.empty_rules else (lambda value: value))(m.build(conv, beta, stat.__getitem__))
-                 if computed is None or m.name in computed
+                 if (computed is None and m.name not in LONG_ONLY) or (computed is not None and m.name in computed)
                  else pl.lit(None, dtype=pl.Float64)).alias(f"{m.name}@{k}") for m in METRICS]
 
     # one pass computes every cutoff's values side by side; then one block of rows per cutoff
