@@ -302,8 +302,8 @@ rndcg AS (
     WHERE t.from_last = 1
 ),
 -- ideal DCG from the top k ($ideal = 'predictions_topk'): each k's judged rows in the ideal order
--- (gain descending; rows of equal gain are interchangeable, so no tie-break is needed), summed
--- running in that order and read at the k's last position (= judged_pos of at_k)
+-- (gain descending; rows of equal gain are interchangeable, so no tie-break is needed), their positive gains
+-- summed running in that order and read at the k's last position (= judged_pos of at_k)
 top_k_ideal AS (
     SELECT j.user_id, CAST(c.k AS BIGINT) AS k, j.gain,
            ROW_NUMBER() OVER (PARTITION BY j.user_id, c.k ORDER BY j.gain DESC) AS ideal_pos
@@ -313,7 +313,7 @@ top_k_ideal AS (
 ),
 idcg_top AS (
     SELECT t.user_id, t.k, t.ideal_pos, 1 AS matched,
-           SUM(t.gain / (LN(t.ideal_pos + 1.0) / LN($log_base)))
+           SUM(CASE WHEN t.gain > 0 THEN t.gain / (LN(t.ideal_pos + 1.0) / LN($log_base)) ELSE 0.0 END)
                OVER (PARTITION BY t.user_id, t.k ORDER BY t.ideal_pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS idcg
     FROM top_k_ideal AS t
 ),

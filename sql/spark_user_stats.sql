@@ -113,7 +113,7 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
                                                                    ELSE 0.0D END),
                            0.0D, (acc, x) -> acc + x)
             WHEN $ideal = 'k_ones' THEN o.idcg
-            ELSE aggregate(transform(sort_array(transform(a.within, e -> e.gain), false),
+            ELSE aggregate(transform(sort_array(filter(transform(a.within, e -> e.gain), g -> g > 0), false),
                                      (g, i) -> g / (LN((i + 1) + 1.0D) / LN($log_base))),
                            0.0D, (acc, x) -> acc + x) END AS idcg
 FROM at_k AS a

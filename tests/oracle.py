@@ -103,14 +103,14 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
     first = next((i + 1 for i, item in enumerate(searched) if is_relevant(item)), None)
     rr = 1.0 / first if first else 0.0
 
-    gains = [gain(labels.get(item, 0.0)) for item in top]
+    gains = [gain(labels[item]) if item in labels else 0.0 for item in top]  # unjudged: no gain (level 0 may have one)
     dcg = sum(g / discount(i + 1) for i, g in enumerate(gains))
     if conv.ideal == "labels":
-        ideal = sorted((gain(r) for r in labels.values()), reverse=True)[:k]
+        ideal = sorted((g for g in map(gain, labels.values()) if g > 0), reverse=True)[:k]  # trec_eval: gains > 0
     elif conv.ideal == "k_ones":
         ideal = [1.0] * k
     else:
-        ideal = sorted(gains, reverse=True)
+        ideal = sorted((g for g in gains if g > 0), reverse=True)
     idcg = sum(g / discount(i + 1) for i, g in enumerate(ideal))
     ndcg = dcg / idcg if idcg > 0 else (0.0 if conv.zero_ideal == "zero" else NAN)
 

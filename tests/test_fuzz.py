@@ -22,7 +22,7 @@ ACCURACY_KNOBS = sorted({k for m in REGISTRY for k in KNOBS_BY_METRIC[m.name]}
                         - {"duplicates", "ties", "min_score", "relevance_threshold", "log_base", "rbp_persistence",
                            "err_max_grade", "utility_relevant_retrieved", "utility_nonrelevant_retrieved",
                            "utility_relevant_missed", "utility_nonrelevant_missed", "collection_size", "rprec_multiplier",
-                           "iprec_recall_level"})
+                           "iprec_recall_level", "gain_levels"})
 # names a careless or hostile user might give: spaces, quotes, keywords, unicode, SQL fragments
 HOSTILE_NAMES = ["recs", "My Recs", 'we"ird', "select", "t; DROP TABLE sentinel; --", "é-table", "Order"]
 HOSTILE_COLUMNS = ["user", "User Id", 'q"uote', "from", "ünïcode"]
@@ -45,6 +45,7 @@ def conventions(draw):
     knobs["collection_size"] = draw(st.sampled_from([0.0, 50.0]))
     knobs["rprec_multiplier"] = draw(st.sampled_from([0.2, 1.0, 1.8]))
     knobs["iprec_recall_level"] = draw(st.sampled_from([0.0, 0.3, 0.5, 1.0]))
+    knobs["gain_levels"] = draw(st.sampled_from([(), {1: 3.0, 2: 9.0}, {0: 1.0, 1: -2.0, 3: 0.5}]))
     return rankwise.Convention(**knobs)
 
 

@@ -22,7 +22,8 @@ def _knob_values():
     numeric = {"log_base": [2.0, 10.0], "relevance_threshold": [1.0, 2.0], "rbp_persistence": [0.5, 0.95],
                "err_max_grade": [4.0], "utility_relevant_retrieved": [2.0], "utility_nonrelevant_retrieved": [0.0],
                "utility_relevant_missed": [-1.0], "utility_nonrelevant_missed": [0.5], "collection_size": [100.0],
-               "rprec_multiplier": [0.2, 1.6], "iprec_recall_level": [0.1, 0.5, 1.0]}
+               "rprec_multiplier": [0.2, 1.6], "iprec_recall_level": [0.1, 0.5, 1.0],
+               "gain_levels": [((1.0, 3.0), (2.0, 9.0)), ((0.0, 1.0), (1.0, -2.0), (3.0, 0.5))]}
     accuracy_knobs = {knob for m in REGISTRY for knob in KNOBS_BY_METRIC[m.name]}
     for knob, (values, _) in rankwise.knob_documentation().items():
         if knob in ("duplicates", "ties", "min_score") or knob not in accuracy_knobs:

@@ -716,6 +716,10 @@ class _Rows:
 
     def __init__(self, recs, truth, relevance, convention):
         self.conv = _per_row(resolve(convention))
+        if self.conv.gain_levels:
+            raise ParameterError(f"rankwise.expr does not take gain_levels yet (got {self.conv.gain_levels!r}).",
+                                 hint="Use rankwise.evaluate(...) for gains per relevance level, or a convention "
+                                      "with gain_levels=().")
         _check_roles(recs, truth, relevance)
         self.names = {"recs": _column_name(recs) or "recs (an expression)",
                       "truth": _column_name(truth) or "truth (an expression)",

@@ -1011,9 +1011,13 @@ WITH labels AS (
     t.ideal_pos,
     1 AS matched,
     SUM(
-      t.gain / (
-        LN(t.ideal_pos + CAST(1.0 AS FLOAT64)) / LN(CAST({{ c.knob["log_base"] }} AS FLOAT64))
-      )
+      CASE
+        WHEN t.gain > 0
+        THEN t.gain / (
+          LN(t.ideal_pos + CAST(1.0 AS FLOAT64)) / LN(CAST({{ c.knob["log_base"] }} AS FLOAT64))
+        )
+        ELSE CAST(0.0 AS FLOAT64)
+      END
     ) OVER (
       PARTITION BY t.user_id, t.k
       ORDER BY t.ideal_pos

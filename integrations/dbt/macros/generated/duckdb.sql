@@ -965,9 +965,15 @@ WITH labels AS (
     t.k,
     t.ideal_pos,
     1 AS matched,
-    SUM(t.gain / (
-      LN(t.ideal_pos + 1.0) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE))
-    )) OVER (
+    SUM(
+      CASE
+        WHEN t.gain > 0
+        THEN t.gain / (
+          LN(t.ideal_pos + 1.0) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE))
+        )
+        ELSE 0.0
+      END
+    ) OVER (
       PARTITION BY t.user_id, t.k
       ORDER BY t.ideal_pos
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW

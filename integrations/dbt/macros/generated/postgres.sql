@@ -1001,9 +1001,13 @@ WITH labels AS (
     t.ideal_pos,
     1 AS matched,
     SUM(
-      CAST(t.gain AS DOUBLE PRECISION) / (
-        CAST(LN(t.ideal_pos + CAST(1.0 AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE PRECISION))
-      )
+      CASE
+        WHEN t.gain > 0
+        THEN CAST(t.gain AS DOUBLE PRECISION) / (
+          CAST(LN(t.ideal_pos + CAST(1.0 AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE PRECISION))
+        )
+        ELSE CAST(0.0 AS DOUBLE PRECISION)
+      END
     ) OVER (
       PARTITION BY t.user_id, t.k
       ORDER BY t.ideal_pos

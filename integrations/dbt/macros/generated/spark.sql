@@ -1003,9 +1003,13 @@ WITH labels AS (
     t.ideal_pos,
     1 AS matched,
     SUM(
-      t.gain / (
-        LN(t.ideal_pos + CAST(1.0 AS DOUBLE)) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE))
-      )
+      CASE
+        WHEN t.gain > 0
+        THEN t.gain / (
+          LN(t.ideal_pos + CAST(1.0 AS DOUBLE)) / LN(CAST({{ c.knob["log_base"] }} AS DOUBLE))
+        )
+        ELSE CAST(0.0 AS DOUBLE)
+      END
     ) OVER (
       PARTITION BY t.user_id, t.k
       ORDER BY t.ideal_pos NULLS LAST

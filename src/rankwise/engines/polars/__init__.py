@@ -161,8 +161,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         # per (user, k) the top k's gains in descending order, then discounted and summed in that order
         # (rows of equal gain are interchangeable: no tie-break needed)
         gains = pl.col("gain").sort(descending=True)
-        idcg_topk = (  # the rows that can earn (a judged 0 adds nothing: left out, the sum is the same)
-            judged.filter((pl.col(RANK) <= max(ks)) & ((pl.col(REL) > 0) | (pl.col("gain") != 0)))
+        idcg_topk = (  # the rows of positive gain (as the labels' ideal; a gain of 0 adds nothing: the same sum)
+            judged.filter((pl.col(RANK) <= max(ks)) & (pl.col("gain") > 0))
             .select(USER, RANK, "gain")
             .join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k"))
             .group_by(USER, "k").agg((gains / discount(pl.int_range(1, pl.len() + 1, dtype=pl.Int64))).sum()
