@@ -15,7 +15,7 @@ import polars as pl
 
 from rankwise import _progress
 from rankwise.conventions import PRESETS, Convention, resolve
-from rankwise.engines import ENGINES, able
+from rankwise.engines import ENGINES, able, require_metrics
 from rankwise.engines import beyond as _beyond
 from rankwise.engines import engine as _engine
 from rankwise.engines import shape as _shape
@@ -26,7 +26,7 @@ from rankwise.inputs.normalize import Columns, Prepared, input_key, local, prepa
 from rankwise.inputs.side import prepare_side_inputs
 from rankwise.metrics import beyond as _beyond_spec
 from rankwise.metrics.declarations import (K_MAX, METRICS, USER_LEVEL, MetricRequest, check_cutoffs,
-                                           parse_request, require_defined)
+                                           internal_name, parse_request, require_defined)
 from rankwise.result import Result, within_range
 
 BACKENDS = tuple(ENGINES)  # each engine is imported on first use (Spark's and PostgreSQL's drivers are extras)
@@ -138,6 +138,7 @@ def evaluate(
         train, items, item_features, item_col=item_col, user_col=user_col))
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
+    _require_metrics(engine, request, beyond)
     memory_limit = memory_bytes(memory_limit, engine)
     if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
         raise ParameterError(f"confidence must be a number between 0 and 1, got {confidence!r}.",
@@ -183,6 +184,11 @@ def evaluate(
     if asked:
         result = dataclasses.replace(result, measures=asked)
     return result if segment_of is None else _with_segments(result, *segment_of)
+
+
+def _require_metrics(engine: Engine, request: MetricRequest, beyond) -> None:
+    """The engine declares every metric asked for (``Capabilities.metrics``), before any input is read."""
+    require_metrics(engine, [internal_name(n) for n in request.names] + list(beyond.names if beyond else ()))
 
 
 def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple]:
@@ -418,6 +424,7 @@ class Evaluator:
         conv = resolve(convention)
         request, beyond = _plan(metrics, k, conv, self.has_truth, self.side)
         check_cutoffs(conv, request.ks, request.names)
+        _require_metrics(self.engine, request, beyond)
         key = input_key(conv)
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)

@@ -21,11 +21,11 @@ METRIC_COLUMNS = USER_LEVEL
 
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
              memory_limit: str | int | None = None, computed: set[str] | None = None) -> pl.DataFrame:
-    """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined).
+    """Long per-user frame: user_id, k, n_recs, n_rel and one column per computed metric (null = undefined).
 
     With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
     ``computed``: the metric columns to compute (metrics.computed_columns; None: all); the others are
-    null, and the statistics only they read are left out of the plan.
+    not columns, and the statistics only they read are left out of the plan.
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
@@ -154,9 +154,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     )
     empty = knobs.empty_value(conv)
     return (
-        stats.with_columns(**{m.name: (empty if m.empty_rules else _as_is)(m.build(conv, beta)) if m.name in computed
-                              else pl.lit(None, dtype=pl.Float64) for m in REGISTRY if m.level == "user"})
-        .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
+        stats.with_columns(**{m.name: (empty if m.empty_rules else _as_is)(m.build(conv, beta))
+                              for m in REGISTRY if m.level == "user" and m.name in computed})
+        .select(USER, "k", "n_recs", "n_rel", *[m for m in METRIC_COLUMNS if m in computed])
         .collect(engine=engine)
     )
 
@@ -183,27 +183,28 @@ def _aggregate(m, name: str) -> pl.Expr:
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
     """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
     their number and the sample standard deviation (rows in (k, user) order: the same sums every run)."""
+    present = [m for m in METRIC_COLUMNS if m in per_user_long.columns]  # the metrics computed
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
     per_k = per_user_long.group_by("k", maintain_order=True).agg(
         # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
         # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
-        *[_aggregate(BY_NAME[m], m).alias(f"value:{m}") for m in METRIC_COLUMNS],
-        *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
+        *[_aggregate(BY_NAME[m], m).alias(f"value:{m}") for m in present],
+        *[pl.col(m).count().alias(f"n_users:{m}") for m in present],
         # a sum or a geometric mean is not a mean over users: no sd (summary.sql's NULL)
         *[(pl.col(m).std(ddof=1) if BY_NAME[m].summary == "mean" else pl.lit(None, dtype=pl.Float64))
-          .alias(f"sd:{m}") for m in METRIC_COLUMNS],
+          .alias(f"sd:{m}") for m in present],
     )
     out = pl.concat([
         per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
                      pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
-        for m in METRIC_COLUMNS
+        for m in present
     ])
     from rankwise.metrics import formulas as _formulas
 
     for m in REGISTRY:  # a metric whose summary is its formula over the other metrics' means (F of means)
         if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1]:
             continue
-        reads = sorted(_formulas.reads(m.sql) & set(METRIC_COLUMNS))
+        reads = sorted(_formulas.reads(m.sql) & set(present))
         means = per_user_long.group_by("k").agg(pl.col(r).mean() for r in reads)
         over_means = _formulas.to_polars(m.sql, {**conv.sql_parameters(), "beta": float(beta)})  # reads columns
         defined = pl.all_horizontal(pl.col(r).is_not_null() for r in reads)  # no user, no value (summary.sql)
