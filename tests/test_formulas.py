@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import duckdb
 import numpy as np
@@ -44,6 +45,20 @@ def test_the_shipped_beyond_user_sql_ends_in_the_declared_formulas():
     assert {m.name for m in declared} == {"novelty", "arp", "long_tail_share", "ild", "serendipity"}
     assert _formulas.render_beyond_user(text, declared) == text, (
         "sql/beyond_user.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+
+
+def test_the_shipped_macros_are_generated_from_the_declarations():
+    """sql/macros.sql below its marker: each metric's macro, its value the declared formula over the list-form
+    statistics written by hand above the marker."""
+    from rankwise.generate import macros as _macros
+
+    text = (_sql_files.sql_dir() / "macros.sql").read_text()
+    assert _formulas.BEGIN in text, "macros.sql lost its generated-part marker"
+    assert _macros.render(text) == text, (
+        "sql/macros.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+    # one public macro per per-user metric (and rankwise_f1, the graded forms)
+    made = set(re.findall(r"CREATE OR REPLACE TEMP MACRO rankwise_([a-z]\w*)\(", text.split(_formulas.BEGIN)[1]))
+    assert {m.name for m in USER_METRICS} | {"f1", "dcg_graded", "ndcg_graded", "err_graded"} == made
 
 
 def test_the_formula_trees_are_generated_from_the_declarations():

@@ -130,20 +130,26 @@ def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
 
 def reads(sql: str) -> set[str]:
     """The names (statistics, terms, metrics) a formula reads."""
-    return set(_columns(tree(sql)))
+    return set(_leaves(tree(sql), "col"))
 
 
-def _columns(part):
-    """The column names in a tree, a node being a tuple that starts with its kind (a str)."""
+def placeholders(sql: str) -> set[str]:
+    """The knobs (``$name``) a formula reads itself (not through the terms or metrics it reads)."""
+    return set(_leaves(tree(sql), "param"))
+
+
+def _leaves(part, kind: str):
+    """The names of the ``kind`` leaves ("col", "param") in a tree, a node being a tuple that starts with its
+    kind (a str)."""
     if isinstance(part, tuple) and part and isinstance(part[0], str):
-        if part[0] == "col":
+        if part[0] == kind:
             yield part[1]
-        elif part[0] != "lit":
+        elif part[0] not in ("col", "param", "lit"):
             for child in part[1:]:
-                yield from _columns(child)
+                yield from _leaves(child, kind)
     elif isinstance(part, tuple):  # a tuple of nodes, or of (condition, value) pairs
         for child in part:
-            yield from _columns(child)
+            yield from _leaves(child, kind)
 
 
 # -- SQL to Polars -------------------------------------------------------------------------------------
@@ -263,14 +269,35 @@ def _qualified(sql: str, alias: str, indent: int = 11) -> str:
     return text
 
 
+def substituted(sql: str, column, knob=None) -> str:
+    """The formula as DuckDB SQL, on one line, with each column ``name`` (a statistic, term or metric) read
+    as the sqlglot expression ``column(name)`` and each knob ``$name`` as ``knob(name)`` (kept as a
+    parameter without ``knob``): the one rule by which the generated SQL reads a formula (the stages of
+    per_user.sql, summary.sql and beyond_*.sql: qualified columns and bound parameters; sql/macros.sql:
+    the list-form statistics and the macro's parameters)."""
+    # function names as written (the formulas spell theirs in capitals; a macro's call keeps its own)
+    return substituted_tree(sql, column, knob).sql(dialect="duckdb", normalize_functions=False)
+
+
+def substituted_tree(sql: str, column, knob=None):
+    """:func:`substituted`'s sqlglot tree (to nest one formula in another)."""
+    from sqlglot import exp
+
+    def replace(node):
+        if isinstance(node, exp.Column):
+            return column(node.name)
+        if isinstance(node, exp.Placeholder) and knob is not None:
+            return knob(node.name)
+        return node
+
+    return parse(sql).transform(replace)
+
+
 def _qualified_flat(sql: str, alias: str) -> str:
     """The formula reading ``alias``'s columns, on one line."""
     from sqlglot import exp
 
-    tree = parse(sql)
-    for column in tree.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias))
-    return tree.sql(dialect="duckdb")
+    return substituted(sql, lambda name: exp.column(name, table=alias))
 
 
 def metric_stages(metrics) -> list[list]:
@@ -329,10 +356,7 @@ def _over_means(sql: str) -> str:
     """A formula reading each metric's mean over users (``s.<name>_mean``) instead of its value."""
     from sqlglot import exp
 
-    tree = parse(sql)
-    for column in tree.find_all(exp.Column):
-        column.replace(exp.column(f"{column.name}_mean", table="s"))
-    return tree.sql(dialect="duckdb")
+    return substituted(sql, lambda name: exp.column(f"{name}_mean", table="s"))
 
 
 def _aggregate(m) -> str:
@@ -390,12 +414,15 @@ def summary_sql(metrics) -> str:
     return "\n".join(head) + "\n" + "\nUNION ALL\n".join(branches) + "\n"
 
 
-def _top_level_case(text: str, indent: int) -> str:
-    """A formula that is one CASE, a line per branch (WHEN/ELSE of the outer CASE only)."""
-    if not text.startswith("CASE "):
+def split_case(text: str, indent: int) -> str:
+    """A formula on one line (starting at column ``indent``) with a line per branch of its first CASE (the
+    WHEN/ELSE of that CASE only, aligned under its first WHEN)."""
+    start = text.find("CASE ")
+    if start < 0:
         return text
-    out, depth, branches = [], 0, 0
-    for token in re.split(r"(\bCASE\b|\bEND\b|[()]|\bWHEN\b|\bELSE\b)", text):
+    indent += start
+    out, depth, branches = [text[:start]], 0, 0
+    for token in re.split(r"(\bCASE\b|\bEND\b|[()]|\bWHEN\b|\bELSE\b)", text[start:]):
         if token in ("CASE", "("):
             depth += 1
         elif token in ("END", ")"):
@@ -420,7 +447,7 @@ def beyond_user_tail(metrics) -> str:
         "    CROSS JOIN totals AS t",
         ")",
         "SELECT d.user_id, d.k, d.n_items,",
-        ",\n".join(f"       {_top_level_case(_qualified_flat(m.sql, 'd'), 7)} AS {m.name}" for m in metrics),
+        ",\n".join(f"       {split_case(_qualified_flat(m.sql, 'd'), 7)} AS {m.name}" for m in metrics),
         "FROM denominators AS d",
     ]) + "\n"
 
