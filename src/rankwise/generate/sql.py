@@ -16,12 +16,14 @@ from pathlib import Path
 from rankwise.generate import macros as _macros
 from rankwise.sqlgen import files as _sql_files
 from rankwise.metrics.declarations import BEYOND, REGISTRY
-from rankwise.metrics.formulas import BEYOND_TERMS, TERMS, render_beyond_user, render_per_user, summary_sql, trees_module
+from rankwise.metrics.formulas import (BEYOND_CATALOG_TERMS, BEYOND_TERMS, TERMS, render_beyond_catalog,
+                                       render_beyond_user, render_per_user, summary_sql, trees_module)
 
 
 def formulas() -> list[str]:
     """Every declared formula: the terms' and the metrics'."""
-    return [*TERMS.values(), *BEYOND_TERMS.values(), *(m.sql for m in (*REGISTRY, *BEYOND) if m.sql is not None)]
+    return [*TERMS.values(), *BEYOND_TERMS.values(), *BEYOND_CATALOG_TERMS.values(),
+            *(m.sql for m in (*REGISTRY, *BEYOND) if m.sql is not None)]
 
 
 def main() -> None:
@@ -30,11 +32,14 @@ def main() -> None:
     path.write_text(render_per_user(path.read_text(), metrics))
     (path.parent / "summary.sql").write_text(summary_sql(metrics))
     beyond = path.parent / "beyond_user.sql"
-    beyond.write_text(render_beyond_user(beyond.read_text(), [m for m in BEYOND if m.sql is not None]))
+    beyond.write_text(render_beyond_user(beyond.read_text(), [m for m in BEYOND if m.level == "user"]))
+    catalog = path.parent / "beyond_catalog.sql"
+    catalog.write_text(render_beyond_catalog(catalog.read_text(), [m for m in BEYOND if m.level == "catalog"]))
     macros = path.parent / "macros.sql"
     macros.write_text(_macros.render(macros.read_text()))
     (Path(__file__).resolve().parents[1] / "metrics" / "formula_trees.py").write_text(trees_module(formulas()))
-    print("wrote per_user.sql, summary.sql, beyond_user.sql, macros.sql, src/rankwise/metrics/formula_trees.py")
+    print("wrote per_user.sql, summary.sql, beyond_user.sql, beyond_catalog.sql, macros.sql, "
+          "src/rankwise/metrics/formula_trees.py")
 
 
 if __name__ == "__main__":

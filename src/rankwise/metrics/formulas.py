@@ -51,6 +51,23 @@ BEYOND_TERMS = {
     "pairs": "m * (m - 1.0) / 2.0",
 }
 
+# The per-k statistics of sql/beyond_catalog.sql (and of the Polars engine's catalog plan) that the
+# catalog-level formulas read: |C| (n_c), the exposed items of C (covered_in), the exposed items (n_exposed),
+# the items of C and the recommended ones (n_all), sum c, sum c^2, sum c ln c (clogc), sum_r r c_(r) over the
+# exposed items in ascending order (rc_sum), the users with items (n_users), and over the pooled top-k
+# scores d = score - max, sum e^d (score_z) and sum e^d d (score_zd); NULL: no score.
+BEYOND_CATALOG_STATISTICS = ("k", "n_c", "covered_in", "n_exposed", "n_all", "c_sum", "c2_sum", "clogc", "rc_sum",
+                             "n_users", "score_z", "score_zd")
+# and the terms they share: the catalog with its padding, the items covered (catalog_outside), Gini's N
+# (n_gini), its denominator D and its numerator sum_j (2j - N - 1) c_(j) (the unexposed items have c = 0)
+BEYOND_CATALOG_TERMS = {
+    "catalog_size": "n_c + $catalog_padding",
+    "covered": "CASE WHEN $catalog_outside = 'ignore' THEN covered_in ELSE n_exposed END",
+    "n_gini": "CASE WHEN $gini = 'recommended_n1' THEN n_exposed ELSE n_all + $catalog_padding END",
+    "gini_den": "CASE WHEN $gini = 'catalog' THEN n_gini ELSE n_gini - 1.0 END",
+    "gini_num": "2.0 * ((n_gini - n_exposed) * c_sum + rc_sum) - (n_gini + 1.0) * c_sum",
+}
+
 # Terms more than one metric reads, by name: the denominators the knobs choose.
 TERMS = {
     "p_den": "CAST(CASE WHEN $precision_denominator = 'k' THEN k "
@@ -123,6 +140,8 @@ def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
         return ("least" if isinstance(node, exp.Least) else "greatest", tuple(t(a) for a in [node.this, *node.expressions]))
     if isinstance(node, exp.Floor) and not node.args.get("decimals"):
         return ("floor", t(node.this))
+    if isinstance(node, exp.Ln):
+        return ("ln", t(node.this))
     if isinstance(node, exp.Cast) and node.to.this.name in ("DOUBLE", "BIGINT"):
         return ("cast", node.to.this.name, t(node.this))
     raise NotImplementedError(f"rankwise.metrics.formulas: no Polars translation for {node.sql(dialect='duckdb')!r}")
@@ -173,6 +192,11 @@ def _lit(x) -> pl.Expr:
 _TYPES = {"DOUBLE": (pl.Float64, float), "BIGINT": (pl.Int64, int)}
 
 
+def _dyadic(c) -> bool:
+    """c is a power of two (x / c and x * (1 / c) are then the same double)."""
+    return isinstance(c, (int, float)) and math.isfinite(c) and c != 0 and abs(math.frexp(c)[0]) == 0.5
+
+
 def to_polars(sql: str, params: dict, col=pl.col, names: dict | None = None) -> pl.Expr:
     """The Polars expression of the formula ``sql``: ``$name`` from ``params``, a column ``x`` as
     ``col("x")``, unless ``names`` (e.g. the other metrics' formulas, the terms) gives its formula."""
@@ -198,6 +222,10 @@ def _translate(node, params, col, names):  # noqa: C901 - one branch per constru
             return _Const(getattr(a.value, kind)(b.value))
         if isinstance(a, _Const):
             return getattr(pl.lit(a.value), kind)(b)
+        if kind == "__truediv__" and isinstance(b, _Const) and not _dyadic(b.value):
+            # Polars divides a column by a scalar c as a product by 1 / c, which rounds otherwise than SQL's
+            # x / c: divide by a column of c instead (NaN and inf rows too: 0 times them is NaN, read as 0)
+            return a / ((a * 0.0).fill_nan(0.0) + b.value)
         return getattr(a, kind)(b.value if isinstance(b, _Const) else b)
     if kind in ("and", "or"):
         a, b = t(node[1]), t(node[2])
@@ -239,6 +267,9 @@ def _translate(node, params, col, names):  # noqa: C901 - one branch per constru
     if kind == "floor":
         a = t(node[1])
         return _Const(math.floor(a.value)) if isinstance(a, _Const) else _lit(a).floor()
+    if kind == "ln":
+        a = t(node[1])
+        return _Const(math.log(a.value)) if isinstance(a, _Const) else _lit(a).log()
     if kind == "cast":
         dtype, convert = _TYPES[node[1]]
         a = t(node[2])
@@ -455,6 +486,47 @@ def beyond_user_tail(metrics) -> str:
 def render_beyond_user(text: str, metrics) -> str:
     """``beyond_user.sql``'s text with its generated part (from BEGIN to the end) written anew."""
     return text.split(BEGIN, 1)[0] + BEGIN + "\n" + beyond_user_tail(metrics)
+
+
+def _term_stages(terms: dict) -> list[dict]:
+    """The terms in stages: a term that reads another comes in a later stage."""
+    stages, done, pending = [], set(), dict(terms)
+    while pending:
+        stage = {n: f for n, f in pending.items() if not (reads(f) & set(pending)) - done - {n}}
+        if not stage:
+            raise ValueError("terms read each other in a cycle: " + ", ".join(pending))
+        stages.append(stage)
+        done |= set(stage)
+        pending = {n: f for n, f in pending.items() if n not in stage}
+    return stages
+
+
+def beyond_catalog_tail(metrics) -> str:
+    """The end of ``sql/beyond_catalog.sql``: the shared terms over its per-k statistics (``per_k``), each
+    catalog-level metric's value, one row per (metric, k), from the declarations."""
+    out, previous = ["-- the terms the catalog metrics share (rankwise.metrics.formulas.BEYOND_CATALOG_TERMS)"], "per_k"
+    for i, stage in enumerate(_term_stages(BEYOND_CATALOG_TERMS)):
+        name = "catalog_terms" if i == 0 else f"catalog_terms_{i + 1}"
+        out += [f"{name} AS (",
+                "    SELECT t.*,",
+                ",\n".join(f"           {split_case(_qualified_flat(sql, 't'), 11)} AS {n}" for n, sql in stage.items()),
+                f"    FROM {previous} AS t",
+                "),"]
+        previous = name
+    out += ["-- each metric's value (rankwise.metrics.declarations.BEYOND)",
+            "results AS (",
+            "    SELECT v.k, v.n_users,",
+            ",\n".join(f"           {split_case(_qualified_flat(m.sql, 'v'), 11)} AS {m.name}" for m in metrics),
+            f"    FROM {previous} AS v",
+            ")",
+            "\nUNION ALL ".join(f"SELECT '{m.name}' AS metric, x.k, x.{m.name} AS value, CAST(x.n_users AS BIGINT) "
+                                f"AS n_users FROM results AS x" for m in metrics)]
+    return "\n".join(out) + "\n"
+
+
+def render_beyond_catalog(text: str, metrics) -> str:
+    """``beyond_catalog.sql``'s text with its generated part (from BEGIN to the end) written anew."""
+    return text.split(BEGIN, 1)[0] + BEGIN + "\n" + beyond_catalog_tail(metrics)
 
 
 BEGIN = "-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit"
