@@ -190,6 +190,8 @@ class _Macro:
                 ok, rule = NUMBERS[knob]
                 check = f"rankwise__number('{knob}', {knob}, {ok}, '{rule}')"
                 out.append(check if len(check) < _WIDTH - 10 else check.replace(f"{ok}, ", f"{ok},\n{' ' * 27}"))
+            elif not isinstance(allowed[knob][0], tuple):
+                raise ValueError(f"rankwise_{self.name} takes the number {knob}: give its rule in NUMBERS.")
             else:
                 values = [v for v in allowed[knob][0] if v not in REFUSED.get(knob, ())]
                 out.append(f"rankwise__knob('{knob}', {knob}, [{', '.join(map(_literal, values))}])")
