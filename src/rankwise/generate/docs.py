@@ -120,7 +120,8 @@ def render() -> str:
         varying = [k for k in relevant if len({repr(getattr(p, k)) for p in presets}) > 1]
         out += ["", f"## {title}", "", f"Formula: {formula}", ""]
         if m.sql is not None:  # the declaration every engine runs (rankwise.metrics.declarations, Metric.sql)
-            out += ["As declared (SQL over the per-(user, k) statistics; `$name` is a knob):", "",
+            over = "per-(user, k)" if m.level == "user" else "per-k catalog"
+            out += [f"As declared (SQL over the {over} statistics; `$name` is a knob):", "",
                     f"    {m.sql}", ""]
         if m in BEYOND:
             out += [f"Level: {m.level} ({m.aggregate}). Needs: " + ", ".join(m.needs) + ".", ""]

@@ -4,8 +4,8 @@ Each accuracy metric's per-user value is declared once, as a SQL expression over
 statistics (``Metric.sql``); every engine, rankwise.expr, the shipped SQL's metric stages and
 docs/metrics.md come from it (rankwise.metrics.formulas). Users with no relevant label or no recommendation
 get the values ``empty_labels`` and ``empty_predictions`` say, for every metric; ``nan`` leaves the
-user out of the mean. The beyond-accuracy metrics (``BEYOND``) are declared here for their names,
-knobs, inputs and docs; rankwise.engines.beyond computes them.
+user out of the mean. The beyond-accuracy metrics (``BEYOND``) declare theirs likewise, over the per-user
+or per-k statistics that rankwise.engines.beyond computes.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ class Metric:
         ``sql/per_user.sql`` (``hits``, ``n_rel``, ``dcg``, ...), the shared terms
         (``rankwise.metrics.formulas.TERMS``), other metrics' values and the knobs as ``$name``. The shipped
         SQL's metric stages are generated from it, and :meth:`build` turns it into Polars
-        (``rankwise.metrics.formulas``). NULL = undefined. None for the beyond-accuracy metrics (computed
-        by ``rankwise.engines.beyond``).
+        (``rankwise.metrics.formulas``). NULL = undefined. A beyond-accuracy metric's is over the statistics of
+        ``sql/beyond_user.sql`` or ``sql/beyond_catalog.sql`` (``formulas.BEYOND_STATISTICS``,
+        ``BEYOND_CATALOG_STATISTICS``) and their terms.
     bounds: (low, high), the range of every per-user value, so of their mean (None: open on that
         side), or a function of the convention giving it; intervals of the mean are clipped to it
         (:func:`value_range`). A catalog-level metric has one value, no interval: no bounds.
@@ -71,7 +72,8 @@ class Metric:
         from rankwise.metrics import formulas as _formulas
 
         params = {**conv.sql_parameters(), "beta": float(beta)}
-        return _formulas.to_polars(self.sql, params, col, names={**_USER_FORMULAS, **_formulas.BEYOND_TERMS})
+        return _formulas.to_polars(self.sql, params, col, names={**_USER_FORMULAS, **_formulas.BEYOND_TERMS,
+                                                                 **_formulas.BEYOND_CATALOG_TERMS})
 
 
 from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
@@ -176,8 +178,9 @@ _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
 
 # Beyond accuracy. A per-user one declares its value (sql) over the per-(user, k) sums of sql/beyond_user.sql
 # (rankwise.metrics.formulas.BEYOND_STATISTICS: n_items, info_sum, ...) and the terms BEYOND_TERMS; its final
-# SELECT there and the Polars engine's last step come from it. The catalog ones are one value per k (their
-# statistics and values: sql/beyond_catalog.sql and its Polars twin). Notation:
+# SELECT there and the Polars engine's last step come from it. A catalog one (one value per k) declares its
+# value over the per-k statistics of sql/beyond_catalog.sql (BEYOND_CATALOG_STATISTICS: n_c, c_sum, ...) and
+# the terms BEYOND_CATALOG_TERMS; the end of that file and the Polars engine's catalog values come from it. Notation:
 # L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users (rows
 # under popularity='rows'),
 # c(i) = exposure (users whose L_u holds i), C = the catalog.
@@ -209,20 +212,32 @@ BEYOND: tuple[Metric, ...] = (
     Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", "seren_sum / den_all",
            ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
            aggregate=_LISTS, bounds=(0.0, None)),  # rel: the graded relevance
-    Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,
+    Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|",
+           "CASE WHEN $coverage_scale = 'count' THEN covered "
+           "WHEN $coverage_scale = 'ratio' THEN covered / NULLIF(catalog_size, 0.0) "
+           "ELSE 100.0 * covered / NULLIF(catalog_size, 0.0) END",
            ("catalog", "catalog_outside", "catalog_padding", "coverage_scale"), level="catalog",
            needs=("recommendations",), aggregate="one value per k"),
-    Metric("gini", "Gini index of exposure@k", "sum_j (2j - N - 1) c_(j) / (D sum c), c ascending", None,
+    Metric("gini", "Gini index of exposure@k", "sum_j (2j - N - 1) c_(j) / (D sum c), c ascending",
+           "CASE WHEN gini_den > 0 AND c_sum > 0 THEN (CASE WHEN $gini = 'catalog_n1_complement' "
+           "THEN 1.0 - gini_num / (gini_den * c_sum) ELSE gini_num / (gini_den * c_sum) END) END",
            ("catalog", "catalog_padding", "gini"), level="catalog", needs=("recommendations",),
            aggregate="one value per k"),
-    Metric("exposure_entropy", "Exposure entropy@k", "-sum_i p_i log_b p_i, p_i = c(i) / sum c", None,
+    # -sum p ln p = ln C - sum c ln c / C, C = sum c
+    Metric("exposure_entropy", "Exposure entropy@k", "-sum_i p_i log_b p_i, p_i = c(i) / sum c",
+           "CASE WHEN c_sum > 0 THEN (LN(c_sum) - clogc / c_sum) / LN($info_log_base) "
+           "/ (CASE WHEN $entropy_normalize = 'distinct' THEN n_exposed ELSE 1.0 END) END",
            ("info_log_base", "entropy_normalize"), level="catalog", needs=("recommendations",),
            aggregate="one value per k"),
-    Metric("personalization", "Personalization@k", "1 - (sum_i c(i)^2 - sum_u n_u) / (k U_R (U_R - 1))", None,
+    # sum_u n_u = sum c (each list item is one exposure)
+    Metric("personalization", "Personalization@k", "1 - (sum_i c(i)^2 - sum_u n_u) / (k U_R (U_R - 1))",
+           "CASE WHEN n_users >= 2 THEN 1.0 - (c2_sum - (CASE WHEN $personalization_lists = 'full' "
+           "THEN n_users * k ELSE c_sum END)) / (k * n_users * (n_users - 1.0)) END",
            ("personalization_lists",), level="catalog", needs=("recommendations",), aggregate="one value per k"),
+    # the softmax's entropy: ln Z - sum e^d d / Z, Z = sum e^d
     Metric("score_entropy", "Score entropy@k (Evidently ScoreDistribution)",
-           "entropy (nats) of the softmax of all users' top-k scores pooled", None, (), level="catalog",
-           needs=("recommendations", "scores"), aggregate="one value per k"),
+           "entropy (nats) of the softmax of all users' top-k scores pooled", "LN(score_z) - score_zd / score_z", (),
+           level="catalog", needs=("recommendations", "scores"), aggregate="one value per k"),
 )
 # the input rules move every beyond-accuracy metric too (they decide L_u)
 BEYOND_EVERY = ("duplicates", "ties", "min_score")
