@@ -50,9 +50,9 @@ def test_list_path_equals_long_form_sql(monkeypatch, convention, graded):
     ran = []
     real = _polars_positions.per_user
     monkeypatch.setattr(_polars_positions, "per_user", lambda *a, **kw: ran.append(1) or real(*a, **kw))
-    want = rankwise.evaluate(long, labels, k=ks, backend="duckdb", convention=convention).per_user
+    want = rankwise.evaluate(long, labels, k=ks, backend="duckdb", convention=convention, metrics="all").per_user
     for backend in ("polars", "duckdb"):
-        got = rankwise.evaluate(lists, labels, k=ks, backend=backend, convention=convention).per_user
+        got = rankwise.evaluate(lists, labels, k=ks, backend=backend, convention=convention, metrics="all").per_user
         assert got.columns == want.columns and got["user"].to_list() == want["user"].to_list()
         for col in got.columns[1:]:
             for user, a, b in zip(got["user"], got[col], want[col]):

@@ -62,9 +62,14 @@ def test_summary_sql_has_one_branch_per_user_level_metric():
 def test_engines_return_the_registry_columns(backend):
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
     truth = pl.DataFrame({"user": [1, 2], "item": [11, 12]})
-    res = rankwise.evaluate(recs, truth, k=[1, 2], backend=backend)
+    res = rankwise.evaluate(recs, truth, k=[1, 2], backend=backend, metrics="all")
     assert res.per_user.columns == ["user"] + [f"{m}@{k}" for m in rankwise.METRICS for k in (1, 2)]
     assert res.summary["metric"].unique(maintain_order=True).to_list() == list(rankwise.METRICS)
+    # metrics=None: the usual ranking metrics, in registry order; a preset without them: all it has
+    usual = rankwise.evaluate(recs, truth, k=[1, 2], backend=backend)
+    assert usual.summary["metric"].unique(maintain_order=True).to_list() == list(rankwise.DEFAULT_METRICS)
+    assert set(rankwise.DEFAULT_METRICS) < set(rankwise.METRICS)
+    assert rankwise.evaluate(recs, truth, k=1, backend=backend, convention="kaggle").summary["metric"].to_list() == ["map"]
 
 
 def test_everything_else_derives_from_the_registry():

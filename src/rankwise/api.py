@@ -69,7 +69,8 @@ def evaluate(
         from ``rank_col`` when the table has it, else from ``score_col``; ``rank_col=None`` ranks by
         the scores even where a rank column exists. ``min_score`` reads ``score_col`` either way.
     k : int or list of int (default 10); every k is computed in the same pass.
-    metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all.
+    metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = ``rankwise.DEFAULT_METRICS`` (precision,
+        recall, f1, map, mar, mrr, dcg, ndcg, hit_rate, r_precision, rbp, err); "all" = every metric.
     measures : instead of ``metrics`` and ``k``: measure names as trec_eval and ir_measures write them
         ("P_10", "ndcg_cut_10", "map", "recip_rank", "nDCG@10", "P(rel=2)@5", "AP", "RBP(p=0.9)"; the
         table: docs/measures.md). Each is a metric at a cutoff or over the whole list (trec_eval's
@@ -368,8 +369,8 @@ class BeyondPlan(NamedTuple):
 
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:
     """(accuracy metrics: None = all, [] = none; beyond-accuracy names) of a ``metrics`` argument."""
-    if metrics is None:
-        return None, []
+    if metrics is None or (isinstance(metrics, str) and metrics.strip().lower() == "all"):
+        return metrics, []
     names = [metrics] if isinstance(metrics, (str, bytes)) else list(metrics)
     beyond = [n for n in names if isinstance(n, str) and n.strip().lower() in _beyond_spec.METRICS]
     return [n for n in names if n not in beyond], list(dict.fromkeys(n.strip().lower() for n in beyond))

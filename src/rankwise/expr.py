@@ -516,7 +516,8 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
             relevance: Column | None = None, convention: str | Convention = "default",
             beta: float | None = None) -> list[pl.Expr]:
     """Several metrics at several cutoffs, named ``"<metric>@<k>"`` (``f2@10`` for F-beta 2), the
-    columns ``evaluate(...).per_user`` has. Polars computes the parts they share once. ``beta``
+    columns ``evaluate(...).per_user`` has (``metrics=None``: rankwise.DEFAULT_METRICS, ``"all"``: every
+    metric with a list-column form). Polars computes the parts they share once. ``beta``
     names the F of ``metrics=None`` (``f2``); an F named in ``metrics`` fixes its beta, and a
     different ``beta`` is a ParameterError.
 
@@ -533,7 +534,8 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                              hint="Use expr.novelty / expr.arp / expr.ild on a list of each item's popularity or "
                                   "vector, or evaluate(..., train=...) for every beyond-accuracy metric.")
     request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
-    if metrics is None and relevance is not None and conv.err_max_grade == 0 and "err" in request.names:
+    if (metrics is None or _metrics.asks_all(metrics)) and relevance is not None and conv.err_max_grade == 0 \
+            and "err" in request.names:
         # ERR's top grade cannot come from one row: metrics=None leaves it out, saying so
         warn("expr.metrics() left out err: with a relevance list ERR needs the top grade of the scale "
              "(convention=Convention(err_max_grade=...)); evaluate() takes it from the whole ground truth.",

@@ -246,6 +246,11 @@ BY_NAME = {m.name: m for m in REGISTRY}
 _EVERY = BY_NAME | {m.name: m for m in BEYOND}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
+# what metrics=None computes: the ranking metrics recommender and search teams report; metrics="all" adds
+# trec_eval's families (counts, set measures, utility, interpolated precision, ...). A preset whose library
+# has none of these computes all it has.
+DEFAULT_METRICS = ("precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision", "rbp",
+                   "err")
 _F_BETA = re.compile(r"f(\d+(?:\.\d+)?)\Z", re.ASCII)
 
 # Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
@@ -325,10 +330,13 @@ def not_defined(convention_name: str, name: str, supported) -> ParameterError:
 
 
 def parse_request(metrics, k, supported: tuple[str, ...] | None = None, convention_name: str = "") -> MetricRequest:
-    """Validate ``metrics`` (None = all the convention supports) and ``k`` (positive ints)."""
+    """Validate ``metrics`` (None = the DEFAULT_METRICS the convention supports, "all" = every metric it
+    supports) and ``k`` (positive ints)."""
     ks = _parse_k(k)
-    if metrics is None:
+    if metrics is None or asks_all(metrics):
         names = [m for m in METRICS if supported is None or internal_name(m) in supported]
+        if metrics is None and any(m in DEFAULT_METRICS for m in names):
+            names = [m for m in names if m in DEFAULT_METRICS]
     else:
         names = _as_list(metrics, "metrics")
     seen, betas = [], []
@@ -357,7 +365,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
             seen.append(name)
     if not seen:
         raise ParameterError("metrics is empty: nothing to compute.",
-                             hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for all.")
+                             hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for the usual set.")
     spellings = [n for n in seen if _F_BETA.fullmatch(n)]
     if len(spellings) > len(set(betas)) == 1:  # f1 and f1.0: one per-user column, one summary row
         raise ParameterError(
@@ -377,6 +385,13 @@ K_MAX = 2**31 - 1  # the largest cutoff: an INTEGER in every SQL dialect (larger
 def _is_integer(value) -> bool:
     """Any integer (Python or NumPy: numbers.Integral) but a boolean (NumPy's bool_ is not Integral)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def asks_all(metrics) -> bool:
+    """metrics="all" (or ["all"], as the CLI's --metrics all gives it)."""
+    one = metrics if isinstance(metrics, str) else metrics[0] if isinstance(metrics, (list, tuple)) and \
+        len(metrics) == 1 else None
+    return isinstance(one, str) and one.strip().lower() == "all"
 
 
 def _parse_k(k) -> tuple[int, ...]:

@@ -202,7 +202,7 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.Da
     from rankwise.metrics import formulas as _formulas
 
     for m in REGISTRY:  # a metric whose summary is its formula over the other metrics' means (F of means)
-        if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1]:
+        if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1] or m.name not in present:
             continue
         reads = sorted(_formulas.reads(m.sql) & set(present))
         means = per_user_long.group_by("k").agg(pl.col(r).mean() for r in reads)
