@@ -145,6 +145,13 @@ class Convention:
         "an item repeated in one user's list: a DuplicateItemError, or keep the first occurrence "
         "and move later items up",
     )
+    negative_relevance: str = _knob(
+        "error",
+        ("error", "unjudged"),
+        "a ground-truth row with relevance < 0: an InvalidRelevanceError, or trec_eval's pooled-but-unjudged label "
+        "(qrels level -1): never relevant, no gain, not judged (bpref, infAP, num_nonrel_judged_ret and unj count it "
+        "as unjudged; infAP as a pooled one)",
+    )
     min_score: float | None = _knob(
         None,
         "None or a number",
@@ -366,7 +373,7 @@ class Convention:
         return "\n".join([head, *(f"  {a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows)])
 
 
-INPUT_KNOBS = ("duplicates", "ties", "min_score")
+INPUT_KNOBS = ("duplicates", "ties", "min_score", "negative_relevance")
 
 
 def _changed_name(base: str, changed: dict) -> str:
