@@ -259,7 +259,7 @@ pooled AS (
 pooled_running AS (
     SELECT p.user_id, p.rank,
            CAST(CASE WHEN p.following_rank > p.rank THEN p.following_rank ELSE 9223372036854775807 END AS BIGINT) AS next_rank,
-           CAST(p.nonrel_so_far AS BIGINT) AS nonrel_ret,
+           CAST(p.nonrel_so_far AS BIGINT) AS nonrel_ret, CAST(p.pooled_so_far AS BIGINT) AS pooled_ret,
            SUM(CASE WHEN p.kind = 1
                     THEN (CASE WHEN p.nonrel_so_far > 0
                                THEN 1.0 - CAST(LEAST(p.nonrel_so_far, p.n_rel) AS DOUBLE) / CAST(LEAST(p.n_nonrel, p.n_rel) AS DOUBLE)
@@ -278,7 +278,7 @@ pooled_running AS (
     FROM pooled AS p
 ),
 pooled_at_k AS (
-    SELECT p.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, p.nonrel_ret, p.bpref_sum, p.infap_sum
+    SELECT p.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, p.nonrel_ret, p.pooled_ret, p.bpref_sum, p.infap_sum
     FROM pooled_running AS p
     JOIN cutoffs AS c ON p.rank <= c.k AND c.k < p.next_rank
 ),
@@ -357,6 +357,7 @@ stats AS (
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.iprec_max, 0.0) ELSE 0.0 END AS iprec_max,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE 0.0 END AS ipt11_sum,
            CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.nonrel_ret ELSE 0 END AS DOUBLE) AS nonrel_ret,
+           CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.pooled_ret ELSE 0 END AS DOUBLE) AS pooled_ret,
            CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.bpref_sum ELSE 0.0 END AS bpref_sum,
            CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.infap_sum ELSE 0.0 END AS infap_sum,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
@@ -421,6 +422,7 @@ defined AS (
            d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS bpref,
            d.infap_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS infap,
            (LEAST(d.k, d.n_recs) - d.hits - d.nonrel_ret) / CAST(d.k AS DOUBLE) AS unj,
+           (d.hits + d.nonrel_ret + d.pooled_ret) / NULLIF(CAST(LEAST(d.k, d.n_recs) AS DOUBLE), 0.0) AS judged,
            d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS gm_bpref
     FROM denominators AS d
 ),
@@ -468,6 +470,7 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.bpref END AS bpref,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.infap END AS infap,
        f.unj AS unj,
+       f.judged AS judged,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_bpref END AS gm_bpref
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

@@ -44,6 +44,7 @@ per_k AS (
            AVG(p.bpref) AS bpref_mean, COUNT(p.bpref) AS bpref_n, STDDEV_SAMP(p.bpref) AS bpref_sd,
            AVG(p.infap) AS infap_mean, COUNT(p.infap) AS infap_n, STDDEV_SAMP(p.infap) AS infap_sd,
            AVG(p.unj) AS unj_mean, COUNT(p.unj) AS unj_n, STDDEV_SAMP(p.unj) AS unj_sd,
+           AVG(p.judged) AS judged_mean, COUNT(p.judged) AS judged_n, STDDEV_SAMP(p.judged) AS judged_sd,
            EXP(AVG(CASE WHEN p.gm_bpref IS NOT NULL THEN LN(GREATEST(p.gm_bpref, 0.00001)) END)) AS gm_bpref_geometric_mean, COUNT(p.gm_bpref) AS gm_bpref_n
     FROM per_user AS p
     GROUP BY p.k
@@ -141,6 +142,9 @@ SELECT 'infap' AS metric, c.k, s.infap_mean AS value, COALESCE(s.infap_n, 0) AS 
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'unj' AS metric, c.k, s.unj_mean AS value, COALESCE(s.unj_n, 0) AS n_users, s.unj_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'judged' AS metric, c.k, s.judged_mean AS value, COALESCE(s.judged_n, 0) AS n_users, s.judged_sd AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'gm_bpref' AS metric, c.k, s.gm_bpref_geometric_mean AS value, COALESCE(s.gm_bpref_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd

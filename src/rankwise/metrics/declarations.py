@@ -190,6 +190,11 @@ REGISTRY: tuple[Metric, ...] = (
            "the items in the top k without a judgement (no label row, or relevance < 0) / k (a list shorter than k "
            "is filled with judged items, as trec_eval)",
            "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",), empty_rules=False),
+    Metric("judged", "Judged@k (ir_measures' Judged@k)",
+           "the items in the top k with a label row (any relevance, a negative one too) / min(k, list length); "
+           "undefined for an empty list",
+           "(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)", ("negative_relevance",),
+           empty_rules=False),
     Metric("gm_bpref", "GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k)",
            "per user bpref@k (as bpref); the summary is exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor",
            _BPREF, ("negative_relevance",), summary="geometric_mean",

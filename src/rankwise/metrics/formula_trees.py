@@ -73,6 +73,8 @@ TREES = {
         ('__truediv__', ('col', 'infap_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
     '(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)':
         ('__truediv__', ('__sub__', ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')), ('col', 'nonrel_ret')), ('cast', 'DOUBLE', ('col', 'k'))),
+    '(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)':
+        ('__truediv__', ('__add__', ('__add__', ('col', 'hits'), ('col', 'nonrel_ret')), ('col', 'pooled_ret')), ('nullif', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs')))), ('lit', 0.0))),
     'bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
         ('__truediv__', ('col', 'bpref_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
     "CASE WHEN $novelty_normalize = 'log_users' AND total <= 1 THEN CAST(NULL AS DOUBLE) ELSE info_sum / den_counted END":

@@ -152,7 +152,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits", "mult_hits").fill_null(0).cast(pl.Float64),
         pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum").fill_null(0.0),
-        *([pl.col("nonrel_ret").fill_null(0).cast(pl.Float64), pl.col("bpref_sum", "infap_sum").fill_null(0.0)]
+        *([pl.col("nonrel_ret", "pooled_ret").fill_null(0).cast(pl.Float64), pl.col("bpref_sum", "infap_sum").fill_null(0.0)]
           if pool else []),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
@@ -174,7 +174,7 @@ def pool_metrics() -> set[str]:
     return {m.name for m in REGISTRY if m.sql is not None and POOL_STATISTICS & _formulas.reads(m.sql)}
 
 
-POOL_STATISTICS = {"nonrel_ret", "bpref_sum", "infap_sum"}
+POOL_STATISTICS = {"nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"}
 INFAP_EPSILON = 0.00001  # trec_eval.h
 
 
@@ -211,11 +211,11 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
         1.0 / rank + j / rank * ((rel - 1 + nonrel + pl.col("pooled_so_far")).cast(pl.Float64) / j)
         * (((rel - 1).cast(pl.Float64) + INFAP_EPSILON) / ((rel - 1 + nonrel).cast(pl.Float64) + 2 * INFAP_EPSILON)))
     running = rows.with_columns(
-        nonrel_so_far=nonrel,
+        pooled_ret=pl.col("pooled_so_far"),
         bpref_sum=pl.when(hit).then(bpref_term).otherwise(0.0).cum_sum().over(USER),
         infap_sum=pl.when(hit).then(infap_term).otherwise(0.0).cum_sum().over(USER),
     ).rename({"nonrel_so_far": "nonrel_ret"})
-    return _at_cutoffs(running, RANK, ks, ["nonrel_ret", "bpref_sum", "infap_sum"])
+    return _at_cutoffs(running, RANK, ks, ["nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"])
 
 
 def _as_is(value: pl.Expr) -> pl.Expr:
