@@ -228,7 +228,7 @@ at_k AS (
 -- the judged-aware statistics (bpref, infAP, num_nonrel_judged_ret, unj), as trec_eval's form_res_rels.c sorts
 -- a ranked item: kind 1 relevant, 0 judged non-relevant (relevance >= 0, not relevant), -1 pooled but not
 -- judged (relevance < 0, under negative_relevance = 'unjudged'); an item without a label row is not in the
--- pool. Every recommended item within the largest k that has a label row, whatever its relevance (the
+-- pool. The running counts are BIGINT (ClickHouse sums into UInt64, which LEAST with n_rel refuses). Every recommended item within the largest k that has a label row, whatever its relevance (the
 -- `judged` rows above are only those that can earn), with the running counts of each kind in rank order
 pool_labels AS (
     SELECT g.user_id, g.item_id,
@@ -239,12 +239,15 @@ pool_labels AS (
 ),
 pooled AS (
     SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, u.n_rel, u.n_nonrel, p.kind,
-           SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END)
-               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rel_so_far,
-           SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END)
-               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS nonrel_so_far,
-           SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END)
-               OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pooled_so_far,
+           CAST(SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS rel_so_far,
+           CAST(SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS nonrel_so_far,
+           CAST(SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS pooled_so_far,
            LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
     FROM recommendations AS r
     JOIN (SELECT MAX(c.k) AS max_k FROM cutoffs AS c) AS h ON r.rank <= h.max_k

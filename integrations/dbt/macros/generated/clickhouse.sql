@@ -918,21 +918,21 @@ WITH labels AS (
     u.n_rel AS n_rel,
     u.n_nonrel AS n_nonrel,
     p.kind AS kind,
-    SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END) OVER (
+    CAST(SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS rel_so_far,
-    SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END) OVER (
+    ) AS Nullable(Int64)) AS rel_so_far,
+    CAST(SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS nonrel_so_far,
-    SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END) OVER (
+    ) AS Nullable(Int64)) AS nonrel_so_far,
+    CAST(SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS pooled_so_far,
+    ) AS Nullable(Int64)) AS pooled_so_far,
     lead(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
   FROM rankwise_recommendations AS r
   CROSS JOIN (

@@ -843,21 +843,21 @@ WITH labels AS (
     u.n_rel,
     u.n_nonrel,
     p.kind,
-    SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END) OVER (
+    CAST(SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS rel_so_far,
-    SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END) OVER (
+    ) AS BIGINT) AS rel_so_far,
+    CAST(SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS nonrel_so_far,
-    SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END) OVER (
+    ) AS BIGINT) AS nonrel_so_far,
+    CAST(SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS pooled_so_far,
+    ) AS BIGINT) AS pooled_so_far,
     LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
   FROM rankwise_recommendations AS r
   JOIN (
