@@ -356,7 +356,7 @@ class Convention:
         """The knobs as SQL parameters (booleans become 0/1, numbers floats)."""
         out = {}
         for name, value in self.knobs().items():
-            if value is None or name in INPUT_KNOBS:
+            if value is None or (name in INPUT_KNOBS and name not in CHECKED_IN_SQL):
                 continue  # applied while normalising the inputs, before either engine
             if isinstance(value, bool):
                 value = int(value)
@@ -374,6 +374,8 @@ class Convention:
 
 
 INPUT_KNOBS = ("duplicates", "ties", "min_score", "negative_relevance")
+# input knobs that are SQL parameters too: sql/checks.sql reads them (the rendered scripts and dbt templates fill them)
+CHECKED_IN_SQL = ("negative_relevance",)
 
 
 def _changed_name(base: str, changed: dict) -> str:

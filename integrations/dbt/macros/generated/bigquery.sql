@@ -166,7 +166,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS FLOAT64) AND CAST(1.7976931348623157e308 AS FLOAT64)
@@ -1624,7 +1624,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS FLOAT64) AND CAST(1.7976931348623157e308 AS FLOAT64)

@@ -176,7 +176,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS Nullable(Float64)) AND CAST(1.7976931348623157e308 AS Nullable(Float64))
@@ -1736,7 +1736,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS Nullable(Float64)) AND CAST(1.7976931348623157e308 AS Nullable(Float64))

@@ -153,7 +153,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308
@@ -1540,7 +1540,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308

@@ -182,7 +182,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS DOUBLE) AND CAST(1.7976931348623157e308 AS DOUBLE)
@@ -1686,7 +1686,7 @@ FROM (
         AND (
           g.relevance IS NULL
           OR (
-            g.relevance < 0 AND 'error' = 'error'
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
           )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS DOUBLE) AND CAST(1.7976931348623157e308 AS DOUBLE)

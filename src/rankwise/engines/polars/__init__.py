@@ -30,7 +30,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
     pool = bool(computed & pool_metrics())  # the judged-aware statistics: only when one of their metrics is asked for
-    if (prep.rec_lists is not None and positions.applies_to(conv, ks) and not pool
+    if (prep.rec_lists is not None and positions.applies_to(conv, ks)
             and (levels := positions.levels(prep)) is not None):
         return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
     recs, truth = prep.recs, prep.truth
@@ -168,14 +168,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
 
 
 # the metrics that read the judged-aware statistics (sql/per_user.sql: pool_labels .. pooled_at_k)
-def pool_metrics() -> set[str]:
-    from rankwise.metrics import formulas as _formulas
-
-    return {m.name for m in REGISTRY if m.sql is not None and POOL_STATISTICS & _formulas.reads(m.sql)}
-
-
-POOL_STATISTICS = {"nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"}
-INFAP_EPSILON = 0.00001  # trec_eval.h
+pool_metrics, INFAP_EPSILON = positions.pool_metrics, positions.INFAP_EPSILON
 
 
 def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,
