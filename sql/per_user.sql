@@ -27,6 +27,9 @@
 --   $iprec_recall_count    'round' (r = round(l n_rel), trec_eval 10.0) | 'truncate_plus_0.9' (floor(l n_rel + 0.9),
 --                          trec_eval 9 and pytrec_eval)
 --   $beta                  F-beta's beta
+-- Ground truth: a row with relevance > 0 and >= $relevance_threshold is relevant; one with relevance >= 0 that
+--   is not, judged non-relevant; one with relevance < 0 (negative_relevance = 'unjudged': trec_eval's -1) is
+--   pooled but not judged (never relevant, no gain); an item without a row is not judged.
 -- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics.declarations (precision, recall,
 --   fbeta, map, ...). NULL = undefined under the convention (excluded from means).
 -- The stages up to `stats` compute the per-(user, k) statistics (hits@k = relevant items in the top k,
@@ -36,7 +39,11 @@ WITH
 labels AS (
     SELECT g.user_id, g.item_id,
            CASE WHEN g.item_id IS NOT NULL AND g.relevance > 0 AND g.relevance >= $relevance_threshold
-                THEN 1 ELSE 0 END AS is_rel
+                THEN 1 ELSE 0 END AS is_rel,
+           -- judged non-relevant: a relevance >= 0 that is not relevant (a negative one is pooled, not judged)
+           CASE WHEN g.item_id IS NOT NULL AND g.relevance >= 0
+                     AND NOT (g.relevance > 0 AND g.relevance >= $relevance_threshold)
+                THEN 1 ELSE 0 END AS is_nonrel
     FROM ground_truth AS g
 ),
 -- labels that can earn something. A relevance of 0 is never relevant and has gain 0 under every
@@ -60,7 +67,7 @@ err_scale AS (
 ),
 label_stats AS (
     SELECT l.user_id, 1 AS in_truth, CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
-           CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
+           CAST(SUM(l.is_rel) AS BIGINT) AS n_rel, CAST(SUM(l.is_nonrel) AS BIGINT) AS n_nonrel
     FROM labels AS l
     GROUP BY l.user_id
 ),
@@ -79,12 +86,13 @@ all_users AS (
            COALESCE(ls.in_truth, 0) AS in_truth,
            CAST(COALESCE(ls.n_judged, 0) AS BIGINT) AS n_judged,
            CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
-           CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel
+           CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel,
+           CAST(COALESCE(ls.n_nonrel, 0) AS BIGINT) AS n_nonrel
     FROM rec_stats AS rs
     FULL OUTER JOIN label_stats AS ls ON rs.user_id = ls.user_id
 ),
 universe AS (
-    SELECT a.user_id, a.n_recs, a.n_rel
+    SELECT a.user_id, a.n_recs, a.n_rel, a.n_nonrel
     FROM all_users AS a
     WHERE (CASE WHEN $users = 'union' THEN 1
                 WHEN $users = 'labels' THEN a.in_truth
@@ -217,6 +225,66 @@ at_k AS (
     FROM running_err AS r
     JOIN cutoffs AS c ON r.rank <= c.k AND c.k < r.next_rank
 ),
+-- the judged-aware statistics (bpref, infAP, num_nonrel_judged_ret, unj), as trec_eval's form_res_rels.c sorts
+-- a ranked item: kind 1 relevant, 0 judged non-relevant (relevance >= 0, not relevant), -1 pooled but not
+-- judged (relevance < 0, under negative_relevance = 'unjudged'); an item without a label row is not in the
+-- pool. The running counts are BIGINT (ClickHouse sums into UInt64, which LEAST with n_rel refuses). Every recommended item within the largest k that has a label row, whatever its relevance (the
+-- `judged` rows above are only those that can earn), with the running counts of each kind in rank order
+pool_labels AS (
+    SELECT g.user_id, g.item_id,
+           CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1
+                WHEN g.relevance >= 0 THEN 0 ELSE -1 END AS kind
+    FROM ground_truth AS g
+    WHERE g.item_id IS NOT NULL
+),
+pooled AS (
+    SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, u.n_rel, u.n_nonrel, p.kind,
+           CAST(SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS rel_so_far,
+           CAST(SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS nonrel_so_far,
+           CAST(SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS pooled_so_far,
+           LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
+    FROM recommendations AS r
+    JOIN (SELECT MAX(c.k) AS max_k FROM cutoffs AS c) AS h ON r.rank <= h.max_k
+    JOIN pool_labels AS p ON p.user_id = r.user_id AND p.item_id = r.item_id
+    JOIN universe AS u ON u.user_id = r.user_id
+),
+-- the sums bpref and infAP add at each relevant item, in rank order (m_bpref.c, m_infap.c; j = rank - 1 items
+-- above it, of them rel_so_far - 1 relevant, nonrel_so_far judged non-relevant, pooled_so_far pooled):
+--   bpref: 1 - min(nonrel_so_far, n_rel) / min(n_nonrel, n_rel), 1 when no judged non-relevant item is above
+--   infAP: 1 at rank 1, else 1 / rank + (j / rank) ((rel_so_far - 1 + nonrel_so_far + pooled_so_far) / j)
+--          ((rel_so_far - 1 + 0.00001) / (rel_so_far - 1 + nonrel_so_far + 0.00002))   (INFAP_EPSILON 0.00001)
+pooled_running AS (
+    SELECT p.user_id, p.rank,
+           CAST(CASE WHEN p.following_rank > p.rank THEN p.following_rank ELSE 9223372036854775807 END AS BIGINT) AS next_rank,
+           CAST(p.nonrel_so_far AS BIGINT) AS nonrel_ret, CAST(p.pooled_so_far AS BIGINT) AS pooled_ret,
+           SUM(CASE WHEN p.kind = 1
+                    THEN (CASE WHEN p.nonrel_so_far > 0
+                               THEN 1.0 - CAST(LEAST(p.nonrel_so_far, p.n_rel) AS DOUBLE) / CAST(LEAST(p.n_nonrel, p.n_rel) AS DOUBLE)
+                               ELSE 1.0 END)
+                    ELSE 0.0 END)
+               OVER (PARTITION BY p.user_id ORDER BY p.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bpref_sum,
+           SUM(CASE WHEN p.kind = 1
+                    THEN (CASE WHEN p.rank = 1 THEN 1.0
+                               ELSE 1.0 / CAST(p.rank AS DOUBLE)
+                                    + CAST(p.rank - 1 AS DOUBLE) / CAST(p.rank AS DOUBLE)
+                                      * (CAST(p.rel_so_far - 1 + p.nonrel_so_far + p.pooled_so_far AS DOUBLE) / CAST(p.rank - 1 AS DOUBLE))
+                                      * ((CAST(p.rel_so_far - 1 AS DOUBLE) + CAST(0.00001 AS DOUBLE))
+                                         / (CAST(p.rel_so_far - 1 + p.nonrel_so_far AS DOUBLE) + CAST(0.00002 AS DOUBLE))) END)
+                    ELSE 0.0 END)
+               OVER (PARTITION BY p.user_id ORDER BY p.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS infap_sum
+    FROM pooled AS p
+),
+pooled_at_k AS (
+    SELECT p.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, p.nonrel_ret, p.pooled_ret, p.bpref_sum, p.infap_sum
+    FROM pooled_running AS p
+    JOIN cutoffs AS c ON p.rank <= c.k AND c.k < p.next_rank
+),
 -- ideal DCG from the top k ($ideal = 'predictions_topk'): each k's judged rows in the ideal order
 -- (gain descending; rows of equal gain are interchangeable, so no tie-break is needed), summed
 -- running in that order and read at the k's last position (= judged_pos of at_k)
@@ -291,6 +359,10 @@ stats AS (
            CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.iprec_max, 0.0) ELSE 0.0 END AS iprec_max,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE 0.0 END AS ipt11_sum,
+           CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.nonrel_ret ELSE 0 END AS DOUBLE) AS nonrel_ret,
+           CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.pooled_ret ELSE 0 END AS DOUBLE) AS pooled_ret,
+           CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.bpref_sum ELSE 0.0 END AS bpref_sum,
+           CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.infap_sum ELSE 0.0 END AS infap_sum,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -300,6 +372,7 @@ stats AS (
     LEFT JOIN idcg_top AS it ON it.user_id = u.user_id AND it.k = c.k AND it.ideal_pos = a.judged_pos
     LEFT JOIN idcg_labels AS il ON il.user_id = u.user_id AND il.k = c.k
     LEFT JOIN idcg_ones AS io ON io.k = c.k
+    LEFT JOIN pooled_at_k AS pk ON pk.user_id = u.user_id AND pk.k = c.k
 ),
 -- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
 -- the terms several metrics share (rankwise.metrics.formulas.TERMS)
@@ -347,7 +420,13 @@ defined AS (
            d.iprec_max AS iprec_at_recall,
            d.ipt11_sum * (1.0 / 11.0) AS ipt11_avg,
            $utility_relevant_retrieved * d.hits + $utility_nonrelevant_retrieved * (LEAST(d.k, d.n_recs) - d.hits) + $utility_relevant_missed * (d.n_rel - d.hits) + $utility_nonrelevant_missed * ($collection_size + d.hits - LEAST(d.k, d.n_recs) - d.n_rel) AS utility,
-           CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map
+           CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map,
+           d.nonrel_ret AS num_nonrel_judged_ret,
+           d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS bpref,
+           d.infap_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS infap,
+           (LEAST(d.k, d.n_recs) - d.hits - d.nonrel_ret) / CAST(d.k AS DOUBLE) AS unj,
+           (d.hits + d.nonrel_ret + d.pooled_ret) / NULLIF(CAST(LEAST(d.k, d.n_recs) AS DOUBLE), 0.0) AS judged,
+           d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS gm_bpref
     FROM denominators AS d
 ),
 defined_2 AS (
@@ -389,6 +468,12 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.iprec_at_recall END AS iprec_at_recall,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ipt11_avg END AS ipt11_avg,
        f.utility AS utility,
-       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map,
+       f.num_nonrel_judged_ret AS num_nonrel_judged_ret,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.bpref END AS bpref,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.infap END AS infap,
+       f.unj AS unj,
+       f.judged AS judged,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_bpref END AS gm_bpref
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

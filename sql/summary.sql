@@ -39,7 +39,13 @@ per_k AS (
            AVG(p.iprec_at_recall) AS iprec_at_recall_mean, COUNT(p.iprec_at_recall) AS iprec_at_recall_n, STDDEV_SAMP(p.iprec_at_recall) AS iprec_at_recall_sd,
            AVG(p.ipt11_avg) AS ipt11_avg_mean, COUNT(p.ipt11_avg) AS ipt11_avg_n, STDDEV_SAMP(p.ipt11_avg) AS ipt11_avg_sd,
            AVG(p.utility) AS utility_mean, COUNT(p.utility) AS utility_n, STDDEV_SAMP(p.utility) AS utility_sd,
-           EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n
+           EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n,
+           SUM(p.num_nonrel_judged_ret) AS num_nonrel_judged_ret_sum, COUNT(p.num_nonrel_judged_ret) AS num_nonrel_judged_ret_n,
+           AVG(p.bpref) AS bpref_mean, COUNT(p.bpref) AS bpref_n, STDDEV_SAMP(p.bpref) AS bpref_sd,
+           AVG(p.infap) AS infap_mean, COUNT(p.infap) AS infap_n, STDDEV_SAMP(p.infap) AS infap_sd,
+           AVG(p.unj) AS unj_mean, COUNT(p.unj) AS unj_n, STDDEV_SAMP(p.unj) AS unj_sd,
+           AVG(p.judged) AS judged_mean, COUNT(p.judged) AS judged_n, STDDEV_SAMP(p.judged) AS judged_sd,
+           EXP(AVG(CASE WHEN p.gm_bpref IS NOT NULL THEN LN(GREATEST(p.gm_bpref, 0.00001)) END)) AS gm_bpref_geometric_mean, COUNT(p.gm_bpref) AS gm_bpref_n
     FROM per_user AS p
     GROUP BY p.k
 )
@@ -124,4 +130,22 @@ SELECT 'utility' AS metric, c.k, s.utility_mean AS value, COALESCE(s.utility_n, 
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'gm_map' AS metric, c.k, s.gm_map_geometric_mean AS value, COALESCE(s.gm_map_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'num_nonrel_judged_ret' AS metric, c.k, s.num_nonrel_judged_ret_sum AS value, COALESCE(s.num_nonrel_judged_ret_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'bpref' AS metric, c.k, s.bpref_mean AS value, COALESCE(s.bpref_n, 0) AS n_users, s.bpref_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'infap' AS metric, c.k, s.infap_mean AS value, COALESCE(s.infap_n, 0) AS n_users, s.infap_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'unj' AS metric, c.k, s.unj_mean AS value, COALESCE(s.unj_n, 0) AS n_users, s.unj_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'judged' AS metric, c.k, s.judged_mean AS value, COALESCE(s.judged_n, 0) AS n_users, s.judged_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'gm_bpref' AS metric, c.k, s.gm_bpref_geometric_mean AS value, COALESCE(s.gm_bpref_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

@@ -119,6 +119,11 @@ def _stats(n=4000, seed=7) -> pl.DataFrame:
         "mult_hits": np.minimum(hits, rng.integers(0, 4, n)).astype(float),
         "iprec_max": np.where(hits > 0, rng.random(n), 0.0),
         "ipt11_sum": np.where(hits > 0, rng.random(n) * 11, 0.0),
+        # judged non-relevant and pooled items within k (at most the list's other items), bpref's and infAP's sums
+        "nonrel_ret": np.minimum(np.minimum(k, n_recs) - hits, rng.integers(0, 4, n)).clip(0).astype(float),
+        "pooled_ret": rng.integers(0, 2, n).astype(float),
+        "bpref_sum": np.where(hits > 0, rng.random(n) * hits, 0.0),
+        "infap_sum": np.where(hits > 0, rng.random(n) * hits, 0.0),
     })
 
 

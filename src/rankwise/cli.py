@@ -455,8 +455,8 @@ def _read_inputs(recommendations, ground_truth, fmt: str):
         tags = {tag: tag for tag in run.get_column("run").unique(maintain_order=True).to_list()}
         frames = {tag: run.filter(pl.col("run") == tag).select("user", "item", "rank", "score") for tag in tags}
         recommendations = frames if len(frames) > 1 else next(iter(frames.values()))
-    if kinds[1] == "qrels":  # a negative level (-1: pooled, not judged) is not relevant: 0 here
-        ground_truth = read_qrels(ground_truth).with_columns(pl.col("relevance").clip(lower_bound=0))
+    if kinds[1] == "qrels":  # a negative level (-1: pooled, not judged) is read by negative_relevance='unjudged'
+        ground_truth = read_qrels(ground_truth)
     return recommendations, ground_truth, tags
 
 

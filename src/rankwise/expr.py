@@ -512,6 +512,10 @@ def _popularity_mean(pop: pl.Expr, total: pl.Expr, conv: Convention, k: int) -> 
     return pl.when(pop.is_not_null() & counts & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
 
 
+# trec_eval's judged-aware metrics (bpref, infAP, ...): engines only, no list-column form yet
+NO_LIST_FORM = ("num_nonrel_judged_ret", "bpref", "infap", "unj", "judged", "gm_bpref")
+
+
 def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Iterable[str] | None = None,
             relevance: Column | None = None, convention: str | Convention = "default",
             beta: float | None = None) -> list[pl.Expr]:
@@ -549,6 +553,9 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                                  hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
         names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
         request = _metrics.MetricRequest(names, request.ks, beta)
+    if metrics is None:  # the judged-aware metrics have no list-column form yet: metrics=None leaves them out
+        request = _metrics.MetricRequest(tuple(n for n in request.names if n not in NO_LIST_FORM), request.ks,
+                                         request.beta)
     _metrics.check_cutoffs(conv, request.ks, request.names)
     rows = _Rows(recs, truth, relevance, conv)
     return [rows.metric(_metrics.internal_name(name), kk, request.beta).alias(request.column(name, kk))
@@ -1024,6 +1031,10 @@ class _Rows:
         conv = _defining(self.conv, name)
         if name not in _metrics.BY_NAME:
             raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
+        if name in NO_LIST_FORM:
+            raise ParameterError(f"{name} has no list-column form yet: it reads which recommended items are judged "
+                                 "non-relevant or pooled, not only the relevant ones.",
+                                 hint="Evaluate it with rankwise.evaluate() on the long tables.")
         _metrics.check_cutoffs(conv, (k,), (name,))
         if name == "err" and self.rel is not None and conv.err_max_grade == 0:
             raise ParameterError(

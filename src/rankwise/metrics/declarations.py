@@ -78,6 +78,7 @@ class Metric:
 
 from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
 _AP = "CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END"  # AP@k: map's and gm_map's per-user value
+_BPREF = "bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"  # bpref's and gm_bpref's per-user value
 _COUNT = dict(bounds=None, empty_rules=False, summary="sum", aggregate="sum over users (trec_eval's 'all' line)")
 
 REGISTRY: tuple[Metric, ...] = (
@@ -171,6 +172,34 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("gm_map", "GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k)",
            "per user AP@k (as map); the summary is exp(mean ln max(AP@k, 0.00001)), trec_eval's floor",
            _AP, ("ap_denominator",), summary="geometric_mean",
+           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)"),
+    # trec_eval's judged-aware measures (m_bpref.c, m_infap.c, m_num_nonrel_judged_ret.c, m_unjudged.c) over the
+    # top k: a label row with relevance >= 0 is judged (relevant, or judged non-relevant), one with relevance < 0
+    # is pooled but not judged (negative_relevance='unjudged'), an item without a row is not judged
+    Metric("num_nonrel_judged_ret", "Judged non-relevant retrieved@k (trec_eval's num_nonrel_judged_ret)",
+           "the judged non-relevant items (relevance >= 0, not relevant) in the top k; summed over users",
+           "nonrel_ret", ("negative_relevance",), **_COUNT),
+    Metric("bpref", "bpref@k (Buckley and Voorhees 2004; trec_eval's bpref over the top k)",
+           "(1 / R) sum over the relevant items r in the top k of 1 - min(n_r, R) / min(N, R) (1 when n_r = 0), "
+           "n_r = judged non-relevant items above r, R = n_rel, N = the user's judged non-relevant labels",
+           _BPREF, ("negative_relevance",)),
+    Metric("infap", "infAP@k (Yilmaz and Aslam 2006; trec_eval's infAP over the top k)",
+           "(1 / R) sum over the relevant items in the top k at rank i = j + 1 of 1 if i = 1, else 1/i + (j/i) "
+           "((r + n + p) / j) ((r + e) / (r + n + 2e)): r, n, p = the relevant, judged non-relevant and pooled "
+           "(relevance < 0) items above it, e = 0.00001 (trec_eval's INFAP_EPSILON)",
+           "infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", ("negative_relevance",)),
+    Metric("unj", "Unjudged@k (trec_eval's unj_k; ir_measures' Judged@k is 1 - unj@k)",
+           "the items in the top k without a judgement (no label row, or relevance < 0) / k (a list shorter than k "
+           "is filled with judged items, as trec_eval)",
+           "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",), empty_rules=False),
+    Metric("judged", "Judged@k (ir_measures' Judged@k)",
+           "the items in the top k with a label row (any relevance, a negative one too) / min(k, list length); "
+           "undefined for an empty list",
+           "(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)", ("negative_relevance",),
+           empty_rules=False),
+    Metric("gm_bpref", "GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k)",
+           "per user bpref@k (as bpref); the summary is exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor",
+           _BPREF, ("negative_relevance",), summary="geometric_mean",
            aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)"),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)

@@ -75,6 +75,18 @@ TREES = {
         ('__add__', ('__add__', ('__add__', ('__mul__', ('param', 'utility_relevant_retrieved'), ('col', 'hits')), ('__mul__', ('param', 'utility_nonrelevant_retrieved'), ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')))), ('__mul__', ('param', 'utility_relevant_missed'), ('__sub__', ('col', 'n_rel'), ('col', 'hits')))), ('__mul__', ('param', 'utility_nonrelevant_missed'), ('__sub__', ('__sub__', ('__add__', ('param', 'collection_size'), ('col', 'hits')), ('least', (('col', 'k'), ('col', 'n_recs')))), ('col', 'n_rel')))),
     'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':
         ('case', ((('__gt__', ('col', 'ap_den'), ('lit', 0)), ('__truediv__', ('col', 'precision_sum'), ('col', 'ap_den'))),), ('lit', 0.0)),
+    'nonrel_ret':
+        ('col', 'nonrel_ret'),
+    'bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'bpref_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
+    'infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'infap_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
+    '(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)':
+        ('__truediv__', ('__sub__', ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')), ('col', 'nonrel_ret')), ('cast', 'DOUBLE', ('col', 'k'))),
+    '(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)':
+        ('__truediv__', ('__add__', ('__add__', ('col', 'hits'), ('col', 'nonrel_ret')), ('col', 'pooled_ret')), ('nullif', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs')))), ('lit', 0.0))),
+    'bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'bpref_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
     "CASE WHEN $novelty_normalize = 'log_users' AND total <= 1 THEN CAST(NULL AS DOUBLE) ELSE info_sum / den_counted END":
         ('case', ((('and', ('__eq__', ('param', 'novelty_normalize'), ('lit', 'log_users')), ('__le__', ('col', 'total'), ('lit', 1))), ('cast', 'DOUBLE', ('lit', None))),), ('__truediv__', ('col', 'info_sum'), ('col', 'den_counted'))),
     'apop_sum / den_counted':

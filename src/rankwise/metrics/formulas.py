@@ -31,7 +31,8 @@ import polars as pl
 # The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
 # every formula reads. A metric named like one (dcg) is that statistic.
 STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
-              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum")
+              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum", "nonrel_ret", "pooled_ret",
+              "bpref_sum", "infap_sum")
 
 # trec_eval's floor of a value in a geometric mean (trec_eval.h MIN_GEO_MEAN): gm_map, gm_bpref
 GEOMETRIC_FLOOR = 0.00001

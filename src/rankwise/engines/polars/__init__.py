@@ -29,7 +29,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
-    if prep.rec_lists is not None and positions.applies_to(conv, ks) and (levels := positions.levels(prep)) is not None:
+    pool = bool(computed & pool_metrics())  # the judged-aware statistics: only when one of their metrics is asked for
+    if (prep.rec_lists is not None and positions.applies_to(conv, ks)
+            and (levels := positions.levels(prep)) is not None):
         return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
@@ -111,6 +113,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     grid = _read_back(grid, at_k)
+    if pool:
+        grid = _read_back(grid, _pooled_at_k(recs, truth, universe, conv, ks))
     # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
     if conv.ideal == "predictions_topk":
         # per (user, k) the top k's gains in descending order, then discounted and summed in that order
@@ -148,6 +152,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits", "mult_hits").fill_null(0).cast(pl.Float64),
         pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum").fill_null(0.0),
+        *([pl.col("nonrel_ret", "pooled_ret").fill_null(0).cast(pl.Float64), pl.col("bpref_sum", "infap_sum").fill_null(0.0)]
+          if pool else []),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
@@ -159,6 +165,50 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .select(USER, "k", "n_recs", "n_rel", *[m for m in METRIC_COLUMNS if m in computed])
         .collect(engine=engine)
     )
+
+
+# the metrics that read the judged-aware statistics (sql/per_user.sql: pool_labels .. pooled_at_k)
+pool_metrics, INFAP_EPSILON = positions.pool_metrics, positions.INFAP_EPSILON
+
+
+def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,
+                 ks: tuple[int, ...]) -> pl.LazyFrame:
+    """sql/per_user.sql's pooled .. pooled_at_k: every recommended item within max(k) with a label row, of kind 1
+    (relevant), 0 (judged non-relevant: relevance >= 0, not relevant) or -1 (pooled, not judged: relevance < 0),
+    and in rank order the running count of judged non-relevant items (nonrel_ret) and the sums bpref and infAP
+    add at each relevant item (m_bpref.c, m_infap.c; j = rank - 1, r, n, p the kinds above it):
+    bpref 1 - min(n, R) / min(N, R) (1 when n = 0); infAP 1 at rank 1, else
+    1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001."""
+    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
+    kinds = truth.filter(pl.col(ITEM).is_not_null()).select(
+        USER, ITEM, pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind"))
+    n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
+    rows = (
+        recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM)
+        .join(kinds, on=[USER, ITEM], how="inner", nulls_equal=True)
+        .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+        .join(n_nonrel, on=USER, how="left", nulls_equal=True)
+        .sort(USER, RANK)
+        .with_columns(rel_so_far=(pl.col("kind") == 1).cast(pl.Int64).cum_sum().over(USER),
+                      nonrel_so_far=(pl.col("kind") == 0).cast(pl.Int64).cum_sum().over(USER),
+                      pooled_so_far=(pl.col("kind") == -1).cast(pl.Int64).cum_sum().over(USER))
+    )
+    rank, rel, nonrel = pl.col(RANK).cast(pl.Float64), pl.col("rel_so_far"), pl.col("nonrel_so_far")
+    n_rel = pl.col("n_rel")
+    hit = pl.col("kind") == 1
+    bpref_term = pl.when(nonrel > 0).then(
+        1.0 - pl.min_horizontal(nonrel, n_rel).cast(pl.Float64)
+        / pl.min_horizontal(pl.col("n_nonrel"), n_rel).cast(pl.Float64)).otherwise(1.0)
+    j = (pl.col(RANK) - 1).cast(pl.Float64)
+    infap_term = pl.when(pl.col(RANK) == 1).then(1.0).otherwise(
+        1.0 / rank + j / rank * ((rel - 1 + nonrel + pl.col("pooled_so_far")).cast(pl.Float64) / j)
+        * (((rel - 1).cast(pl.Float64) + INFAP_EPSILON) / ((rel - 1 + nonrel).cast(pl.Float64) + 2 * INFAP_EPSILON)))
+    running = rows.with_columns(
+        pooled_ret=pl.col("pooled_so_far"),
+        bpref_sum=pl.when(hit).then(bpref_term).otherwise(0.0).cum_sum().over(USER),
+        infap_sum=pl.when(hit).then(infap_term).otherwise(0.0).cum_sum().over(USER),
+    ).rename({"nonrel_so_far": "nonrel_ret"})
+    return _at_cutoffs(running, RANK, ks, ["nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"])
 
 
 def _as_is(value: pl.Expr) -> pl.Expr:
