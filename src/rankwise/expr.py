@@ -512,8 +512,8 @@ def _popularity_mean(pop: pl.Expr, total: pl.Expr, conv: Convention, k: int) -> 
     return pl.when(pop.is_not_null() & counts & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
 
 
-# trec_eval's judged-aware metrics (bpref, infAP, ...): engines only, no list-column form yet
-NO_LIST_FORM = ("num_nonrel_judged_ret", "bpref", "infap", "unj", "judged", "gm_bpref")
+# the metrics declared without a list-column form (Metric.list_form: trec_eval's judged-aware ones): engines only
+NO_LIST_FORM = tuple(m.name for m in _metrics.REGISTRY if not m.list_form)
 
 
 def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Iterable[str] | None = None,

@@ -227,7 +227,7 @@ def macros() -> list[_Macro]:
     by_name = {m.name: m for m in REGISTRY}
     out = []
     for m in REGISTRY:
-        if m.level != "user":
+        if m.level != "user" or not m.list_form:
             continue
         extra = tuple(p for p in sorted(_formulas.placeholders(m.sql)) if p in EXTRA)
         out.append(_Macro(m.name, m, False, extra + tuple(k for k in m.knobs if k not in ROW_FREE), {}))

@@ -61,6 +61,9 @@ class Metric:
     # how the summary aggregates the per-user values: "mean" (over the users with a defined value), "sum" (trec_eval's
     # 'all' line of a count) or "geometric_mean" (trec_eval's gm_*: exp of the mean of ln(max(value, GEOMETRIC_FLOOR)))
     summary: str = "mean"
+    # False: no list-column form (rankwise.expr, sql/macros.sql): the value reads what a row's lists do not
+    # hold (trec_eval's judged-aware measures read judged non-relevant and pooled items); engines only
+    list_form: bool = True
 
     @property
     def public_name(self) -> str:
@@ -178,29 +181,30 @@ REGISTRY: tuple[Metric, ...] = (
     # is pooled but not judged (negative_relevance='unjudged'), an item without a row is not judged
     Metric("num_nonrel_judged_ret", "Judged non-relevant retrieved@k (trec_eval's num_nonrel_judged_ret)",
            "the judged non-relevant items (relevance >= 0, not relevant) in the top k; summed over users",
-           "nonrel_ret", ("negative_relevance",), **_COUNT),
+           "nonrel_ret", ("negative_relevance",), **_COUNT, list_form=False),
     Metric("bpref", "bpref@k (Buckley and Voorhees 2004; trec_eval's bpref over the top k)",
            "(1 / R) sum over the relevant items r in the top k of 1 - min(n_r, R) / min(N, R) (1 when n_r = 0), "
            "n_r = judged non-relevant items above r, R = n_rel, N = the user's judged non-relevant labels",
-           _BPREF, ("negative_relevance",)),
+           _BPREF, ("negative_relevance",), list_form=False),
     Metric("infap", "infAP@k (Yilmaz and Aslam 2006; trec_eval's infAP over the top k)",
            "(1 / R) sum over the relevant items in the top k at rank i = j + 1 of 1 if i = 1, else 1/i + (j/i) "
            "((r + n + p) / j) ((r + e) / (r + n + 2e)): r, n, p = the relevant, judged non-relevant and pooled "
            "(relevance < 0) items above it, e = 0.00001 (trec_eval's INFAP_EPSILON)",
-           "infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", ("negative_relevance",)),
-    Metric("unj", "Unjudged@k (trec_eval's unj_k; ir_measures' Judged@k is 1 - unj@k)",
+           "infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", ("negative_relevance",), list_form=False),
+    Metric("unj", "Unjudged@k (trec_eval's unj_k; not 1 - Judged@k, which counts a pooled item as judged)",
            "the items in the top k without a judgement (no label row, or relevance < 0) / k (a list shorter than k "
            "is filled with judged items, as trec_eval)",
-           "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",), empty_rules=False),
+           "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",), empty_rules=False,
+           list_form=False),
     Metric("judged", "Judged@k (ir_measures' Judged@k)",
            "the items in the top k with a label row (any relevance, a negative one too) / min(k, list length); "
            "undefined for an empty list",
            "(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)", ("negative_relevance",),
-           empty_rules=False),
+           empty_rules=False, list_form=False),
     Metric("gm_bpref", "GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k)",
            "per user bpref@k (as bpref); the summary is exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor",
            _BPREF, ("negative_relevance",), summary="geometric_mean",
-           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)"),
+           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)", list_form=False),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
