@@ -553,7 +553,7 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                                  hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
         names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
         request = _metrics.MetricRequest(names, request.ks, beta)
-    if metrics is None:  # the judged-aware metrics have no list-column form yet: metrics=None leaves them out
+    if metrics is None or _metrics.asks_all(metrics):  # the metrics without a list-column form: left out
         request = _metrics.MetricRequest(tuple(n for n in request.names if n not in NO_LIST_FORM), request.ks,
                                          request.beta)
     _metrics.check_cutoffs(conv, request.ks, request.names)
