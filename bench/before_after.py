@@ -52,7 +52,9 @@ def run(src: Path, args: list[str]) -> dict:
 
 
 def metric_list(src: Path) -> list[str]:
-    code = "import rankwise.metrics.declarations as m; print(','.join(m.METRICS))"
+    code = ("try:\n import rankwise.metrics.declarations as m\n"
+            "except ImportError:\n import rankwise.metrics as m\n"   # before the layout (40e98eb and earlier)
+            "print(','.join(m.METRICS))")
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(src)),
                          capture_output=True, text=True, check=True)
     return out.stdout.strip().split(",")

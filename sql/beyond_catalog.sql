@@ -10,11 +10,13 @@
 -- Output: metric, k, value, n_users (users with at least one item at rank <= k); NULL = undefined.
 -- The sums over items are exact (integers, or c ln c in units of 1e-18): the same in any order, so
 -- the values do not depend on which thread added which item.
+-- Written by hand: the per-k statistics (per_k). Generated below the marker, from the declarations
+-- (rankwise.metrics.declarations.BEYOND, by python -m rankwise.generate.sql): each metric's value over them.
 --   item_coverage     covered / (|C| + padding), covered = |union L_u ∩ C| (or |union L_u|)
 --   gini              sum_j (2j - N - 1) c_(j) / (D sum c), c ascending, over C ∪ recommended
 --   exposure_entropy  -sum p log_b p, p = c / sum c, computed as (ln C - sum c ln c / C) / ln b
 --   personalization   1 - (sum c^2 - sum n_u) / (k U (U - 1))      (linear time: exposure counts)
---   score_entropy     Shannon entropy (nats) of the softmax of the pooled top-k scores
+--   score_entropy     Shannon entropy (nats) of the softmax of the pooled top-k scores: ln Z - sum e^d d / Z
 WITH
 n_items_given AS (
     SELECT COUNT(*) AS n FROM items
@@ -77,51 +79,54 @@ scored AS (
 ),
 -- e = EXP(d), 0 where a double's EXP is 0 (d <= -1075 ln 2): PostgreSQL raises underflow there
 score_stats AS (
-    SELECT s.k, LN(SUM(s.e)) - SUM(s.e * s.d) / SUM(s.e) AS score_entropy
+    SELECT s.k, SUM(s.e) AS score_z, SUM(s.e * s.d) AS score_zd
     FROM (SELECT x.k, x.d, CASE WHEN x.d <= -745.1332191019412 THEN 0.0 ELSE EXP(x.d) END AS e
           FROM scored AS x) AS s
     GROUP BY s.k
 ),
+-- the per-k statistics the declared formulas read (rankwise.metrics.formulas.BEYOND_CATALOG_STATISTICS)
 per_k AS (
     SELECT CAST(c.k AS BIGINT) AS k,
-           COALESCE(i.n_c, 0.0) + $catalog_padding AS n_c,
-           CASE WHEN $catalog_outside = 'ignore' THEN COALESCE(i.covered_in, 0.0)
-                ELSE COALESCE(i.n_exposed, 0.0) END AS covered,
-           COALESCE(i.n_exposed, 0.0) AS n_exposed,
-           CASE WHEN $gini = 'recommended_n1' THEN COALESCE(i.n_exposed, 0.0)
-                ELSE COALESCE(i.n_all, 0.0) + $catalog_padding END AS n_gini,
+           COALESCE(i.n_c, 0.0) AS n_c, COALESCE(i.covered_in, 0.0) AS covered_in,
+           COALESCE(i.n_exposed, 0.0) AS n_exposed, COALESCE(i.n_all, 0.0) AS n_all,
            COALESCE(i.c_sum, 0.0) AS c_sum, COALESCE(i.c2_sum, 0.0) AS c2_sum, COALESCE(i.clogc, 0.0) AS clogc,
-           COALESCE(g.rc_sum, 0.0) AS rc_sum,
-           COALESCE(l.n_users, 0.0) AS n_users, COALESCE(i.c_sum, 0.0) AS n_sum,
-           s.score_entropy
+           COALESCE(g.rc_sum, 0.0) AS rc_sum, COALESCE(l.n_users, 0.0) AS n_users,
+           s.score_z, s.score_zd
     FROM cutoffs AS c
     LEFT JOIN item_stats AS i ON i.k = c.k
     LEFT JOIN gini_sums AS g ON g.k = c.k
     LEFT JOIN list_stats AS l ON l.k = c.k
     LEFT JOIN score_stats AS s ON s.k = c.k
 ),
-values_k AS (
-    SELECT p.*,
-           CASE WHEN $gini = 'catalog' THEN p.n_gini ELSE p.n_gini - 1.0 END AS gini_den,
-           2.0 * ((p.n_gini - p.n_exposed) * p.c_sum + p.rc_sum) - (p.n_gini + 1.0) * p.c_sum AS gini_num
-    FROM per_k AS p
+-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
+-- the terms the catalog metrics share (rankwise.metrics.formulas.BEYOND_CATALOG_TERMS)
+catalog_terms AS (
+    SELECT t.*,
+           t.n_c + $catalog_padding AS catalog_size,
+           CASE WHEN $catalog_outside = 'ignore' THEN t.covered_in
+                ELSE t.n_exposed END AS covered,
+           CASE WHEN $gini = 'recommended_n1' THEN t.n_exposed
+                ELSE t.n_all + $catalog_padding END AS n_gini
+    FROM per_k AS t
 ),
+catalog_terms_2 AS (
+    SELECT t.*,
+           CASE WHEN $gini = 'catalog' THEN t.n_gini
+                ELSE t.n_gini - 1.0 END AS gini_den,
+           2.0 * ((t.n_gini - t.n_exposed) * t.c_sum + t.rc_sum) - (t.n_gini + 1.0) * t.c_sum AS gini_num
+    FROM catalog_terms AS t
+),
+-- each metric's value (rankwise.metrics.declarations.BEYOND)
 results AS (
     SELECT v.k, v.n_users,
            CASE WHEN $coverage_scale = 'count' THEN v.covered
-                WHEN $coverage_scale = 'ratio' THEN v.covered / NULLIF(v.n_c, 0.0)
-                ELSE 100.0 * v.covered / NULLIF(v.n_c, 0.0) END AS item_coverage,
-           CASE WHEN v.gini_den > 0 AND v.c_sum > 0
-                THEN (CASE WHEN $gini = 'catalog_n1_complement' THEN 1.0 - v.gini_num / (v.gini_den * v.c_sum)
-                           ELSE v.gini_num / (v.gini_den * v.c_sum) END) END AS gini,
-           CASE WHEN v.c_sum > 0
-                THEN (LN(v.c_sum) - v.clogc / v.c_sum) / LN($info_log_base)
-                     / (CASE WHEN $entropy_normalize = 'distinct' THEN v.n_exposed ELSE 1.0 END) END AS exposure_entropy,
-           CASE WHEN v.n_users >= 2
-                THEN 1.0 - (v.c2_sum - (CASE WHEN $personalization_lists = 'full' THEN v.n_users * v.k ELSE v.n_sum END))
-                           / (v.k * v.n_users * (v.n_users - 1.0)) END AS personalization,
-           v.score_entropy
-    FROM values_k AS v
+                WHEN $coverage_scale = 'ratio' THEN v.covered / NULLIF(v.catalog_size, 0.0)
+                ELSE 100.0 * v.covered / NULLIF(v.catalog_size, 0.0) END AS item_coverage,
+           CASE WHEN v.gini_den > 0 AND v.c_sum > 0 THEN (CASE WHEN $gini = 'catalog_n1_complement' THEN 1.0 - v.gini_num / (v.gini_den * v.c_sum) ELSE v.gini_num / (v.gini_den * v.c_sum) END) END AS gini,
+           CASE WHEN v.c_sum > 0 THEN (LN(v.c_sum) - v.clogc / v.c_sum) / LN($info_log_base) / (CASE WHEN $entropy_normalize = 'distinct' THEN v.n_exposed ELSE 1.0 END) END AS exposure_entropy,
+           CASE WHEN v.n_users >= 2 THEN 1.0 - (v.c2_sum - (CASE WHEN $personalization_lists = 'full' THEN v.n_users * v.k ELSE v.c_sum END)) / (v.k * v.n_users * (v.n_users - 1.0)) END AS personalization,
+           LN(v.score_z) - v.score_zd / v.score_z AS score_entropy
+    FROM catalog_terms_2 AS v
 )
 SELECT 'item_coverage' AS metric, x.k, x.item_coverage AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x
 UNION ALL SELECT 'gini' AS metric, x.k, x.gini AS value, CAST(x.n_users AS BIGINT) AS n_users FROM results AS x

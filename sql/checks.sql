@@ -5,6 +5,7 @@
 --        reach the check, not be rounded to an integer on the way), score = the score column as
 --        DOUBLE (NULL when ranking by rank); ground_truth_input (user_id, item_id, relevance).
 -- Parameters: $by_score 1 when ranks come from scores, else 0; $duplicates 'error' | 'first_shift';
+--             $negative_relevance 'error' (a relevance below 0 fails) | 'unjudged' (trec_eval's pooled label);
 --             $null_item_marks_empty 1 when a row with a NULL item (and NULL rank or score) stands
 --             for a user with an empty list (or no labels), as in the rendered scripts (a table
 --             cannot hold an empty list), valid only as that user's one row; 0 when a NULL item is
@@ -70,7 +71,7 @@ label_flags AS (
            CASE WHEN g.user_id IS NULL OR (g.item_id IS NULL AND $null_item_marks_empty = 0)
                 THEN 1 ELSE 0 END AS null_row,
            CASE WHEN g.item_id IS NOT NULL
-                     AND (g.relevance IS NULL OR g.relevance < 0
+                     AND (g.relevance IS NULL OR (g.relevance < 0 AND $negative_relevance = 'error')
                           OR NOT (g.relevance BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308))
                 THEN 1 ELSE 0 END AS relevance_row
     FROM ground_truth_input AS g

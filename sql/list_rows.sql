@@ -3,9 +3,9 @@
 -- Inputs: rec_lists(user_id, item_id)               item_id: a list in rank order, no item repeated
 --         ground_truth(user_id, item_id, relevance)
 -- Output: recommendations(user_id, rank, item_id) holding, instead of every list row,
---   - each list row whose item has a label (the only rows any metric reads: a relevance of 0 earns nothing
---     but tells rbp_resid the item is judged), found by looking each label up in its user's list (rank = its
---     position there);
+--   - each list row whose item has a label row, whatever its relevance (the rows a metric gains from, and the
+--     judged non-relevant and pooled ones bpref, infAP, num_nonrel_judged_ret, unj and judged count), found by
+--     looking each label up in its user's list (rank = its position there);
 --   - the last row of each list (per_user.sql takes n_recs as the largest rank);
 --   - one row of NULLs for an empty list (the user is present with no items).
 -- Every value per_user.sql computes is the same as over all the rows: its other rows earn nothing.

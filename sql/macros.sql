@@ -13,6 +13,11 @@
 -- label, a NULL item) is NaN; duplicates := 'first_shift' keeps each item's first occurrence.
 -- Positions are 1-based; a hit position p earns 1 / log_b(p + 1). A knob value the convention does not
 -- allow, or k NULL or < 1, is an error naming it.
+--
+-- Written by hand: the checks, the row rules and the list-form statistics (rankwise__stat_<name>, the
+-- per-(user, k) statistics of sql/per_user.sql computed from one row's lists). Each metric's macro, below
+-- the marker at the end, is generated from its declaration (rankwise.metrics.declarations: its formula
+-- over the statistics) by python -m rankwise.generate.sql.
 
 -- TRUE, or an error naming the knob, the value given and the values allowed (rankwise.conventions;
 -- empty_labels / empty_predictions 'error' is refused, as in rankwise.expr: a macro cannot raise per row)
@@ -52,332 +57,32 @@ CREATE OR REPLACE TEMP MACRO rankwise__hits(r, truth, k) AS
 CREATE OR REPLACE TEMP MACRO rankwise__ones(n, log_base) AS
     coalesce(list_sum(list_transform(range(1, CAST(n AS BIGINT) + 1), lambda i: 1.0 / (ln(i + 1.0) / ln(log_base)))), 0.0);
 
+-- a row evaluate() would reject: a repeated or NULL label, a NULL item, a repeated item under duplicates 'error'
+CREATE OR REPLACE TEMP MACRO rankwise__invalid(recs, truth, duplicates) AS
+    len(list_distinct(coalesce(truth, []))) <> len(coalesce(truth, []))
+    OR len(list_filter(coalesce(recs, []), lambda x: x IS NULL)) > 0
+    OR (duplicates = 'error' AND len(list_distinct(coalesce(recs, []))) <> len(coalesce(recs, [])));
+
 -- the empty / invalid rules around a metric's value (n_rel = number of relevant labels)
 CREATE OR REPLACE TEMP MACRO rankwise__finish(recs, truth, n_rel, value, empty_labels, empty_predictions, duplicates) AS
     CASE WHEN recs IS NULL AND truth IS NULL THEN 'NaN'::DOUBLE
-         WHEN len(list_distinct(coalesce(truth, []))) <> len(coalesce(truth, []))
-           OR len(list_filter(coalesce(recs, []), lambda x: x IS NULL)) > 0
-           OR (duplicates = 'error' AND len(list_distinct(coalesce(recs, []))) <> len(coalesce(recs, [])))
-         THEN 'NaN'::DOUBLE
+         WHEN rankwise__invalid(recs, truth, duplicates) THEN 'NaN'::DOUBLE
          WHEN n_rel = 0 THEN (CASE empty_labels WHEN 'zero' THEN 0.0 WHEN 'one' THEN 1.0 ELSE 'NaN'::DOUBLE END)
          WHEN len(coalesce(recs, [])) = 0
          THEN (CASE empty_predictions WHEN 'zero' THEN 0.0 WHEN 'one' THEN 1.0 ELSE 'NaN'::DOUBLE END)
          ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
 
--- Precision@k = hits@k / den   (precision_denominator: k | min_k_len | min_k_nrel | min_k_candidates)
-CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
-                                           empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('precision_denominator', precision_denominator,
-                         ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) / nullif(CAST(
-            CASE precision_denominator WHEN 'k' THEN k
-                 WHEN 'min_k_len' THEN least(k, len(rankwise__recs(recs, duplicates)))
-                 WHEN 'min_k_nrel' THEN least(k, len(coalesce(truth, [])))
-                 ELSE least(k, len(rankwise__recs(recs, duplicates)) + len(coalesce(truth, []))
-                          - len(rankwise__hits(rankwise__recs(recs, duplicates), truth, 2147483647))) END
-            AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
+-- the same for trec_eval's counts and utility, defined for every row (no empty rule): only an invalid row
+-- or no user at all is NaN
+CREATE OR REPLACE TEMP MACRO rankwise__count(recs, truth, value, duplicates) AS
+    CASE WHEN recs IS NULL AND truth IS NULL THEN 'NaN'::DOUBLE
+         WHEN rankwise__invalid(recs, truth, duplicates) THEN 'NaN'::DOUBLE
+         ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
 
--- Recall@k = hits@k / n_rel
-CREATE OR REPLACE TEMP MACRO rankwise_recall(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                        duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) / nullif(len(coalesce(truth, [])), 0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- F-beta@k = (1 + b^2) P R / (b^2 P + R), 0 when P = R = 0
-CREATE OR REPLACE TEMP MACRO rankwise__f(p, r, beta) AS
-    CASE WHEN p + r > 0 THEN (1.0 + beta * beta) * p * r / (beta * beta * p + r) ELSE 0.0 END;
-
-CREATE OR REPLACE TEMP MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := 'k',
-                                       empty_labels := 'zero', empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('beta', beta, beta > 0, 'a finite number > 0')
-      AND rankwise__knob('precision_denominator', precision_denominator,
-                         ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__f(rankwise_precision(recs, truth, k, precision_denominator := precision_denominator,
-                                       duplicates := duplicates),
-                    rankwise_recall(recs, truth, k, duplicates := duplicates), beta),
-        empty_labels, empty_predictions, duplicates) END;
-
-CREATE OR REPLACE TEMP MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
-                                    empty_predictions := 'zero', duplicates := 'error') AS
-    rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := precision_denominator,
-                   empty_labels := empty_labels, empty_predictions := empty_predictions, duplicates := duplicates);
-
--- the AP/AR denominator (ap_denominator: n_hits | n_rel | min_k_nrel | k | min_k_len)
-CREATE OR REPLACE TEMP MACRO rankwise__ap_den(r, truth, k, ap_denominator) AS
-    CAST(CASE ap_denominator WHEN 'n_hits' THEN len(rankwise__hits(r, truth, k))
-              WHEN 'n_rel' THEN len(coalesce(truth, []))
-              WHEN 'min_k_nrel' THEN least(k, len(coalesce(truth, [])))
-              WHEN 'k' THEN k
-              ELSE least(k, len(r)) END AS DOUBLE);
-
--- AP@k = sum over hit positions p of hits@p / p, / den: the j-th hit at position p adds j / p
-CREATE OR REPLACE TEMP MACRO rankwise_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
-                                     empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        CASE WHEN rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator) > 0
-             THEN coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
-                                                   lambda p, j: CAST(j AS DOUBLE) / p)), 0.0)
-                  / rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator)
-             ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates) END;
-
--- AR@k = sum over hit positions p of hits@p / n_rel, / den (sum of j over the hits = h(h + 1) / 2)
-CREATE OR REPLACE TEMP MACRO rankwise_mar(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
-                                     empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        CASE WHEN rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator) > 0
-             THEN CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
-                       * (len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) + 1) / 2 AS DOUBLE)
-                  / nullif(len(coalesce(truth, [])), 0)
-                  / rankwise__ap_den(rankwise__recs(recs, duplicates), truth, k, ap_denominator)
-             ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates) END;
-
--- RR@k = 1 / the first hit position (within k when rr_cutoff, else anywhere), 0 without one
-CREATE OR REPLACE TEMP MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'zero',
-                                     empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('rr_cutoff', rr_cutoff, [true, false]) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        coalesce(1.0 / rankwise__hits(rankwise__recs(recs, duplicates), truth,
-                                      CASE WHEN rr_cutoff THEN k ELSE 2147483647 END)[1], 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- DCG@k = sum over hit positions p of 1 / log_b(p + 1) (relevance 1: every gain rule gives 1)
-CREATE OR REPLACE TEMP MACRO rankwise_dcg(recs, truth, k, log_base := 2.0, empty_labels := 'zero',
-                                     empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1') THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
-                                         lambda p: 1.0 / (ln(p + 1.0) / ln(log_base)))), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- dcg / idcg; when idcg = 0: 0 (zero_ideal 'zero') or NaN
-CREATE OR REPLACE TEMP MACRO rankwise__ratio(dcg, idcg, zero_ideal) AS
-    CASE WHEN idcg > 0 THEN dcg / idcg WHEN zero_ideal = 'zero' THEN 0.0 ELSE 'NaN'::DOUBLE END;
-
--- NDCG@k = DCG@k / IDCG@k; IDCG = ones over hits@k (predictions_topk), min(k, n_rel) (labels) or k (k_ones)
-CREATE OR REPLACE TEMP MACRO rankwise_ndcg(recs, truth, k, log_base := 2.0, ideal := 'labels',
-                                      zero_ideal := 'zero', empty_labels := 'zero', empty_predictions := 'zero',
-                                      duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
-      AND rankwise__knob('ideal', ideal, ['predictions_topk', 'labels', 'k_ones'])
-      AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
-      AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''') THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__ratio(rankwise_dcg(recs, truth, k, log_base := log_base, duplicates := duplicates),
-            rankwise__ones(CASE ideal
-                WHEN 'predictions_topk' THEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
-                WHEN 'labels' THEN least(k, len(coalesce(truth, [])))
-                ELSE k END, log_base), zero_ideal),
-        empty_labels, empty_predictions, duplicates) END;
-
--- Hit rate@k = 1 if any of the top k is relevant
-CREATE OR REPLACE TEMP MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                          duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        CASE WHEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) > 0 THEN 1.0 ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates) END;
-
--- R-precision@k = hits within the top m / m, m = min(k, n_rel)
-CREATE OR REPLACE TEMP MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                             duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        len(rankwise__hits(rankwise__recs(recs, duplicates), truth, least(k, len(coalesce(truth, [])))))
-            / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- RBP@k = (1 - p) sum over hit positions i of p^(i - 1), p = rbp_persistence (0 < p < 1)
-CREATE OR REPLACE TEMP MACRO rankwise_rbp(recs, truth, k, rbp_persistence := 0.8, empty_labels := 'zero',
-                                     empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('rbp_persistence', rbp_persistence, rbp_persistence > 0 AND rbp_persistence < 1,
-                           'a number strictly between 0 and 1') THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        (1.0 - CAST(rbp_persistence AS DOUBLE)) * coalesce(list_sum(list_transform(
-            rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
-            lambda p: pow(CAST(rbp_persistence AS DOUBLE), p - 1.0))), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- ERR@k = sum_i R_i / i prod_{j < i} (1 - R_j) over the first k positions, R the list of R_i
+-- ERR = sum_i R_i / i prod_{j < i} (1 - R_j) over the first k positions, rs the list of R_i
 CREATE OR REPLACE TEMP MACRO rankwise__err_of(rs) AS
     coalesce(list_sum(list_transform(rs, lambda x, i: x / i * exp(coalesce(list_sum(list_transform(
         list_slice(rs, 1, i - 1), lambda y: ln(greatest(1.0 - y, 1e-300)))), 0.0)))), 0.0);
-
--- ERR@k with every label grade 1 (g_max 1: R = 1/2 at a hit), Chapelle et al. 2009
-CREATE OR REPLACE TEMP MACRO rankwise_err(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                     duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
-                                        lambda x: CASE WHEN list_contains(coalesce(truth, []), x) THEN 0.5 ELSE 0.0 END)),
-        empty_labels, empty_predictions, duplicates) END;
-
--- trec_eval's whole-set measures over the top k (trec_eval -M k). ret = min(k, list length), hits = hits@k,
--- n_rel = relevant labels. The counts and utility are defined for every row (no empty rule): only an
--- invalid row or no user at all is NaN
-CREATE OR REPLACE TEMP MACRO rankwise__count(recs, truth, value, duplicates) AS
-    CASE WHEN recs IS NULL AND truth IS NULL THEN 'NaN'::DOUBLE
-         WHEN len(list_distinct(coalesce(truth, []))) <> len(coalesce(truth, []))
-           OR len(list_filter(coalesce(recs, []), lambda x: x IS NULL)) > 0
-           OR (duplicates = 'error' AND len(list_distinct(coalesce(recs, []))) <> len(coalesce(recs, [])))
-         THEN 'NaN'::DOUBLE
-         ELSE coalesce(CAST(value AS DOUBLE), 'NaN'::DOUBLE) END;
-
-CREATE OR REPLACE TEMP MACRO rankwise__ret(recs, k, duplicates) AS
-    CAST(least(k, len(rankwise__recs(recs, duplicates))) AS DOUBLE);
-
-CREATE OR REPLACE TEMP MACRO rankwise__n_hits(recs, truth, k, duplicates) AS
-    CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) AS DOUBLE);
-
--- num_ret@k = ret (trec_eval's num_ret)
-CREATE OR REPLACE TEMP MACRO rankwise_num_ret(recs, truth, k, duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
-    rankwise__count(recs, truth, rankwise__ret(recs, k, duplicates), duplicates) END;
-
--- num_rel@k = n_rel (trec_eval's num_rel)
-CREATE OR REPLACE TEMP MACRO rankwise_num_rel(recs, truth, k, duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
-    rankwise__count(recs, truth, CAST(len(coalesce(truth, [])) AS DOUBLE), duplicates) END;
-
--- num_rel_ret@k = hits@k (trec_eval's num_rel_ret)
-CREATE OR REPLACE TEMP MACRO rankwise_num_rel_ret(recs, truth, k, duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
-    rankwise__count(recs, truth, rankwise__n_hits(recs, truth, k, duplicates), duplicates) END;
-
--- utility@k = a hits + b (ret - hits) + c (n_rel - hits) + d (N + hits - ret - n_rel) (trec_eval's utility)
-CREATE OR REPLACE TEMP MACRO rankwise_utility(recs, truth, k, utility_relevant_retrieved := 1.0,
-                                         utility_nonrelevant_retrieved := -1.0, utility_relevant_missed := 0.0,
-                                         utility_nonrelevant_missed := 0.0, collection_size := 0.0,
-                                         duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
-      AND rankwise__number('utility_relevant_retrieved', utility_relevant_retrieved, true, 'a finite number')
-      AND rankwise__number('utility_nonrelevant_retrieved', utility_nonrelevant_retrieved, true, 'a finite number')
-      AND rankwise__number('utility_relevant_missed', utility_relevant_missed, true, 'a finite number')
-      AND rankwise__number('utility_nonrelevant_missed', utility_nonrelevant_missed, true, 'a finite number')
-      AND rankwise__number('collection_size', collection_size, collection_size >= 0, 'a finite number >= 0') THEN
-    rankwise__count(recs, truth,
-        utility_relevant_retrieved * rankwise__n_hits(recs, truth, k, duplicates)
-        + utility_nonrelevant_retrieved * (rankwise__ret(recs, k, duplicates) - rankwise__n_hits(recs, truth, k, duplicates))
-        + utility_relevant_missed * (len(coalesce(truth, [])) - rankwise__n_hits(recs, truth, k, duplicates))
-        + utility_nonrelevant_missed * (collection_size + rankwise__n_hits(recs, truth, k, duplicates)
-                                        - rankwise__ret(recs, k, duplicates) - len(coalesce(truth, []))),
-        duplicates) END;
-
--- set_p@k = hits / ret (trec_eval's set_P)
-CREATE OR REPLACE TEMP MACRO rankwise_set_p(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                               duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        CASE WHEN rankwise__ret(recs, k, duplicates) > 0
-             THEN rankwise__n_hits(recs, truth, k, duplicates) / rankwise__ret(recs, k, duplicates) ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates) END;
-
--- set_recall@k = hits / n_rel (trec_eval's set_recall; recall@k)
-CREATE OR REPLACE TEMP MACRO rankwise_set_recall(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                            duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__n_hits(recs, truth, k, duplicates) / nullif(CAST(len(coalesce(truth, [])) AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- set_relative_p@k = hits / min(ret, n_rel) (trec_eval's set_relative_P)
-CREATE OR REPLACE TEMP MACRO rankwise_set_relative_p(recs, truth, k, empty_labels := 'zero',
-                                                        empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__n_hits(recs, truth, k, duplicates)
-            / nullif(least(rankwise__ret(recs, k, duplicates), len(coalesce(truth, []))), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- set_map@k = hits^2 / (ret n_rel) (trec_eval's set_map)
-CREATE OR REPLACE TEMP MACRO rankwise_set_map(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                         duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__n_hits(recs, truth, k, duplicates) * rankwise__n_hits(recs, truth, k, duplicates)
-            / nullif(rankwise__ret(recs, k, duplicates) * CAST(len(coalesce(truth, [])) AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- set_f@k = 2 hits / (ret + n_rel), 0 without a hit (trec_eval's set_F, weight 1)
-CREATE OR REPLACE TEMP MACRO rankwise_set_f(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
-                                       duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        CASE WHEN rankwise__n_hits(recs, truth, k, duplicates) > 0
-             THEN 2.0 * rankwise__n_hits(recs, truth, k, duplicates)
-                  / (rankwise__ret(recs, k, duplicates) + len(coalesce(truth, []))) ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates) END;
-
--- relative_p@k = hits / min(k, n_rel) (trec_eval's relative_P)
-CREATE OR REPLACE TEMP MACRO rankwise_relative_p(recs, truth, k, empty_labels := 'zero',
-                                                    empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        rankwise__n_hits(recs, truth, k, duplicates) / nullif(CAST(least(k, len(coalesce(truth, []))) AS DOUBLE), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- rprec_mult@k = hits within the top min(k, c) / c, c = floor(m n_rel + 0.9) (trec_eval's Rprec_mult_<m>)
-CREATE OR REPLACE TEMP MACRO rankwise_rprec_mult(recs, truth, k, rprec_multiplier := 1.0, empty_labels := 'zero',
-                                            empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('rprec_multiplier', rprec_multiplier, rprec_multiplier > 0, 'a finite number > 0') THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        CASE WHEN floor(rprec_multiplier * len(coalesce(truth, [])) + 0.9) > 0
-             THEN len(list_filter(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
-                                  lambda p: p <= floor(rprec_multiplier * len(coalesce(truth, [])) + 0.9)))
-                  / floor(rprec_multiplier * len(coalesce(truth, [])) + 0.9)
-             ELSE 0.0 END,
-        empty_labels, empty_predictions, duplicates) END;
-
--- iprec_at_recall@k = max over the j-th hits within k, j >= r, of j / p_j; r = round(l n_rel) ('round', trec_eval
--- 10.0) or floor(l n_rel + 0.9) ('truncate_plus_0.9', trec_eval 9); 0 with fewer than r hits
-CREATE OR REPLACE TEMP MACRO rankwise_iprec_at_recall(recs, truth, k, iprec_recall_level := 0.0,
-                                                 iprec_recall_count := 'round', empty_labels := 'zero',
-                                                 empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('iprec_recall_level', iprec_recall_level, iprec_recall_level >= 0 AND iprec_recall_level <= 1,
-                           'a finite number between 0 and 1')
-      AND rankwise__knob('iprec_recall_count', iprec_recall_count, ['round', 'truncate_plus_0.9']) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        coalesce(list_max(list_filter(
-            list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k), lambda p, j: CAST(j AS DOUBLE) / p),
-            lambda x, j: j >= floor(iprec_recall_level * len(coalesce(truth, []))
-                                    + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0),
-        empty_labels, empty_predictions, duplicates) END;
-
--- ipt11_avg@k = the mean of rankwise_iprec_at_recall at the levels 0.0, 0.1, ..., 1.0 (trec_eval's 11pt_avg)
-CREATE OR REPLACE TEMP MACRO rankwise_ipt11_avg(recs, truth, k, iprec_recall_count := 'round', empty_labels := 'zero',
-                                           empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('iprec_recall_count', iprec_recall_count, ['round', 'truncate_plus_0.9']) THEN
-    rankwise__finish(recs, truth, len(coalesce(truth, [])),
-        list_sum(list_transform(range(0, 11), lambda l: coalesce(list_max(list_filter(
-            list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k), lambda p, j: CAST(j AS DOUBLE) / p),
-            lambda x, j: j >= floor(CAST(l AS DOUBLE) / 10.0 * len(coalesce(truth, []))
-                                    + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0))) / 11.0,
-        empty_labels, empty_predictions, duplicates) END;
-
--- gm_map@k: per row AP@k as rankwise_map (the geometric mean is over rows: exp(avg(ln(greatest(x, 0.00001)))))
-CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
-                                        empty_predictions := 'zero', duplicates := 'error') AS
-    rankwise_map(recs, truth, k, ap_denominator := ap_denominator, empty_labels := empty_labels,
-                 empty_predictions := empty_predictions, duplicates := duplicates);
 
 -- graded relevance: rel is a list parallel to truth; a label is relevant when rel > 0 and rel >= threshold;
 -- gain(r) = 1 if relevant else 0 (binary) | r (linear) | 2^r - 1 (exp2); labels with r = 0 earn nothing
@@ -387,7 +92,7 @@ CREATE OR REPLACE TEMP MACRO rankwise__gain(r, gain, relevance_threshold) AS
          WHEN gain = 'linear' THEN CAST(r AS DOUBLE)
          ELSE pow(2.0, CAST(r AS DOUBLE)) - 1.0 END;
 
--- a graded DCG or ideal DCG: an error naming the metric and the row's relevance when it is not finite (under
+-- a graded DCG or ideal DCG: an error naming the macro and the row's relevance when it is not finite (under
 -- gain 'exp2' a relevance above 1023 overflows 2^relevance - 1), as evaluate() raises NumericOverflowError
 CREATE OR REPLACE TEMP MACRO rankwise__finite(value, metric, rel, gain) AS
     CASE WHEN value IS NULL OR isfinite(value) THEN value
@@ -397,80 +102,125 @@ CREATE OR REPLACE TEMP MACRO rankwise__finite(value, metric, rel, gain) AS
                                     || 'relevance 1023: use gain := ''linear'', or rescale the relevance.'
                                 ELSE 'Rescale the relevance values to a smaller range.' END)) END;
 
-CREATE OR REPLACE TEMP MACRO rankwise__n_rel_graded(rel, relevance_threshold) AS
-    len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold));
-
 -- a graded row is invalid (NaN) when rel is not one finite number >= 0 per label
 CREATE OR REPLACE TEMP MACRO rankwise__bad_rel(truth, rel) AS
     len(coalesce(rel, [])) <> len(coalesce(truth, []))
     OR len(list_filter(coalesce(rel, []), lambda r: r IS NULL OR isnan(r) OR isinf(r) OR r < 0)) > 0;
 
-CREATE OR REPLACE TEMP MACRO rankwise__dcg_graded(r, truth, rel, k, gain, log_base, relevance_threshold) AS
-    coalesce(list_sum(list_transform(range(1, CAST(least(k, len(r)) AS BIGINT) + 1),
-        lambda p: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), r[p])], gain, relevance_threshold)
-             / (ln(p + 1.0) / ln(log_base)))), 0.0);
+-- The statistics of one row (sql/per_user.sql's per-(user, k) statistics, rankwise.metrics.formulas.STATISTICS)
+-- from its lists: rankwise__stat_<name>, and rankwise__stat_<name>_graded where a relevance list changes it.
+-- A metric's generated macro passes each its own arguments of the same names (macro: the metric macro's
+-- name, for an error message); k is the macro's k.
+CREATE OR REPLACE TEMP MACRO rankwise__stat_n_recs(recs, duplicates) AS
+    len(rankwise__recs(recs, duplicates));
 
--- DCG@k with graded relevance
-CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
-                                            relevance_threshold := 0.0, empty_labels := 'zero',
-                                            empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
-      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
-      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0, 'a finite number >= 0') THEN
-    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
-    rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
-        rankwise__finite(rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base,
-                                              relevance_threshold), 'rankwise_dcg_graded', rel, gain),
-        empty_labels, empty_predictions, duplicates) END END;
+-- the relevant labels
+CREATE OR REPLACE TEMP MACRO rankwise__stat_n_rel(truth) AS
+    len(coalesce(truth, []));
 
--- NDCG@k with graded relevance; the ideal: the top-k recommended gains sorted (predictions_topk), all the
--- labels' gains sorted and cut at k (labels), or k gains of 1 (k_ones)
-CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
-                                             ideal := 'labels', zero_ideal := 'zero',
-                                             relevance_threshold := 0.0, empty_labels := 'zero',
-                                             empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
-      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
-      AND rankwise__knob('ideal', ideal, ['predictions_topk', 'labels', 'k_ones'])
-      AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
-      AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''')
-      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0, 'a finite number >= 0') THEN
-    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
-    rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, relevance_threshold),
-        rankwise__ratio(
-            rankwise__finite(rankwise__dcg_graded(rankwise__recs(recs, duplicates), truth, rel, k, gain, log_base,
-                                                  relevance_threshold), 'rankwise_ndcg_graded', rel, gain),
-            rankwise__finite(CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
-                 ELSE coalesce(list_sum(list_transform(
-                     list_slice(list_reverse_sort(
-                         CASE WHEN ideal = 'labels'
-                              THEN list_transform(coalesce(rel, []), lambda x: rankwise__gain(x, gain, relevance_threshold))
-                              ELSE list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
-                                       lambda x: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), x)],
-                                                           gain, relevance_threshold)) END), 1, k),
-                     lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, 'rankwise_ndcg_graded', rel, gain),
-            zero_ideal),
-        empty_labels, empty_predictions, duplicates) END END;
+CREATE OR REPLACE TEMP MACRO rankwise__stat_n_rel_graded(rel, relevance_threshold) AS
+    len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold));
 
--- ERR@k graded: R = (2^g - 1) / 2^g_max, g the label's relevance (rel parallel to truth; 0 without a label),
--- a grade above g_max counting as g_max. g_max must be given: a macro sees one row (evaluate() takes the
--- largest relevance of the whole ground truth)
-CREATE OR REPLACE TEMP MACRO rankwise_err_graded(recs, truth, rel, k, err_max_grade := 0.0, empty_labels := 'zero',
-                                            empty_predictions := 'zero', duplicates := 'error') AS
-    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
-      AND rankwise__number('err_max_grade', err_max_grade, err_max_grade > 0,
-                           'the top grade of the scale, > 0 (a macro sees one row, not the whole ground truth)') THEN
-    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
-    rankwise__finish(recs, truth, rankwise__n_rel_graded(rel, 0.0),
-        rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k), lambda x:
-            CASE WHEN coalesce(coalesce(rel, [])[list_position(coalesce(truth, []), x)], 0) > 0
-                 THEN pow(2.0, greatest(least(CAST(coalesce(rel, [])[list_position(coalesce(truth, []), x)] AS DOUBLE),
-                                              CAST(err_max_grade AS DOUBLE)) - CAST(err_max_grade AS DOUBLE), -1000.0))
-                      - pow(2.0, -least(CAST(err_max_grade AS DOUBLE), 1000.0))
-                 ELSE 0.0 END)),
-        empty_labels, empty_predictions, duplicates) END END;
+-- hits@k
+CREATE OR REPLACE TEMP MACRO rankwise__stat_hits(recs, truth, k, duplicates) AS
+    CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) AS DOUBLE);
+
+-- sum over the hit positions p of hits@p / p: the j-th hit at position p adds j / p
+CREATE OR REPLACE TEMP MACRO rankwise__stat_precision_sum(recs, truth, k, duplicates) AS
+    coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                                     lambda p, j: CAST(j AS DOUBLE) / p)), 0.0);
+
+-- sum over the hits of their number j: h (h + 1) / 2
+CREATE OR REPLACE TEMP MACRO rankwise__stat_hits_sum(recs, truth, k, duplicates) AS
+    CAST(len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
+         * (len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k)) + 1) / 2 AS DOUBLE);
+
+-- hits within the top min(k, n_rel)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_r_hits(recs, truth, k, duplicates) AS
+    len(rankwise__hits(rankwise__recs(recs, duplicates), truth, least(k, len(coalesce(truth, [])))));
+
+-- the first hit position within k (rr_cutoff) or anywhere in the list; 0 without one
+CREATE OR REPLACE TEMP MACRO rankwise__stat_first_hit(recs, truth, k, rr_cutoff, duplicates) AS
+    coalesce(rankwise__hits(rankwise__recs(recs, duplicates), truth, CASE WHEN rr_cutoff THEN k ELSE 2147483647 END)[1], 0);
+
+-- the items recommended or relevant: n_recs + n_rel - the hits anywhere in the list
+CREATE OR REPLACE TEMP MACRO rankwise__stat_n_candidates(recs, truth, duplicates) AS
+    len(rankwise__recs(recs, duplicates)) + len(coalesce(truth, []))
+    - len(rankwise__hits(rankwise__recs(recs, duplicates), truth, 2147483647));
+
+-- DCG@k = sum over hit positions p of 1 / log_b(p + 1) (relevance 1: every gain rule gives 1)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_dcg(recs, truth, k, log_base, duplicates) AS
+    coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                                     lambda p: 1.0 / (ln(p + 1.0) / ln(log_base)))), 0.0);
+
+-- DCG@k of the gains of the labels (rel parallel to truth)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates,
+                                                       macro) AS
+    rankwise__finite(coalesce(list_sum(list_transform(
+        range(1, CAST(least(k, len(rankwise__recs(recs, duplicates))) AS BIGINT) + 1),
+        lambda p: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), rankwise__recs(recs, duplicates)[p])],
+                                 gain, relevance_threshold) / (ln(p + 1.0) / ln(log_base)))), 0.0), macro, rel, gain);
+
+-- IDCG@k: ones over hits@k (predictions_topk), over min(k, n_rel) (labels) or over k (k_ones)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_idcg(recs, truth, k, log_base, ideal, duplicates) AS
+    rankwise__ones(CASE ideal
+                   WHEN 'predictions_topk' THEN len(rankwise__hits(rankwise__recs(recs, duplicates), truth, k))
+                   WHEN 'labels' THEN least(k, len(coalesce(truth, [])))
+                   ELSE k END, log_base);
+
+-- graded: the top-k recommended gains sorted (predictions_topk), all the labels' gains sorted and cut at k
+-- (labels), or k gains of 1 (k_ones)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold,
+                                                        duplicates, macro) AS
+    rankwise__finite(CASE WHEN ideal = 'k_ones' THEN rankwise__ones(k, log_base)
+         ELSE coalesce(list_sum(list_transform(
+             list_slice(list_reverse_sort(
+                 CASE WHEN ideal = 'labels'
+                      THEN list_transform(coalesce(rel, []), lambda x: rankwise__gain(x, gain, relevance_threshold))
+                      ELSE list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
+                               lambda x: rankwise__gain(coalesce(rel, [])[list_position(coalesce(truth, []), x)],
+                                                        gain, relevance_threshold)) END), 1, k),
+             lambda g, i: g / (ln(i + 1.0) / ln(log_base)))), 0.0) END, macro, rel, gain);
+
+-- sum over hit positions i of p^(i - 1), p = rbp_persistence
+CREATE OR REPLACE TEMP MACRO rankwise__stat_rbp_sum(recs, truth, k, rbp_persistence, duplicates) AS
+    coalesce(list_sum(list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                                     lambda p: pow(CAST(rbp_persistence AS DOUBLE), p - 1.0))), 0.0);
+
+-- ERR@k with every label grade 1 (g_max 1: R = 1/2 at a hit), Chapelle et al. 2009
+CREATE OR REPLACE TEMP MACRO rankwise__stat_err_sum(recs, truth, k, duplicates) AS
+    rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
+                                    lambda x: CASE WHEN list_contains(coalesce(truth, []), x) THEN 0.5 ELSE 0.0 END));
+
+-- graded: R = (2^g - 1) / 2^g_max, g the label's relevance (0 without a label), a grade above g_max
+-- counting as g_max
+CREATE OR REPLACE TEMP MACRO rankwise__stat_err_sum_graded(recs, truth, rel, k, err_max_grade, duplicates) AS
+    rankwise__err_of(list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k), lambda x:
+        CASE WHEN coalesce(coalesce(rel, [])[list_position(coalesce(truth, []), x)], 0) > 0
+             THEN pow(2.0, greatest(least(CAST(coalesce(rel, [])[list_position(coalesce(truth, []), x)] AS DOUBLE),
+                                          CAST(err_max_grade AS DOUBLE)) - CAST(err_max_grade AS DOUBLE), -1000.0))
+                  - pow(2.0, -least(CAST(err_max_grade AS DOUBLE), 1000.0))
+             ELSE 0.0 END));
+
+-- hits within the top min(k, c), c = floor(m n_rel + 0.9), m = rprec_multiplier
+CREATE OR REPLACE TEMP MACRO rankwise__stat_mult_hits(recs, truth, k, rprec_multiplier, duplicates) AS
+    len(list_filter(rankwise__hits(rankwise__recs(recs, duplicates), truth, k),
+                    lambda p: p <= floor(CAST(rprec_multiplier AS DOUBLE) * len(coalesce(truth, [])) + 0.9)));
+
+-- the largest j / p_j over the j-th hits within k, j >= r; r = round(l n_rel) ('round', trec_eval 10.0) or
+-- floor(l n_rel + 0.9) ('truncate_plus_0.9', trec_eval 9), l = iprec_recall_level; 0 with fewer than r hits
+CREATE OR REPLACE TEMP MACRO rankwise__stat_iprec_max(recs, truth, k, iprec_recall_level, iprec_recall_count, duplicates) AS
+    coalesce(list_max(list_filter(
+        list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k), lambda p, j: CAST(j AS DOUBLE) / p),
+        lambda x, j: j >= floor(iprec_recall_level * len(coalesce(truth, []))
+                                + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0);
+
+-- iprec_max at the levels 0.0, 0.1, ..., 1.0, summed (trec_eval's 11pt_avg)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_ipt11_sum(recs, truth, k, iprec_recall_count, duplicates) AS
+    list_sum(list_transform(range(0, 11), lambda l: coalesce(list_max(list_filter(
+        list_transform(rankwise__hits(rankwise__recs(recs, duplicates), truth, k), lambda p, j: CAST(j AS DOUBLE) / p),
+        lambda x, j: j >= floor(CAST(l AS DOUBLE) / 10.0 * len(coalesce(truth, []))
+                                + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0)));
 
 -- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's
 -- train popularity, a list parallel to the recommendations (NULL or 0: a cold item); n_users = U_T.
@@ -549,3 +299,343 @@ CREATE OR REPLACE TEMP MACRO rankwise_ild(embeddings, k, ild_denominator := 'pai
          THEN 'NaN'::DOUBLE
          ELSE rankwise__ild_of(rankwise__units(list_transform(embeddings[1:k], lambda v: CAST(v AS DOUBLE[]))),
                                ild_denominator, ild_short) END END;
+
+-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
+-- the term p_den (rankwise.metrics.formulas.TERMS), read by other formulas
+CREATE OR REPLACE TEMP MACRO rankwise__term_p_den(recs, truth, k, precision_denominator, duplicates) AS
+    CAST(CASE WHEN precision_denominator = 'k' THEN k
+              WHEN precision_denominator = 'min_k_len' THEN LEAST(k, rankwise__stat_n_recs(recs, duplicates))
+              WHEN precision_denominator = 'min_k_candidates' THEN LEAST(k, rankwise__stat_n_candidates(recs, truth, duplicates))
+              ELSE LEAST(k, rankwise__stat_n_rel(truth)) END AS DOUBLE);
+
+-- the value of precision (rankwise.metrics.declarations), read by other formulas
+CREATE OR REPLACE TEMP MACRO rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) AS
+    rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(rankwise__term_p_den(recs, truth, k, precision_denominator, duplicates), 0.0);
+
+-- the value of recall (rankwise.metrics.declarations), read by other formulas
+CREATE OR REPLACE TEMP MACRO rankwise__value_recall(recs, truth, k, duplicates) AS
+    rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0);
+
+-- the term ap_den (rankwise.metrics.formulas.TERMS), read by other formulas
+CREATE OR REPLACE TEMP MACRO rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates) AS
+    CAST(CASE WHEN ap_denominator = 'n_hits' THEN CAST(rankwise__stat_hits(recs, truth, k, duplicates) AS BIGINT)
+              WHEN ap_denominator = 'n_rel' THEN rankwise__stat_n_rel(truth)
+              WHEN ap_denominator = 'min_k_nrel' THEN LEAST(k, rankwise__stat_n_rel(truth))
+              WHEN ap_denominator = 'k' THEN k
+              ELSE LEAST(k, rankwise__stat_n_recs(recs, duplicates)) END AS DOUBLE);
+
+-- Precision@k: hits@k / den, den by `precision_denominator`
+CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
+                                                empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('precision_denominator', precision_denominator, ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(rankwise__term_p_den(recs, truth, k, precision_denominator, duplicates), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Recall@k: hits@k / n_rel
+CREATE OR REPLACE TEMP MACRO rankwise_recall(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                             duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- F-beta@k (`f1`, `f2`, `f0.5`, ...): (1 + b^2) P R / (b^2 P + R), 0 when P = R = 0; the mean is per user or F of the
+-- means
+CREATE OR REPLACE TEMP MACRO rankwise_fbeta(recs, truth, k, beta := 1.0, precision_denominator := 'k',
+                                            empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('beta', beta, beta > 0, 'a finite number > 0')
+      AND rankwise__knob('precision_denominator', precision_denominator, ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) + rankwise__value_recall(recs, truth, k, duplicates) > 0 THEN (1.0 + CAST(beta AS DOUBLE) * CAST(beta AS DOUBLE)) * rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) * rankwise__value_recall(recs, truth, k, duplicates) / (CAST(beta AS DOUBLE) * CAST(beta AS DOUBLE) * rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) + rankwise__value_recall(recs, truth, k, duplicates))
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- F-beta@k (`f1`, `f2`, `f0.5`, ...): (1 + b^2) P R / (b^2 P + R), 0 when P = R = 0; the mean is per user or F of the
+-- means (beta = 1.0)
+CREATE OR REPLACE TEMP MACRO rankwise_f1(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
+                                         empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('precision_denominator', precision_denominator, ['k', 'min_k_len', 'min_k_nrel', 'min_k_candidates']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) + rankwise__value_recall(recs, truth, k, duplicates) > 0 THEN (1.0 + 1.0 * 1.0) * rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) * rankwise__value_recall(recs, truth, k, duplicates) / (1.0 * 1.0 * rankwise__value_precision(recs, truth, k, duplicates, precision_denominator) + rankwise__value_recall(recs, truth, k, duplicates))
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- MAP@k (per user: AP@k): sum over hit positions i <= k of hits@i / i, divided by `ap_denominator`
+CREATE OR REPLACE TEMP MACRO rankwise_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
+                                          empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates) > 0 THEN rankwise__stat_precision_sum(recs, truth, k, duplicates) / rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- MAR@k (per user: AR@k, the mean recall at each hit): sum over hit positions i <= k of hits@i / n_rel, divided by
+-- `ap_denominator`
+CREATE OR REPLACE TEMP MACRO rankwise_mar(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
+                                          empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates) > 0 THEN rankwise__stat_hits_sum(recs, truth, k, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0) / rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- MRR@k (per user: RR@k): 1 / position of the first relevant item (within k if `rr_cutoff`), else 0
+CREATE OR REPLACE TEMP MACRO rankwise_mrr(recs, truth, k, rr_cutoff := true, empty_labels := 'zero',
+                                          empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('rr_cutoff', rr_cutoff, [true, false]) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_first_hit(recs, truth, k, rr_cutoff, duplicates) > 0 THEN 1.0 / rankwise__stat_first_hit(recs, truth, k, rr_cutoff, duplicates)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- DCG@k: sum_{i <= k} gain(rel_i) / log_b(i + 1)
+CREATE OR REPLACE TEMP MACRO rankwise_dcg(recs, truth, k, log_base := 2.0, empty_labels := 'zero',
+                                          empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1') THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_dcg(recs, truth, k, log_base, duplicates),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- NDCG@k: DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg(recs, truth, k, log_base := 2.0, ideal := 'labels', zero_ideal := 'zero',
+                                           empty_labels := 'zero', empty_predictions := 'zero',
+                                           duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__knob('ideal', ideal, ['predictions_topk', 'labels', 'k_ones'])
+      AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
+      AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''') THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_idcg(recs, truth, k, log_base, ideal, duplicates) > 0 THEN rankwise__stat_dcg(recs, truth, k, log_base, duplicates) / rankwise__stat_idcg(recs, truth, k, log_base, ideal, duplicates) * (rankwise__stat_idcg(recs, truth, k, log_base, ideal, duplicates) / rankwise__stat_idcg(recs, truth, k, log_base, ideal, duplicates))
+             WHEN zero_ideal = 'zero' THEN 0.0
+             ELSE CAST(NULL AS DOUBLE) END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Hit rate@k: 1 if any of the top k is relevant, else 0
+CREATE OR REPLACE TEMP MACRO rankwise_hit_rate(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                               duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_hits(recs, truth, k, duplicates) > 0 THEN 1.0
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- R-precision@k: hits within the top m / m, m = min(k, n_rel)
+CREATE OR REPLACE TEMP MACRO rankwise_r_precision(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                                  duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_r_hits(recs, truth, k, duplicates) / NULLIF(CAST(LEAST(k, rankwise__stat_n_rel(truth)) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- RBP@k (rank-biased precision, Moffat and Zobel 2008): (1 - p) sum_{i <= k, rel_i} p^(i - 1), p = `rbp_persistence`
+-- (trec_eval's rbp over the top k)
+CREATE OR REPLACE TEMP MACRO rankwise_rbp(recs, truth, k, rbp_persistence := 0.8, empty_labels := 'zero',
+                                          empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('rbp_persistence', rbp_persistence, rbp_persistence > 0 AND rbp_persistence < 1,
+                           'a number strictly between 0 and 1') THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        (1.0 - CAST(rbp_persistence AS DOUBLE)) * rankwise__stat_rbp_sum(recs, truth, k, rbp_persistence, duplicates),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- ERR@k (expected reciprocal rank, Chapelle et al. 2009): sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) /
+-- 2^g_max, g_max by `err_max_grade`
+CREATE OR REPLACE TEMP MACRO rankwise_err(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                          duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_err_sum(recs, truth, k, duplicates),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Retrieved@k (trec_eval's num_ret): min(k, list length): the items ranked within the top k; summed over users
+CREATE OR REPLACE TEMP MACRO rankwise_num_ret(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth,
+        CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates)) AS DOUBLE),
+        duplicates) END;
+
+-- Relevant labels (trec_eval's num_rel): n_rel, the same at every k; summed over users
+CREATE OR REPLACE TEMP MACRO rankwise_num_rel(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth,
+        CAST(rankwise__stat_n_rel(truth) AS DOUBLE),
+        duplicates) END;
+
+-- Relevant retrieved@k (trec_eval's num_rel_ret): hits@k; summed over users
+CREATE OR REPLACE TEMP MACRO rankwise_num_rel_ret(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth,
+        rankwise__stat_hits(recs, truth, k, duplicates),
+        duplicates) END;
+
+-- Set precision@k (trec_eval's set_P over the top k): hits@k / min(k, list length): precision over the items retrieved,
+-- not k
+CREATE OR REPLACE TEMP MACRO rankwise_set_p(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN LEAST(k, rankwise__stat_n_recs(recs, duplicates)) > 0 THEN rankwise__stat_hits(recs, truth, k, duplicates) / CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates)) AS DOUBLE)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Set recall@k (trec_eval's set_recall over the top k: recall@k): hits@k / n_rel
+CREATE OR REPLACE TEMP MACRO rankwise_set_recall(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                                 duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Set relative precision@k (trec_eval's set_relative_P over the top k): hits@k / min(k, list length, n_rel)
+CREATE OR REPLACE TEMP MACRO rankwise_set_relative_p(recs, truth, k, empty_labels := 'zero',
+                                                     empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates), rankwise__stat_n_rel(truth)) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Set MAP@k (trec_eval's set_map over the top k: set precision x recall): hits@k^2 / (min(k, list length) n_rel)
+CREATE OR REPLACE TEMP MACRO rankwise_set_map(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                              duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_hits(recs, truth, k, duplicates) * rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates)) AS DOUBLE) * CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Set F@k (trec_eval's set_F over the top k, its default weight 1): 2 P R / (P + R), P = set precision@k, R = recall@k;
+-- 0 without a hit
+CREATE OR REPLACE TEMP MACRO rankwise_set_f(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_hits(recs, truth, k, duplicates) > 0 THEN 2.0 * rankwise__stat_hits(recs, truth, k, duplicates) / CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates)) + rankwise__stat_n_rel(truth) AS DOUBLE)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Relative precision@k (trec_eval's relative_P_k): hits@k / min(k, n_rel): precision up to k = n_rel, recall beyond
+CREATE OR REPLACE TEMP MACRO rankwise_relative_p(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                                 duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_hits(recs, truth, k, duplicates) / NULLIF(CAST(LEAST(k, rankwise__stat_n_rel(truth)) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- R-precision at m R@k (trec_eval's Rprec_mult_<m> over the top k): hits within the top min(k, c) / c, c = floor(m
+-- n_rel + 0.9), m = `rprec_multiplier` (0 when c = 0)
+CREATE OR REPLACE TEMP MACRO rankwise_rprec_mult(recs, truth, k, rprec_multiplier := 1.0, empty_labels := 'zero',
+                                                 empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('rprec_multiplier', rprec_multiplier, rprec_multiplier > 0, 'a finite number > 0') THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN FLOOR(CAST(rprec_multiplier AS DOUBLE) * rankwise__stat_n_rel(truth) + 0.9) > 0 THEN rankwise__stat_mult_hits(recs, truth, k, rprec_multiplier, duplicates) / FLOOR(CAST(rprec_multiplier AS DOUBLE) * rankwise__stat_n_rel(truth) + 0.9)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Interpolated precision at a recall level@k (trec_eval's iprec_at_recall_<l>): max over the j-th hits within k, j >=
+-- r, of j / rank_j; r = round(l n_rel) by `iprec_recall_count`, l = `iprec_recall_level`; 0 when fewer than r hits (at
+-- r = 0: any hit)
+CREATE OR REPLACE TEMP MACRO rankwise_iprec_at_recall(recs, truth, k, iprec_recall_level := 0.0,
+                                                      iprec_recall_count := 'round', empty_labels := 'zero',
+                                                      empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('iprec_recall_level', iprec_recall_level, iprec_recall_level >= 0 AND iprec_recall_level <= 1,
+                           'a finite number between 0 and 1')
+      AND rankwise__knob('iprec_recall_count', iprec_recall_count, ['round', 'truncate_plus_0.9']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_iprec_max(recs, truth, k, iprec_recall_level, iprec_recall_count, duplicates),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- 11-point interpolated average precision@k (trec_eval's 11pt_avg): the mean of iprec_at_recall@k at the levels 0.0,
+-- 0.1, ..., 1.0 (each as a count by `iprec_recall_count`; times 1/11: Polars divides by a constant as a product, so
+-- every engine multiplies)
+CREATE OR REPLACE TEMP MACRO rankwise_ipt11_avg(recs, truth, k, iprec_recall_count := 'round', empty_labels := 'zero',
+                                                empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('iprec_recall_count', iprec_recall_count, ['round', 'truncate_plus_0.9']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_ipt11_sum(recs, truth, k, iprec_recall_count, duplicates) * (1.0 / 11.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Utility@k (trec_eval's utility over the top k): a hits + b (retrieved - hits) + c (n_rel - hits) + d (N + hits -
+-- retrieved - n_rel), retrieved = min(k, list length), a, b, c, d = `utility_relevant_retrieved`,
+-- `utility_nonrelevant_retrieved`, `utility_relevant_missed`, `utility_nonrelevant_missed`, N = `collection_size`
+CREATE OR REPLACE TEMP MACRO rankwise_utility(recs, truth, k, utility_relevant_retrieved := 1.0,
+                                              utility_nonrelevant_retrieved := -1.0, utility_relevant_missed := 0.0,
+                                              utility_nonrelevant_missed := 0.0, collection_size := 0.0,
+                                              duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('utility_relevant_retrieved', utility_relevant_retrieved, true, 'a finite number')
+      AND rankwise__number('utility_nonrelevant_retrieved', utility_nonrelevant_retrieved, true, 'a finite number')
+      AND rankwise__number('utility_relevant_missed', utility_relevant_missed, true, 'a finite number')
+      AND rankwise__number('utility_nonrelevant_missed', utility_nonrelevant_missed, true, 'a finite number')
+      AND rankwise__number('collection_size', collection_size, collection_size >= 0, 'a finite number >= 0') THEN
+    rankwise__count(recs, truth,
+        CAST(utility_relevant_retrieved AS DOUBLE) * rankwise__stat_hits(recs, truth, k, duplicates) + CAST(utility_nonrelevant_retrieved AS DOUBLE) * (LEAST(k, rankwise__stat_n_recs(recs, duplicates)) - rankwise__stat_hits(recs, truth, k, duplicates)) + CAST(utility_relevant_missed AS DOUBLE) * (rankwise__stat_n_rel(truth) - rankwise__stat_hits(recs, truth, k, duplicates)) + CAST(utility_nonrelevant_missed AS DOUBLE) * (CAST(collection_size AS DOUBLE) + rankwise__stat_hits(recs, truth, k, duplicates) - LEAST(k, rankwise__stat_n_recs(recs, duplicates)) - rankwise__stat_n_rel(truth)),
+        duplicates) END;
+
+-- GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k): per user AP@k (as map); the summary is exp(mean ln
+-- max(AP@k, 0.00001)), trec_eval's floor
+CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
+                                             empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('ap_denominator', ap_denominator, ['n_hits', 'n_rel', 'min_k_nrel', 'k', 'min_k_len']) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates) > 0 THEN rankwise__stat_precision_sum(recs, truth, k, duplicates) / rankwise__term_ap_den(recs, truth, k, ap_denominator, duplicates)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- DCG@k: sum_{i <= k} gain(rel_i) / log_b(i + 1)
+CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
+                                                 relevance_threshold := 0.0, empty_labels := 'zero',
+                                                 empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0') THEN
+    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_dcg_graded'),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- NDCG@k: DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
+                                                  ideal := 'labels', zero_ideal := 'zero', relevance_threshold := 0.0,
+                                                  empty_labels := 'zero', empty_predictions := 'zero',
+                                                  duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__knob('ideal', ideal, ['predictions_topk', 'labels', 'k_ones'])
+      AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''') THEN
+    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        CASE WHEN rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') > 0 THEN rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_ndcg_graded') / rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') * (rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') / rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded'))
+             WHEN zero_ideal = 'zero' THEN 0.0
+             ELSE CAST(NULL AS DOUBLE) END,
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- ERR@k (expected reciprocal rank, Chapelle et al. 2009): sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) /
+-- 2^g_max, g_max by `err_max_grade`
+CREATE OR REPLACE TEMP MACRO rankwise_err_graded(recs, truth, rel, k, err_max_grade := 0.0, empty_labels := 'zero',
+                                                 empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('err_max_grade', err_max_grade, err_max_grade > 0,
+                           'the top grade of the scale, > 0 (a macro sees one row, not the whole ground truth)') THEN
+    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, 0.0),
+        rankwise__stat_err_sum_graded(recs, truth, rel, k, err_max_grade, duplicates),
+        empty_labels, empty_predictions, duplicates) END END;

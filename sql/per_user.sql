@@ -27,6 +27,13 @@
 --   $iprec_recall_count    'round' (r = round(l n_rel), trec_eval 10.0) | 'truncate_plus_0.9' (floor(l n_rel + 0.9),
 --                          trec_eval 9 and pytrec_eval)
 --   $beta                  F-beta's beta
+-- Stage switches (not knobs: which statistics to compute; 1 = all, as rankwise.sql renders it by default):
+--   $pool_statistics       1 = the judged-aware stages (pool_labels .. pooled_at_k: bpref, infAP, unj, ...)
+--   $gain_statistics       1 = every judged row and the labels' ideal at each rank (G, binG, ndcg_rel, Rndcg,
+--                          rbp_resid); 0 leaves those metrics' columns meaningless, the others unchanged
+-- Ground truth: a row with relevance > 0 and >= $relevance_threshold is relevant; one with relevance >= 0 that
+--   is not, judged non-relevant; one with relevance < 0 (negative_relevance = 'unjudged': trec_eval's -1) is
+--   pooled but not judged (never relevant, no gain); an item without a row is not judged.
 -- Output: user_id, k, n_recs, n_rel and one column per metric of rankwise.metrics.declarations (precision, recall,
 --   fbeta, map, ...). NULL = undefined under the convention (excluded from means).
 -- The stages up to `stats` compute the per-(user, k) statistics (hits@k = relevant items in the top k,
@@ -36,12 +43,18 @@ WITH
 labels AS (
     SELECT g.user_id, g.item_id,
            CASE WHEN g.item_id IS NOT NULL AND g.relevance > 0 AND g.relevance >= $relevance_threshold
-                THEN 1 ELSE 0 END AS is_rel
+                THEN 1 ELSE 0 END AS is_rel,
+           -- judged non-relevant: a relevance >= 0 that is not relevant (a negative one is pooled, not judged)
+           CASE WHEN g.item_id IS NOT NULL AND g.relevance >= 0
+                     AND NOT (g.relevance > 0 AND g.relevance >= $relevance_threshold)
+                THEN 1 ELSE 0 END AS is_nonrel
     FROM ground_truth AS g
 ),
--- every judged label (relevance 0 too: rbp_resid tells judged from unjudged items). A relevance of 0 is never
--- relevant and has gain 0 under every gain rule (1/0, r, 2^r - 1) unless $gain_level_<i> gives its level a gain;
--- ground_truth is read again rather than through `labels` so that an engine can push the filter into its scan.
+-- the labels that can earn: a relevance of 0 is never relevant and has gain 0 under every gain rule (1/0, r,
+-- 2^r - 1), so those labels are left out (a smaller build side of the largest join) unless $gain_level_<i> gives
+-- level 0 a gain or the gain statistics are computed (rbp_resid tells judged from unjudged items); a negative
+-- relevance (pooled, not judged) never earns. ground_truth is read again rather than through `labels` so that an
+-- engine can push the filter into its scan.
 earning AS (
     SELECT g.user_id, g.item_id, CAST(g.relevance AS DOUBLE) AS grade,
            CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1 ELSE 0 END AS is_rel,
@@ -54,7 +67,10 @@ earning AS (
                 WHEN $gain = 'linear' THEN CAST(g.relevance AS DOUBLE)
                 ELSE POWER(2.0, CAST(g.relevance AS DOUBLE)) - 1.0 END AS gain
     FROM ground_truth AS g
-    WHERE g.item_id IS NOT NULL
+    WHERE g.item_id IS NOT NULL AND g.relevance >= 0
+      AND (g.relevance > 0 OR $gain_statistics = 1
+           OR g.relevance IN ($gain_level_1, $gain_level_2, $gain_level_3, $gain_level_4, $gain_level_5,
+                              $gain_level_6, $gain_level_7, $gain_level_8))
 ),
 -- the labels of positive gain in the ideal order (gain descending) with their running sums: the ideal DCG, trec_eval's
 -- G cost (each gain, at least 1) and total gain; a position ends a run of equal gains (an R level of Rndcg) when
@@ -86,6 +102,7 @@ ideal_user AS (
            MAX(CASE WHEN i.pos = i.n_pos THEN i.gain_total END) AS gain_total,
            SUM(i.is_bound) AS n_bounds
     FROM ideal_running AS i
+    WHERE $gain_statistics = 1
     GROUP BY i.user_id
 ),
 -- ERR's largest grade: $err_max_grade, or the largest relevance in the ground truth
@@ -96,7 +113,7 @@ err_scale AS (
 ),
 label_stats AS (
     SELECT l.user_id, 1 AS in_truth, CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
-           CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
+           CAST(SUM(l.is_rel) AS BIGINT) AS n_rel, CAST(SUM(l.is_nonrel) AS BIGINT) AS n_nonrel
     FROM labels AS l
     GROUP BY l.user_id
 ),
@@ -115,12 +132,13 @@ all_users AS (
            COALESCE(ls.in_truth, 0) AS in_truth,
            CAST(COALESCE(ls.n_judged, 0) AS BIGINT) AS n_judged,
            CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
-           CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel
+           CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel,
+           CAST(COALESCE(ls.n_nonrel, 0) AS BIGINT) AS n_nonrel
     FROM rec_stats AS rs
     FULL OUTER JOIN label_stats AS ls ON rs.user_id = ls.user_id
 ),
 universe AS (
-    SELECT a.user_id, a.n_recs, a.n_rel
+    SELECT a.user_id, a.n_recs, a.n_rel, a.n_nonrel
     FROM all_users AS a
     WHERE (CASE WHEN $users = 'union' THEN 1
                 WHEN $users = 'labels' THEN a.in_truth
@@ -163,7 +181,7 @@ judged AS (
     JOIN universe AS u ON u.user_id = r.user_id
     CROSS JOIN err_scale AS s
     LEFT JOIN ideal_user AS iu ON iu.user_id = r.user_id
-    LEFT JOIN ideal_running AS i ON i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
+    LEFT JOIN ideal_running AS i ON $gain_statistics = 1 AND i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
 ),
 -- what does not depend on k is computed once per user
 user_hits AS (
@@ -285,21 +303,87 @@ rndcg_points AS (
     FROM ideal_running AS i
     JOIN universe AS u ON u.user_id = i.user_id
     CROSS JOIN cutoffs AS c
-    WHERE i.is_bound = 1
+    WHERE i.is_bound = 1 AND $gain_statistics = 1
+),
+-- (the judged row found by an inner join first: older ClickHouse servers take no inequality in a LEFT JOIN's ON)
+rndcg_found AS (
+    SELECT p.user_id, p.k, p.pos, 1 AS matched, r.dcg
+    FROM rndcg_points AS p
+    JOIN running AS r ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
 ),
 rndcg_terms AS (
     SELECT p.user_id, p.k, p.pos,
-           SUM(CASE WHEN r.rank IS NOT NULL THEN r.dcg ELSE 0.0 END / p.idcg)
+           SUM(CASE WHEN COALESCE(f.matched, 0) = 1 THEN f.dcg ELSE 0.0 END / p.idcg)
                OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
                AS rndcg_sum,
            ROW_NUMBER() OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos DESC) AS from_last
     FROM rndcg_points AS p
-    LEFT JOIN running AS r ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
+    LEFT JOIN rndcg_found AS f ON f.user_id = p.user_id AND f.k = p.k AND f.pos = p.pos
 ),
 rndcg AS (
     SELECT t.user_id, t.k, 1 AS matched, t.rndcg_sum
     FROM rndcg_terms AS t
     WHERE t.from_last = 1
+),
+-- the judged-aware statistics (bpref, infAP, num_nonrel_judged_ret, unj), as trec_eval's form_res_rels.c sorts
+-- a ranked item: kind 1 relevant, 0 judged non-relevant (relevance >= 0, not relevant), -1 pooled but not
+-- judged (relevance < 0, under negative_relevance = 'unjudged'); an item without a label row is not in the
+-- pool. The running counts are BIGINT (ClickHouse sums into UInt64, which LEAST with n_rel refuses). Every recommended item within the largest k that has a label row, whatever its relevance (the
+-- `judged` rows above are only those that can earn), with the running counts of each kind in rank order
+pool_labels AS (
+    SELECT g.user_id, g.item_id,
+           CASE WHEN g.relevance > 0 AND g.relevance >= $relevance_threshold THEN 1
+                WHEN g.relevance >= 0 THEN 0 ELSE -1 END AS kind
+    FROM ground_truth AS g
+    WHERE g.item_id IS NOT NULL AND $pool_statistics = 1
+),
+pooled AS (
+    SELECT r.user_id, CAST(r.rank AS BIGINT) AS rank, u.n_rel, u.n_nonrel, p.kind,
+           CAST(SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS rel_so_far,
+           CAST(SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS nonrel_so_far,
+           CAST(SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS pooled_so_far,
+           LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank) AS following_rank
+    FROM recommendations AS r
+    JOIN (SELECT MAX(c.k) AS max_k FROM cutoffs AS c) AS h ON r.rank <= h.max_k
+    JOIN pool_labels AS p ON p.user_id = r.user_id AND p.item_id = r.item_id
+    JOIN universe AS u ON u.user_id = r.user_id
+),
+-- the sums bpref and infAP add at each relevant item, in rank order (m_bpref.c, m_infap.c; j = rank - 1 items
+-- above it, of them rel_so_far - 1 relevant, nonrel_so_far judged non-relevant, pooled_so_far pooled):
+--   bpref: 1 - min(nonrel_so_far, n_rel) / min(n_nonrel, n_rel), 1 when no judged non-relevant item is above
+--   infAP: 1 at rank 1, else 1 / rank + (j / rank) ((rel_so_far - 1 + nonrel_so_far + pooled_so_far) / j)
+--          ((rel_so_far - 1 + 0.00001) / (rel_so_far - 1 + nonrel_so_far + 0.00002))   (INFAP_EPSILON 0.00001)
+pooled_running AS (
+    SELECT p.user_id, p.rank,
+           CAST(CASE WHEN p.following_rank > p.rank THEN p.following_rank ELSE 9223372036854775807 END AS BIGINT) AS next_rank,
+           CAST(p.nonrel_so_far AS BIGINT) AS nonrel_ret, CAST(p.pooled_so_far AS BIGINT) AS pooled_ret,
+           SUM(CASE WHEN p.kind = 1
+                    THEN (CASE WHEN p.nonrel_so_far > 0
+                               THEN 1.0 - CAST(LEAST(p.nonrel_so_far, p.n_rel) AS DOUBLE) / CAST(LEAST(p.n_nonrel, p.n_rel) AS DOUBLE)
+                               ELSE 1.0 END)
+                    ELSE 0.0 END)
+               OVER (PARTITION BY p.user_id ORDER BY p.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bpref_sum,
+           SUM(CASE WHEN p.kind = 1
+                    THEN (CASE WHEN p.rank = 1 THEN 1.0
+                               ELSE 1.0 / CAST(p.rank AS DOUBLE)
+                                    + CAST(p.rank - 1 AS DOUBLE) / CAST(p.rank AS DOUBLE)
+                                      * (CAST(p.rel_so_far - 1 + p.nonrel_so_far + p.pooled_so_far AS DOUBLE) / CAST(p.rank - 1 AS DOUBLE))
+                                      * ((CAST(p.rel_so_far - 1 AS DOUBLE) + CAST(0.00001 AS DOUBLE))
+                                         / (CAST(p.rel_so_far - 1 + p.nonrel_so_far AS DOUBLE) + CAST(0.00002 AS DOUBLE))) END)
+                    ELSE 0.0 END)
+               OVER (PARTITION BY p.user_id ORDER BY p.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS infap_sum
+    FROM pooled AS p
+),
+pooled_at_k AS (
+    SELECT p.user_id, CAST(c.k AS BIGINT) AS k, 1 AS matched, p.nonrel_ret, p.pooled_ret, p.bpref_sum, p.infap_sum
+    FROM pooled_running AS p
+    JOIN cutoffs AS c ON p.rank <= c.k AND c.k < p.next_rank
 ),
 -- ideal DCG from the top k ($ideal = 'predictions_topk'): each k's judged rows in the ideal order
 -- (gain descending; rows of equal gain are interchangeable, so no tie-break is needed), their positive gains
@@ -372,6 +456,10 @@ stats AS (
            CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.idcg_all ELSE 0.0 END AS idcg_all,
            CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.gain_total ELSE 0.0 END AS gain_total,
            CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_bounds ELSE 0 END AS DOUBLE) AS n_bounds,
+           CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.nonrel_ret ELSE 0 END AS DOUBLE) AS nonrel_ret,
+           CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.pooled_ret ELSE 0 END AS DOUBLE) AS pooled_ret,
+           CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.bpref_sum ELSE 0.0 END AS bpref_sum,
+           CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.infap_sum ELSE 0.0 END AS infap_sum,
            CASE WHEN $ideal = 'labels' THEN (CASE WHEN COALESCE(il.matched, 0) = 1 THEN il.idcg ELSE 0.0 END)
                 WHEN $ideal = 'k_ones' THEN io.idcg
                 ELSE (CASE WHEN COALESCE(it.matched, 0) = 1 THEN it.idcg ELSE 0.0 END) END AS idcg
@@ -383,6 +471,7 @@ stats AS (
     LEFT JOIN idcg_ones AS io ON io.k = c.k
     LEFT JOIN rndcg AS rn ON rn.user_id = u.user_id AND rn.k = c.k
     LEFT JOIN ideal_user AS iu ON iu.user_id = u.user_id
+    LEFT JOIN pooled_at_k AS pk ON pk.user_id = u.user_id AND pk.k = c.k
 ),
 -- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit
 -- the terms several metrics share (rankwise.metrics.formulas.TERMS)
@@ -440,7 +529,13 @@ defined AS (
                 ELSE 0.0 END AS rndcg,
            CASE WHEN d.judged_ret < LEAST(d.k, d.n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * d.judged_rbp
                 ELSE 0.0 END AS rbp_resid,
-           CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map
+           CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE 0.0 END AS gm_map,
+           d.nonrel_ret AS num_nonrel_judged_ret,
+           d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS bpref,
+           d.infap_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS infap,
+           (LEAST(d.k, d.n_recs) - d.hits - d.nonrel_ret) / CAST(d.k AS DOUBLE) AS unj,
+           (d.hits + d.nonrel_ret + d.pooled_ret) / NULLIF(CAST(LEAST(d.k, d.n_recs) AS DOUBLE), 0.0) AS judged,
+           d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), 0.0) AS gm_bpref
     FROM denominators AS d
 ),
 defined_2 AS (
@@ -487,6 +582,12 @@ SELECT f.user_id, f.k, f.n_recs, f.n_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.ndcg_rel END AS ndcg_rel,
        CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.rndcg END AS rndcg,
        f.rbp_resid AS rbp_resid,
-       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_map END AS gm_map,
+       f.num_nonrel_judged_ret AS num_nonrel_judged_ret,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.bpref END AS bpref,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.infap END AS infap,
+       f.unj AS unj,
+       f.judged AS judged,
+       CASE WHEN f.n_rel = 0 THEN e.no_labels WHEN f.n_recs = 0 THEN e.no_predictions ELSE f.gm_bpref END AS gm_bpref
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e

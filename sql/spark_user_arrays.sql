@@ -13,10 +13,12 @@
 --             $relevance_threshold, $gain, $gain_level_<i>, $gain_value_<i>, $err_max_grade (as in per_user.sql); $top_only 1 to sort only the
 --             rows with a rank column value <= $max_rank (with ranks, not scores, and a finite
 --             $max_rank; the whole list still goes into the checks and n_recs).
--- Output: user_id, in_recs, in_truth, n_judged, n_recs, n_rel (as per_user.sql's all_users);
---   earned: the user's recommended items within $max_rank that have a label (any relevance: rbp_resid tells
---     judged from unjudged), in rank order, as (pos, is_rel, gain, err: ERR's R); ideal_gains: the labels' positive
---     gains, descending; suspect: 1 when one of sql/checks.sql's rules may fail for the
+-- Output: user_id, in_recs, in_truth, n_judged, n_recs, n_rel, n_nonrel (as per_user.sql's all_users);
+--   pooled: the user's recommended items within $max_rank that have a label row (any relevance), in rank order, as
+--     (pos, kind: 1 relevant, 0 judged non-relevant, -1 pooled but not judged; per_user.sql's pool_labels);
+--   earned: the user's recommended items within $max_rank that have a judged label (relevance >= 0: rbp_resid
+--     tells judged from unjudged), in rank order, as (pos, is_rel, gain, err: ERR's R); ideal_gains: the labels'
+--     positive gains, descending; suspect: 1 when one of sql/checks.sql's rules may fail for the
 --     user (a NULL key, rank or score; a rank below 1; a NaN or infinite score; a repeated item or
 --     rank; a bad relevance; a repeated label; a label with a NULL item). The caller runs
 --     sql/checks.sql itself when any user is suspect, so that a failed check reports the same rows
@@ -88,7 +90,7 @@ label_rows AS (
 label_lists AS (
     SELECT g.user_id, g.rows_,
            filter(g.rows_, l -> l.item_id IS NOT NULL) AS judged,
-           filter(g.rows_, l -> l.item_id IS NOT NULL) AS earning
+           filter(g.rows_, l -> l.item_id IS NOT NULL AND l.relevance >= 0) AS earning
     FROM label_rows AS g
 ),
 -- ERR's largest grade: $err_max_grade, or the largest relevance in the ground truth (per_user.sql's err_scale)
@@ -102,6 +104,12 @@ labels AS (
     SELECT g.user_id,
            size(g.judged) AS n_judged,
            size(filter(g.earning, l -> l.relevance > 0 AND l.relevance >= $relevance_threshold)) AS n_rel,
+           size(filter(g.judged, l -> l.relevance >= 0 AND NOT (l.relevance > 0 AND l.relevance >= $relevance_threshold)))
+               AS n_nonrel,
+           -- every label's kind (per_user.sql's pool_labels): 1 relevant, 0 judged non-relevant, -1 pooled (relevance < 0)
+           g.judged.item_id AS judged_items,
+           transform(g.judged, l -> CASE WHEN l.relevance > 0 AND l.relevance >= $relevance_threshold THEN 1
+                                         WHEN l.relevance >= 0 THEN 0 ELSE -1 END) AS judged_kinds,
            g.earning.item_id AS earning_items,
            transform(g.earning, l -> CASE WHEN l.relevance > 0 AND l.relevance >= $relevance_threshold THEN 1 ELSE 0 END)
                AS earning_is_rel,
@@ -135,12 +143,17 @@ found AS (
            CASE WHEN r.n_items IS NULL THEN 0 ELSE 1 END AS in_recs,
            CASE WHEN g.n_judged IS NULL THEN 0 ELSE 1 END AS in_truth,
            COALESCE(g.n_judged, 0) AS n_judged, COALESCE(r.n_recs, 0) AS n_recs, COALESCE(g.n_rel, 0) AS n_rel,
+           COALESCE(g.n_nonrel, 0) AS n_nonrel, COALESCE(g.judged_kinds, CAST(array() AS ARRAY<INT>)) AS judged_kinds,
            COALESCE(g.earning_is_rel, array()) AS earning_is_rel,
            COALESCE(g.earning_gains, array()) AS earning_gains,
            COALESCE(g.earning_err, CAST(array() AS ARRAY<DOUBLE>)) AS earning_err, COALESCE(g.err_floor, 1.0D) AS err_floor,
            transform(COALESCE(r.top_items, array()),
                      (x, i) -> named_struct('pos', i + 1, 'at', COALESCE(array_position(g.earning_items, x), 0)))
                AS places,
+           -- the place of each of the first $max_rank items among all the labels (0: none), for the pooled rows
+           transform(COALESCE(r.top_items, array()),
+                     (x, i) -> named_struct('pos', i + 1, 'at', COALESCE(array_position(g.judged_items, x), 0)))
+               AS pool_places,
            GREATEST(COALESCE(r.suspect, 0), COALESCE(g.suspect, 0)) AS suspect,
            COALESCE(r.complete, 1) AS complete
     FROM recs AS r
@@ -150,12 +163,15 @@ SELECT f.user_id, f.in_recs, f.in_truth,
        CAST(f.n_judged AS BIGINT) AS n_judged,
        CAST(f.n_recs AS BIGINT) AS n_recs,
        CAST(f.n_rel AS BIGINT) AS n_rel,
+       CAST(f.n_nonrel AS BIGINT) AS n_nonrel,
        transform(filter(f.places, p -> p.at > 0),
                  p -> named_struct('pos', p.pos,
                                    'is_rel', f.earning_is_rel[p.at - 1],
                                    'gain', f.earning_gains[p.at - 1],
                                    'err', f.earning_err[p.at - 1],
                                    'err_log', LN(GREATEST(1.0D - f.earning_err[p.at - 1], f.err_floor)))) AS earned,
+       transform(filter(f.pool_places, p -> p.at > 0),
+                 p -> named_struct('pos', p.pos, 'kind', f.judged_kinds[p.at - 1])) AS pooled,
        sort_array(filter(f.earning_gains, g -> g > 0), false) AS ideal_gains,
        f.suspect, f.complete
 FROM found AS f

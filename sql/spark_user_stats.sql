@@ -40,6 +40,7 @@ at_k AS (
                                                           THEN i + 1 END), m -> m IS NOT NULL) AS bounds,
            filter(u.earned, e -> e.pos <= c.k) AS within,
            filter(u.earned, e -> e.is_rel = 1 AND e.pos <= c.k) AS hit_rows,
+           filter(u.pooled, e -> e.pos <= c.k) AS pool_rows, u.n_nonrel,
            COALESCE(array_min(transform(filter(u.earned, e -> e.is_rel = 1), e -> e.pos)), 0) AS first_hit,
            size(filter(u.earned, e -> e.is_rel = 1)) AS hits_all
     FROM universe AS u
@@ -108,6 +109,34 @@ SELECT a.user_id, a.k, a.n_recs, a.n_rel,
                  (e, j) -> CASE WHEN j + 1 >= FLOOR(CAST(l AS DOUBLE) / 10.0D * a.n_rel
                                                     + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5D ELSE 0.9D END))
                                 THEN CAST(j + 1 AS DOUBLE) / e.pos END), x -> x IS NOT NULL)), 0.0D)) AS ipt11_sum,
+       -- the judged-aware statistics over the labelled items within k, in rank order (per_user.sql's pooled_running):
+       -- acc.rel, acc.nonrel, acc.pooled count the kinds above the row
+       CAST(size(filter(a.pool_rows, e -> e.kind = 0)) AS DOUBLE) AS nonrel_ret,
+       CAST(size(filter(a.pool_rows, e -> e.kind = -1)) AS DOUBLE) AS pooled_ret,
+       aggregate(a.pool_rows, named_struct('nonrel', CAST(0 AS BIGINT), 'sum', 0.0D),
+                 (acc, e) -> named_struct('nonrel', acc.nonrel + CASE WHEN e.kind = 0 THEN 1 ELSE 0 END,
+                                          'sum', acc.sum + CASE WHEN e.kind = 1
+                                                     THEN (CASE WHEN acc.nonrel > 0
+                                                                THEN 1.0D - CAST(LEAST(acc.nonrel, a.n_rel) AS DOUBLE)
+                                                                            / CAST(LEAST(a.n_nonrel, a.n_rel) AS DOUBLE)
+                                                                ELSE 1.0D END)
+                                                     ELSE 0.0D END),
+                 acc -> acc.sum) AS bpref_sum,
+       aggregate(a.pool_rows, named_struct('rel', CAST(0 AS BIGINT), 'nonrel', CAST(0 AS BIGINT),
+                                           'pooled', CAST(0 AS BIGINT), 'sum', 0.0D),
+                 (acc, e) -> named_struct(
+                     'rel', acc.rel + CASE WHEN e.kind = 1 THEN 1 ELSE 0 END,
+                     'nonrel', acc.nonrel + CASE WHEN e.kind = 0 THEN 1 ELSE 0 END,
+                     'pooled', acc.pooled + CASE WHEN e.kind = -1 THEN 1 ELSE 0 END,
+                     'sum', acc.sum + CASE WHEN e.kind = 1
+                                THEN (CASE WHEN e.pos = 1 THEN 1.0D
+                                           ELSE 1.0D / CAST(e.pos AS DOUBLE)
+                                                + CAST(e.pos - 1 AS DOUBLE) / CAST(e.pos AS DOUBLE)
+                                                  * (CAST(acc.rel + acc.nonrel + acc.pooled AS DOUBLE) / CAST(e.pos - 1 AS DOUBLE))
+                                                  * ((CAST(acc.rel AS DOUBLE) + 0.00001D)
+                                                     / (CAST(acc.rel + acc.nonrel AS DOUBLE) + 0.00002D)) END)
+                                ELSE 0.0D END),
+                 acc -> acc.sum) AS infap_sum,
        CASE WHEN $ideal = 'labels'
             THEN aggregate(transform(a.ideal_gains, (g, i) -> CASE WHEN i < a.k THEN g / (LN((i + 1) + 1.0D) / LN($log_base))
                                                                    ELSE 0.0D END),

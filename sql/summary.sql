@@ -44,7 +44,13 @@ per_k AS (
            AVG(p.ndcg_rel) AS ndcg_rel_mean, COUNT(p.ndcg_rel) AS ndcg_rel_n, STDDEV_SAMP(p.ndcg_rel) AS ndcg_rel_sd,
            AVG(p.rndcg) AS rndcg_mean, COUNT(p.rndcg) AS rndcg_n, STDDEV_SAMP(p.rndcg) AS rndcg_sd,
            AVG(p.rbp_resid) AS rbp_resid_mean, COUNT(p.rbp_resid) AS rbp_resid_n, STDDEV_SAMP(p.rbp_resid) AS rbp_resid_sd,
-           EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n
+           EXP(AVG(CASE WHEN p.gm_map IS NOT NULL THEN LN(GREATEST(p.gm_map, 0.00001)) END)) AS gm_map_geometric_mean, COUNT(p.gm_map) AS gm_map_n,
+           SUM(p.num_nonrel_judged_ret) AS num_nonrel_judged_ret_sum, COUNT(p.num_nonrel_judged_ret) AS num_nonrel_judged_ret_n,
+           AVG(p.bpref) AS bpref_mean, COUNT(p.bpref) AS bpref_n, STDDEV_SAMP(p.bpref) AS bpref_sd,
+           AVG(p.infap) AS infap_mean, COUNT(p.infap) AS infap_n, STDDEV_SAMP(p.infap) AS infap_sd,
+           AVG(p.unj) AS unj_mean, COUNT(p.unj) AS unj_n, STDDEV_SAMP(p.unj) AS unj_sd,
+           AVG(p.judged) AS judged_mean, COUNT(p.judged) AS judged_n, STDDEV_SAMP(p.judged) AS judged_sd,
+           EXP(AVG(CASE WHEN p.gm_bpref IS NOT NULL THEN LN(GREATEST(p.gm_bpref, 0.00001)) END)) AS gm_bpref_geometric_mean, COUNT(p.gm_bpref) AS gm_bpref_n
     FROM per_user AS p
     GROUP BY p.k
 )
@@ -144,4 +150,22 @@ SELECT 'rbp_resid' AS metric, c.k, s.rbp_resid_mean AS value, COALESCE(s.rbp_res
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
 UNION ALL
 SELECT 'gm_map' AS metric, c.k, s.gm_map_geometric_mean AS value, COALESCE(s.gm_map_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'num_nonrel_judged_ret' AS metric, c.k, s.num_nonrel_judged_ret_sum AS value, COALESCE(s.num_nonrel_judged_ret_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'bpref' AS metric, c.k, s.bpref_mean AS value, COALESCE(s.bpref_n, 0) AS n_users, s.bpref_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'infap' AS metric, c.k, s.infap_mean AS value, COALESCE(s.infap_n, 0) AS n_users, s.infap_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'unj' AS metric, c.k, s.unj_mean AS value, COALESCE(s.unj_n, 0) AS n_users, s.unj_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'judged' AS metric, c.k, s.judged_mean AS value, COALESCE(s.judged_n, 0) AS n_users, s.judged_sd AS sd
+FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k
+UNION ALL
+SELECT 'gm_bpref' AS metric, c.k, s.gm_bpref_geometric_mean AS value, COALESCE(s.gm_bpref_n, 0) AS n_users, CAST(NULL AS DOUBLE) AS sd
 FROM cutoffs AS c LEFT JOIN per_k AS s ON s.k = c.k

@@ -80,7 +80,7 @@ class Engine:
     def __init__(self):
         self.schema = None
 
-    def run(self, recs: pl.DataFrame, truth: pl.DataFrame, *, ks, metrics=None, convention="default", **kw):
+    def run(self, recs: pl.DataFrame, truth: pl.DataFrame, *, ks, metrics="all", convention="default", **kw):
         """Run rankwise.sql's statements; return (per_user long frame, summary frame)."""
         self.load("rw_recs", recs)
         self.load("rw_truth", truth)
@@ -253,5 +253,5 @@ def assert_same(result, per_user: pl.DataFrame, summary: pl.DataFrame, ks, f_nam
     assert [(m, int(k)) for m, k in summary.select("metric", "k").iter_rows()] == order
 
 
-def evaluate(r, t, ks, convention, by_score: bool, metrics=None):
+def evaluate(r, t, ks, convention, by_score: bool, metrics="all"):
     return rankwise.evaluate(r, t, k=list(ks), metrics=metrics, convention=convention, backend="polars")

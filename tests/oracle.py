@@ -13,8 +13,8 @@ import math
 from rankwise.metrics.declarations import USER_LEVEL as METRICS  # only the list of names; every value is computed here
 
 NAN = float("nan")
-SUMMED = {"num_ret", "num_rel", "num_rel_ret"}
-GEOMETRIC = {"gm_map"}
+SUMMED = {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
+GEOMETRIC = {"gm_map", "gm_bpref"}
 
 
 def universe(recs: dict, truth: dict, users: str, unjudged: str = "keep") -> set:
@@ -38,10 +38,12 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
         return r > 0 and r >= conv.relevance_threshold
 
     def gain(r):
+        if r < 0:  # a pooled-but-unjudged label (negative_relevance='unjudged') earns nothing
+            return 0.0
         mapped = dict(conv.gain_levels)
         if r in mapped:  # gain_levels: trec_eval's -m ndcg.<level>=<gain>
             return mapped[r]
-        if r <= 0:
+        if r == 0:
             return 0.0
         if conv.gain == "binary":
             return 1.0 if (r > 0 and r >= conv.relevance_threshold) else 0.0
@@ -63,13 +65,16 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
               + conv.utility_relevant_missed * (n_rel - rel_ret)
               + conv.utility_nonrelevant_missed * (conv.collection_size + rel_ret - retrieved - n_rel)}
     # rbp_resid (m_rbp_resid.c) reads no relevance: every user has it. An unjudged item is one without a label
+    # of level >= 0 (a negative level is trec_eval's RELVALUE_UNJUDGED)
     p, cur_p, weights, unjudged = conv.rbp_persistence, 1.0, 0.0, 0
     for item in pred[:k]:
-        if item not in labels:
+        if labels.get(item, -1) < 0:
             unjudged += 1
             weights += cur_p
         cur_p *= p
     counts["rbp_resid"] = cur_p + (1 - p) * weights if unjudged else 0.0
+    counts |= judged_aware(pred[:k], labels, k, conv.relevance_threshold)
+    judged_aware_values = {m: counts.pop(m) for m in ("bpref", "infap", "gm_bpref")}
     if n_rel == 0:
         return {m: counts.get(m, _constant(conv.empty_labels)) for m in METRICS}
     if len(pred) == 0:
@@ -167,7 +172,7 @@ def user_metrics(pred: list, labels: dict, k: int, conv, beta: float = 1.0, data
         "precision": precision, "recall": recall, "fbeta": fbeta, "map": ap, "mar": ar, "mrr": rr,
         "dcg": dcg, "ndcg": ndcg, "hit_rate": 1.0 if hits else 0.0, "r_precision": r_precision, "rbp": rbp,
         "err": err,
-    }
+    } | judged_aware_values
     return {m: values[m] for m in METRICS}
 
 
@@ -177,7 +182,8 @@ def _trec_gain_measures(top, labels, n_rel, gain, discount, is_relevant) -> dict
     level) sorted by gain (gain_init.c; here by the exact gain), walked from the largest gain down for the ideal."""
     levels = {}
     for r in labels.values():
-        levels[r] = levels.get(r, 0) + 1
+        if r >= 0:  # a negative level is not judged (trec_eval's RELVALUE_UNJUDGED): no place in the gain table
+            levels[r] = levels.get(r, 0) + 1
     table = sorted(((gain(r), n) for r, n in levels.items()), key=lambda t: t[0])
     ret = [gain(labels[item]) if item in labels else 0.0 for item in top]
     num_ret = len(ret)
@@ -236,6 +242,47 @@ def _trec_gain_measures(top, labels, n_rel, gain, discount, is_relevant) -> dict
         points.append(dcg_at[num_ret] / idcg_at[n_pos])
     rndcg = sum(points) / len(points) if points else 0.0
     return {"g": g_value, "bin_g": bing / n_rel, "ndcg_rel": ndcg_rel, "rndcg": rndcg}
+def judged_aware(top: list, labels: dict, k: int, threshold: float) -> dict:
+    """trec_eval's loops over the ranked list (m_bpref.c, m_infap.c, m_num_nonrel_judged_ret.c, m_unjudged.c),
+    here over the top k: a label >= 0 is judged (relevant when > 0 and >= threshold, else non-relevant), a label
+    < 0 is in the pool but not judged, an item without a label is not in the pool. ir_measures' Judged@k: items
+    with any label / min(k, list length)."""
+    def kind(item):
+        if item not in labels:
+            return "nonpool"
+        r = labels[item]
+        return "unjudged" if r < 0 else ("rel" if r > 0 and r >= threshold else "nonrel")
+
+    num_rel = sum(1 for item in labels if kind(item) == "rel")
+    num_nonrel = sum(1 for item in labels if kind(item) == "nonrel")
+    bpref = inf_ap = 0.0
+    rel_so_far = nonrel_so_far = pool_unjudged_so_far = 0
+    for j, item in enumerate(top):
+        what = kind(item)
+        if what == "nonpool":
+            continue
+        if what == "unjudged":
+            pool_unjudged_so_far += 1
+            continue
+        if what == "nonrel":
+            nonrel_so_far += 1
+            continue
+        rel_so_far += 1
+        bpref += 1.0 - min(nonrel_so_far, num_rel) / min(num_nonrel, num_rel) if nonrel_so_far > 0 else 1.0
+        if j == 0:
+            inf_ap += 1.0
+        else:
+            fj = float(j)
+            inf_ap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
+                (rel_so_far - 1 + nonrel_so_far + pool_unjudged_so_far) / fj) * (
+                (rel_so_far - 1 + 0.00001) / (rel_so_far - 1 + nonrel_so_far + 2 * 0.00001))
+    if num_rel:
+        bpref /= num_rel
+        inf_ap /= num_rel
+    unjudged = sum(1 for item in top if kind(item) in ("nonpool", "unjudged"))
+    labelled = sum(1 for item in top if item in labels)
+    return {"num_nonrel_judged_ret": float(nonrel_so_far), "unj": unjudged / k,
+            "judged": labelled / len(top) if top else NAN, "bpref": bpref, "gm_bpref": bpref, "infap": inf_ap}
 
 
 def evaluate(recs: dict, truth: dict, ks, conv, beta: float = 1.0) -> dict:

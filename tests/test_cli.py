@@ -658,3 +658,14 @@ def test_a_warning_is_a_note_on_stderr(capsys, inputs, monkeypatch):
     code, out, err = run(capsys, "evaluate", *inputs, "--k", "2", "--metrics", "precision")
     assert code == 0 and out
     assert err == ["rankwise: note: _Careful: k is above every list."]  # not Python's file:line and source line
+
+
+def test_metrics_all_prints_every_metric_and_the_default_the_usual_set(capsys):
+    code, out, err = run(capsys, "evaluate", RECS_EX, TRUTH_EX, "--k", "5")
+    assert code == 0, err
+    shown = [line.split()[0] for line in out.split("-----", 1)[1].splitlines()[1:] if line.strip()]
+    assert shown == list(rankwise.DEFAULT_METRICS)
+    code, out, err = run(capsys, "evaluate", RECS_EX, TRUTH_EX, "--k", "5", "--metrics", "all")
+    assert code == 0, err
+    shown = [line.split()[0] for line in out.split("-----", 1)[1].splitlines()[1:] if line.strip()]
+    assert shown == list(rankwise.METRICS)

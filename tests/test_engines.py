@@ -83,7 +83,7 @@ def test_relevance_defaults_to_one(engine):
     recs, truth, scores = E.generate(seed=99, string_ids=False, by_score=False)
     truth = {u: {i: 1.0 for i in lab} for u, lab in truth.items()}
     r, t = E.api_frames(recs, truth, scores, False, False)
-    expected = rankwise.evaluate(r, t.drop("relevance"), k=[3], backend="polars")
+    expected = rankwise.evaluate(r, t.drop("relevance"), k=[3], backend="polars", metrics="all")
     wr, wt = E.warehouse_frames(r, t)
     per_user, summary = engine.run(wr, wt.drop("relevance"), ks=(3,), relevance_col=None)
     E.assert_same(expected, per_user, summary, (3,))

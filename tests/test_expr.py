@@ -238,7 +238,7 @@ def test_macros_equal_oracle(con, users, preset, k):
 def test_hand_values():
     """Hand calculation: recs [1, 2, 3, 4], relevant {2, 4, 9}, k = 4 (positions 2 and 4 hit)."""
     df = pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[2, 4, 9]]})
-    got = df.select(expr.metrics("r", "t", k=4, convention="recommended_ideal")).row(0, named=True)
+    got = df.select(expr.metrics("r", "t", k=4, convention="recommended_ideal", metrics="all")).row(0, named=True)
     dcg = 1 / math.log(3) + 1 / math.log(5)
     idcg = 1 / math.log(2) + 1 / math.log(3)  # predictions_topk: the two hits moved to the top
     want = {"precision@4": 2 / 4, "recall@4": 2 / 3, "f1@4": 2 * 0.5 * (2 / 3) / (0.5 + 2 / 3),

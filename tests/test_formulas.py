@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import duckdb
 import numpy as np
@@ -40,10 +41,42 @@ def test_the_shipped_beyond_user_sql_ends_in_the_declared_formulas():
 
     text = (_sql_files.sql_dir() / "beyond_user.sql").read_text()
     assert _formulas.BEGIN in text, "beyond_user.sql lost its generated-part marker"
-    declared = [m for m in BEYOND if m.sql is not None]
+    declared = [m for m in BEYOND if m.level == "user"]
     assert {m.name for m in declared} == {"novelty", "arp", "long_tail_share", "ild", "serendipity"}
     assert _formulas.render_beyond_user(text, declared) == text, (
         "sql/beyond_user.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+
+
+def test_the_shipped_beyond_catalog_sql_ends_in_the_declared_formulas():
+    """The catalog-level beyond-accuracy values are their declarations' formulas over beyond_catalog.sql's
+    per-k statistics, as the Polars engine evaluates them."""
+    from rankwise.metrics.declarations import BEYOND
+
+    text = (_sql_files.sql_dir() / "beyond_catalog.sql").read_text()
+    assert _formulas.BEGIN in text, "beyond_catalog.sql lost its generated-part marker"
+    declared = [m for m in BEYOND if m.level == "catalog"]
+    assert all(m.sql is not None for m in declared)
+    assert {m.name for m in declared} == {"item_coverage", "gini", "exposure_entropy", "personalization",
+                                          "score_entropy"}
+    assert _formulas.render_beyond_catalog(text, declared) == text, (
+        "sql/beyond_catalog.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+    # the formulas read only the per-k statistics, the terms and the knobs
+    read = set().union(*(_formulas.reads(m.sql) for m in declared), *map(_formulas.reads, _formulas.BEYOND_CATALOG_TERMS.values()))
+    assert read <= set(_formulas.BEYOND_CATALOG_STATISTICS) | set(_formulas.BEYOND_CATALOG_TERMS)
+
+
+def test_the_shipped_macros_are_generated_from_the_declarations():
+    """sql/macros.sql below its marker: each metric's macro, its value the declared formula over the list-form
+    statistics written by hand above the marker."""
+    from rankwise.generate import macros as _macros
+
+    text = (_sql_files.sql_dir() / "macros.sql").read_text()
+    assert _formulas.BEGIN in text, "macros.sql lost its generated-part marker"
+    assert _macros.render(text) == text, (
+        "sql/macros.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
+    # one public macro per per-user metric with a list-column form (and rankwise_f1, the graded forms)
+    made = set(re.findall(r"CREATE OR REPLACE TEMP MACRO rankwise_([a-z]\w*)\(", text.split(_formulas.BEGIN)[1]))
+    assert {m.name for m in USER_METRICS if m.list_form} | {"f1", "dcg_graded", "ndcg_graded", "err_graded"} == made
 
 
 def test_the_formula_trees_are_generated_from_the_declarations():
@@ -97,6 +130,11 @@ def _stats(n=4000, seed=7) -> pl.DataFrame:
         "idcg_all": np.where(n_rel > 0, rng.random(n) * 4 + 0.5, 0.0),
         "gain_total": np.where(n_rel > 0, rng.integers(1, 9, n).astype(float), 0.0),
         "n_bounds": np.where(n_rel > 0, rng.integers(1, 4, n), 0).astype(float),
+        # judged non-relevant and pooled items within k (at most the list's other items), bpref's and infAP's sums
+        "nonrel_ret": np.minimum(np.minimum(k, n_recs) - hits, rng.integers(0, 4, n)).clip(0).astype(float),
+        "pooled_ret": rng.integers(0, 2, n).astype(float),
+        "bpref_sum": np.where(hits > 0, rng.random(n) * hits, 0.0),
+        "infap_sum": np.where(hits > 0, rng.random(n) * hits, 0.0),
     })
 
 

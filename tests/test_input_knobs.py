@@ -58,7 +58,7 @@ def test_scores_ties_duplicates_min_score(backend, ties, min_score, data):
     # a user only in the long truth table with no rows there does not exist; mirror that
     present_truth = {u: lab for u, lab in truth.items() if lab}
     expected = oracle.evaluate(lists, present_truth, [1, 3, 5], conv)
-    res = rankwise.evaluate(recs, gt, k=[1, 3, 5], backend=backend, convention=conv)
+    res = rankwise.evaluate(recs, gt, k=[1, 3, 5], backend=backend, convention=conv, metrics="all")
     got = {row["user"]: row for row in res.per_user.iter_rows(named=True)}
     assert set(got) == set(expected)
     for user, values in expected.items():

@@ -35,3 +35,33 @@ def test_the_api_finds_engines_in_the_one_table():
     with pytest.raises(Exception, match="Unknown backend 'polar'") as info:
         engine("polar")
     assert "polars" in str(info.value)
+
+
+def test_an_engine_declares_the_metrics_it_computes(monkeypatch):
+    """Capabilities.metrics is what an engine computes; evaluate() refuses a metric the chosen engine does
+    not declare before reading any input (a file that does not exist is never opened), naming the engines
+    that do compute it. Every shipped engine declares every metric."""
+    import dataclasses
+
+    import rankwise
+    from rankwise import engines
+    from rankwise.engines.polars import PolarsEngine
+    from rankwise.errors import ParameterError
+
+    class Narrow(PolarsEngine):
+        name = "narrow"
+        capabilities = dataclasses.replace(PolarsEngine.capabilities, metrics=frozenset({"precision", "fbeta"}))
+
+    real = engines.engine_class
+    monkeypatch.setitem(engines.ENGINES, "narrow", "narrow:Narrow")
+    monkeypatch.setattr(engines, "engine_class", lambda name: Narrow if name == "narrow" else real(name))
+    monkeypatch.setattr(engines, "_named", lambda name: engines.engine_class(name)())
+    with pytest.raises(ParameterError, match=r"backend 'narrow' does not compute 'ndcg'") as info:
+        rankwise.evaluate("no-such-file.parquet", "no-such-file.parquet", k=5, metrics=["f1", "ndcg"],
+                          backend="narrow")
+    assert "backend='polars' or 'duckdb' or 'spark' or 'postgres'" in info.value.hint
+    with pytest.raises(ParameterError, match="'item_coverage'"):
+        rankwise.evaluate("no-such-file.parquet", None, k=5, metrics=["item_coverage"], backend="narrow")
+    for name in ("polars", "duckdb", "spark", "postgres"):
+        caps = real(name).capabilities
+        assert caps.metrics is None and caps.computes("ndcg") and caps.computes("gini")

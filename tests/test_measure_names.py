@@ -46,7 +46,7 @@ from rankwise.metrics.names import WHOLE, check, parse
     ("RR@10", "mrr", 10, {"rr_cutoff": (True,)}),
     ("RBP(p=0.8)", "rbp", None, {"rbp_persistence": (0.8,)}),
     ("RBP", "rbp", None, {"rbp_persistence": (0.8,)}),
-    ("Judged@10", "unj", 10, {}),
+    ("Judged@10", "judged", 10, {}),
     ("R@100", "recall", 100, {}),
     ("ERR@10", "err", 10, {"err_max_grade": (4.0,)}),
     ("Success@10", "hit_rate", 10, {}),
@@ -63,7 +63,9 @@ def test_parameters_of_a_family():
     m = parse("iprec_at_recall_0.50")
     assert (m.metric, m.param, m.knobs) == ("iprec_at_recall", 0.5, {"iprec_recall_level": (0.5,)})
     assert parse("IPrec@0.5").knobs == {"iprec_recall_level": (0.5,)}
-    assert parse("Judged@10").family.transform == "one_minus"
+    # ir_measures' Judged@k is its own metric: any qrels line counts (a level -1 too) and a short list is not
+    # filled (judged_provider.py divides by min(k, list length)), so it is not 1 - unj_k
+    assert parse("Judged@10").metric == "judged" and parse("Judged@10").family.transform == ""
 
 
 @pytest.mark.parametrize("name, words", [

@@ -12,7 +12,7 @@ from sqlglot import exp
 import oracle
 import rankwise
 from rankwise.sqlgen import files as _sql_files
-from rankwise.metrics.declarations import KNOBS_BY_METRIC, ON_REQUEST, REGISTRY, USER_LEVEL
+from rankwise.metrics.declarations import KNOBS_BY_METRIC, REGISTRY, USER_LEVEL
 
 PER_USER_KEYS = ["user_id", "k", "n_recs", "n_rel"]
 
@@ -62,12 +62,14 @@ def test_summary_sql_has_one_branch_per_user_level_metric():
 def test_engines_return_the_registry_columns(backend):
     recs = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
     truth = pl.DataFrame({"user": [1, 2], "item": [11, 12]})
-    res = rankwise.evaluate(recs, truth, k=[1, 2], backend=backend)
-    every = [m for m in rankwise.METRICS if m not in ON_REQUEST]  # metrics=None: all but those computed when named
-    assert res.per_user.columns == ["user"] + [f"{m}@{k}" for m in every for k in (1, 2)]
-    assert res.summary["metric"].unique(maintain_order=True).to_list() == every
-    named = rankwise.evaluate(recs, truth, k=[1, 2], metrics=list(ON_REQUEST), backend=backend)
-    assert named.per_user.columns == ["user"] + [f"{m}@{k}" for m in ON_REQUEST for k in (1, 2)]
+    res = rankwise.evaluate(recs, truth, k=[1, 2], backend=backend, metrics="all")
+    assert res.per_user.columns == ["user"] + [f"{m}@{k}" for m in rankwise.METRICS for k in (1, 2)]
+    assert res.summary["metric"].unique(maintain_order=True).to_list() == list(rankwise.METRICS)
+    # metrics=None: the usual ranking metrics, in registry order; a preset without them: all it has
+    usual = rankwise.evaluate(recs, truth, k=[1, 2], backend=backend)
+    assert usual.summary["metric"].unique(maintain_order=True).to_list() == list(rankwise.DEFAULT_METRICS)
+    assert set(rankwise.DEFAULT_METRICS) < set(rankwise.METRICS)
+    assert rankwise.evaluate(recs, truth, k=1, backend=backend, convention="kaggle").summary["metric"].to_list() == ["map"]
 
 
 def test_everything_else_derives_from_the_registry():

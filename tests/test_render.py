@@ -37,7 +37,7 @@ from rankwise.sqlgen import render
 from rankwise.cli import main
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "rewrites"
-REQUEST = dict(metrics=None, k=[5, 10], convention="default",
+REQUEST = dict(metrics="all", k=[5, 10], convention="default",
                tables={"recommendations": "analytics.recs", "ground_truth": "analytics.truth"})
 # every construct the shipped SQL uses, in the shipped files' DuckDB spelling
 PROBE = """

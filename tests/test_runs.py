@@ -454,7 +454,7 @@ def test_the_table_fits_the_width_in_blocks_of_whole_metrics():
     """Ten metrics printed ~290-character lines."""
     _, _, recs_a, truth = _inputs(1)
     _, _, recs_b, _ = _inputs(2)
-    res = rankwise.evaluate({"pop": recs_a, "als": recs_b}, truth, k=[3, 5])
+    res = rankwise.evaluate({"pop": recs_a, "als": recs_b}, truth, k=[3, 5], metrics="all")
     for width in (80, 140):
         text = res.table().text(width=width)
         assert max(map(len, text.splitlines())) <= width

@@ -48,7 +48,7 @@ def batch(request, monkeypatch):
 
 
 def _evaluate(recs, truth, backend, **kw):
-    return rankwise.evaluate(recs, truth, k=[1, 3, 10, 30], backend=backend, **kw)
+    return rankwise.evaluate(recs, truth, k=[1, 3, 10, 30], backend=backend, **{"metrics": "all", **kw})
 
 
 def _same(a, b):

@@ -9,9 +9,9 @@ The flags as rankwise inputs and knobs:
   -c      ``users="labels"`` (every qrels query) with ``empty_predictions="zero"`` (the preset's)
   -M100   the run cut to ranks 1..100 (trec_eval's order) before evaluating
   -l2     ``relevance_threshold=2`` (DCG keeps the raw levels as gains, as trec_eval's ndcg does)
-A qrels line of level below 0 (-1: in the pool, not judged) is left out: trec_eval counts such a document
-as unjudged (RELVALUE_UNJUDGED, ``form_res_rels.c``: rbp_resid's residual), with gain 0 and non-relevant for
-every other family checked here (``gain_init.c``).
+A qrels level below 0 (-1: pooled, not judged) is given to rankwise as it is: the preset's
+``negative_relevance='unjudged'`` reads it as trec_eval does (``form_res_rels.c``): never relevant, no
+gain, neither judged (bpref, num_nonrel_judged_ret, unj) nor absent (infAP counts it as pooled).
 
 Families rankwise does not compute yet are listed in ``NOT_YET`` and left out of the comparison
 (counted, not skipped); issue 38 adds them.
@@ -32,20 +32,19 @@ from rankwise.inputs.trec import read_qrels, read_trec_run
 
 # trec_eval measure family (the name without its _<cutoff> suffix) -> rankwise metric
 CUT = {"P": "precision", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "hit_rate",
-       "relative_P": "relative_p"}
+       "relative_P": "relative_p", "unj": "unj"}
 # over the whole list: rankwise's metric at k = the longest list (and >= every query's label count); the set
 # measures at k are over the top k, so at that k over the whole list
 WHOLE = {"map": "map", "ndcg": "ndcg", "recip_rank": "mrr", "Rprec": "r_precision", "rbp": "rbp",
          "num_ret": "num_ret", "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "set_P": "set_p",
          "set_recall": "set_recall", "set_relative_P": "set_relative_p", "set_map": "set_map", "set_F": "set_f",
          "utility": "utility", "gm_map": "gm_map", "11pt_avg": "ipt11_avg", "G": "g", "binG": "bin_g",
-         "ndcg_rel": "ndcg_rel", "Rndcg": "rndcg", "rbp_resid": "rbp_resid"}
+         "ndcg_rel": "ndcg_rel", "Rndcg": "rndcg", "rbp_resid": "rbp_resid",
+         "num_nonrel_judged_ret": "num_nonrel_judged_ret", "bpref": "bpref", "gm_bpref": "gm_bpref", "infAP": "infap"}
 
 NOT_YET = {
     # counts and run information
-    "runid", "num_q", "num_nonrel_judged_ret", "relstring",
-    # families issue 38 adds
-    "bpref", "gm_bpref", "infAP", "unj",
+    "runid", "num_q", "relstring",
 }
 
 # Lines of a family rankwise has where trec_eval 10.0 is not reproducible, each found by this test and
@@ -98,7 +97,7 @@ def _inputs(cmd):
     run = read_trec_run(SUITE_DIR / cmd.run)
     if cmd.max_docs is not None:
         run = run.filter(pl.col("rank") <= cmd.max_docs)
-    qrels = read_qrels(SUITE_DIR / cmd.qrels).filter(pl.col("relevance") >= 0)
+    qrels = read_qrels(SUITE_DIR / cmd.qrels)  # levels as they are: -1 is pooled, not judged (negative_relevance)
     return run.select("user", "item", "rank"), qrels
 
 

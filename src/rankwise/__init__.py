@@ -30,7 +30,8 @@ from rankwise.errors import (
     WriteSchemaError,
 )
 from rankwise.metrics.beyond import METRICS as BEYOND_METRICS
-from rankwise.metrics.declarations import METRICS
+from rankwise.metrics.declarations import DEFAULT_METRICS, METRICS
+from rankwise.inputs.trec import read_qrels, read_trec_run
 from rankwise.sqlgen.render import sql
 from rankwise.engines.postgres import PostgresTable
 from rankwise._version import __version__
@@ -40,8 +41,8 @@ from rankwise.inference import stats  # noqa: E402  (list-form expressions; HTML
 
 
 __all__ = [
-    "BACKENDS", "METRICS", "BEYOND_METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation", "expr", "report", "stats",
-    "bind_parameters", "shipped_sql", "sql", "compare_conventions", "explain", "Explanation",
+    "BACKENDS", "METRICS", "DEFAULT_METRICS", "BEYOND_METRICS", "PRESETS", "Convention", "Result", "evaluate", "knob_documentation", "expr", "report", "stats",
+    "bind_parameters", "shipped_sql", "sql", "read_trec_run", "read_qrels", "compare_conventions", "explain", "Explanation",
     "DtypeMismatchError", "DuplicateItemError", "DuplicateRankError", "DuplicateUserError", "InputError",
     "InputFileError", "InvalidIdentifierError", "InvalidRankError", "InvalidRelevanceError", "InvalidScoreError",
     "MissingColumnError", "MissingDependencyError", "NullValueError", "NumericOverflowError", "ParameterError",

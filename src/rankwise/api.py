@@ -15,7 +15,7 @@ import polars as pl
 
 from rankwise import _progress
 from rankwise.conventions import PRESETS, Convention, resolve
-from rankwise.engines import ENGINES, able
+from rankwise.engines import ENGINES, able, require_metrics
 from rankwise.engines import beyond as _beyond
 from rankwise.engines import engine as _engine
 from rankwise.engines import shape as _shape
@@ -26,7 +26,7 @@ from rankwise.inputs.normalize import Columns, Prepared, input_key, local, prepa
 from rankwise.inputs.side import prepare_side_inputs
 from rankwise.metrics import beyond as _beyond_spec
 from rankwise.metrics.declarations import (K_MAX, METRICS, USER_LEVEL, MetricRequest, check_cutoffs,
-                                           parse_request, require_defined)
+                                           internal_name, parse_request, require_defined)
 from rankwise.result import Result, within_range
 
 BACKENDS = tuple(ENGINES)  # each engine is imported on first use (Spark's and PostgreSQL's drivers are extras)
@@ -69,8 +69,8 @@ def evaluate(
         from ``rank_col`` when the table has it, else from ``score_col``; ``rank_col=None`` ranks by
         the scores even where a rank column exists. ``min_score`` reads ``score_col`` either way.
     k : int or list of int (default 10); every k is computed in the same pass.
-    metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = all the convention's metrics but trec_eval's
-        g, bin_g, ndcg_rel, rndcg and rbp_resid, computed when named (``rankwise.metrics.declarations.ON_REQUEST``).
+    metrics : names from ``rankwise.METRICS`` (and ``f<beta>``); None = ``rankwise.DEFAULT_METRICS`` (precision,
+        recall, f1, map, mar, mrr, dcg, ndcg, hit_rate, r_precision, rbp, err); "all" = every metric.
     measures : instead of ``metrics`` and ``k``: measure names as trec_eval and ir_measures write them
         ("P_10", "ndcg_cut_10", "map", "recip_rank", "nDCG@10", "P(rel=2)@5", "AP", "RBP(p=0.9)"; the
         table: docs/measures.md). Each is a metric at a cutoff or over the whole list (trec_eval's
@@ -139,6 +139,7 @@ def evaluate(
         train, items, item_features, item_col=item_col, user_col=user_col))
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
+    _require_metrics(engine, request, beyond)
     memory_limit = memory_bytes(memory_limit, engine)
     if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
         raise ParameterError(f"confidence must be a number between 0 and 1, got {confidence!r}.",
@@ -184,6 +185,11 @@ def evaluate(
     if asked:
         result = dataclasses.replace(result, measures=asked)
     return result if segment_of is None else _with_segments(result, *segment_of)
+
+
+def _require_metrics(engine: Engine, request: MetricRequest, beyond) -> None:
+    """The engine declares every metric asked for (``Capabilities.metrics``), before any input is read."""
+    require_metrics(engine, [internal_name(n) for n in request.names] + list(beyond.names if beyond else ()))
 
 
 def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple]:
@@ -363,8 +369,8 @@ class BeyondPlan(NamedTuple):
 
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:
     """(accuracy metrics: None = all, [] = none; beyond-accuracy names) of a ``metrics`` argument."""
-    if metrics is None:
-        return None, []
+    if metrics is None or (isinstance(metrics, str) and metrics.strip().lower() == "all"):
+        return metrics, []
     names = [metrics] if isinstance(metrics, (str, bytes)) else list(metrics)
     beyond = [n for n in names if isinstance(n, str) and n.strip().lower() in _beyond_spec.METRICS]
     return [n for n in names if n not in beyond], list(dict.fromkeys(n.strip().lower() for n in beyond))
@@ -419,6 +425,7 @@ class Evaluator:
         conv = resolve(convention)
         request, beyond = _plan(metrics, k, conv, self.has_truth, self.side)
         check_cutoffs(conv, request.ks, request.names)
+        _require_metrics(self.engine, request, beyond)
         key = input_key(conv)
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)

@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, spark, databricks, bigquery, "
                     "snowflake, trino, clickhouse, redshift (default duckdb)")
     sq.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
-    sq.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg (default: all)")
+    sq.add_argument("--metrics", type=_names, default=None, help="e.g. precision,ndcg; all = every metric (default: rankwise.DEFAULT_METRICS)")
     sq.add_argument("--convention", choices=sorted(PRESETS), default="default")
     sq.add_argument("--recommendations", default="recommendations", help="table name or SELECT")
     sq.add_argument("--ground-truth", default=None, help="table name or SELECT (default ground_truth; "
@@ -233,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         _column_arguments(sub)
         _side_arguments(sub)
     cmp_.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
-    cmp_.add_argument("--metrics", type=_names, default=None, help="e.g. map,ndcg (default: all)")
+    cmp_.add_argument("--metrics", type=_names, default=None, help="e.g. map,ndcg; all = every metric (default: rankwise.DEFAULT_METRICS)")
     cmp_.add_argument("--presets", type=_names, default=None, help="e.g. default,ranx,spark (default: all)")
     ex.add_argument("--a", default="default", choices=sorted(PRESETS), help="first convention (default: default)")
     ex.add_argument("--b", default="ranx", choices=sorted(PRESETS), help="second convention (default: ranx)")
@@ -259,7 +259,7 @@ def _evaluation_arguments(sub) -> None:
                      help="with several --run: multiple-comparison correction within a metric and k")
     sub.add_argument("--k", type=_ks, default=[10], help="cutoffs, e.g. 5,10 (default 10)")
     sub.add_argument("--metrics", type=_names, default=None,
-                     help="e.g. precision,ndcg,novelty,item_coverage (default: every accuracy metric)")
+                     help="e.g. precision,ndcg,novelty,item_coverage; all = every accuracy metric (default: rankwise.DEFAULT_METRICS)")
     sub.add_argument("--segments", help="every mean per group of users too: a (user, segment) table, Parquet or "
                      "CSV, or the name of a ground-truth column")
     sub.add_argument("--backend", choices=sorted(BACKENDS), default="polars")
@@ -455,8 +455,8 @@ def _read_inputs(recommendations, ground_truth, fmt: str):
         tags = {tag: tag for tag in run.get_column("run").unique(maintain_order=True).to_list()}
         frames = {tag: run.filter(pl.col("run") == tag).select("user", "item", "rank", "score") for tag in tags}
         recommendations = frames if len(frames) > 1 else next(iter(frames.values()))
-    if kinds[1] == "qrels":  # a negative level (-1: in the pool, not judged) is trec_eval's unjudged: its line left out
-        ground_truth = read_qrels(ground_truth).filter(pl.col("relevance") >= 0)
+    if kinds[1] == "qrels":  # a negative level (-1: pooled, not judged) is read by negative_relevance='unjudged'
+        ground_truth = read_qrels(ground_truth)
     return recommendations, ground_truth, tags
 
 

@@ -512,11 +512,16 @@ def _popularity_mean(pop: pl.Expr, total: pl.Expr, conv: Convention, k: int) -> 
     return pl.when(pop.is_not_null() & counts & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
 
 
+# the metrics declared without a list-column form (Metric.list_form: trec_eval's judged-aware ones): engines only
+NO_LIST_FORM = tuple(m.name for m in _metrics.REGISTRY if not m.list_form)
+
+
 def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Iterable[str] | None = None,
             relevance: Column | None = None, convention: str | Convention = "default",
             beta: float | None = None) -> list[pl.Expr]:
     """Several metrics at several cutoffs, named ``"<metric>@<k>"`` (``f2@10`` for F-beta 2), the
-    columns ``evaluate(...).per_user`` has. Polars computes the parts they share once. ``beta``
+    columns ``evaluate(...).per_user`` has (``metrics=None``: rankwise.DEFAULT_METRICS, ``"all"``: every
+    metric with a list-column form). Polars computes the parts they share once. ``beta``
     names the F of ``metrics=None`` (``f2``); an F named in ``metrics`` fixes its beta, and a
     different ``beta`` is a ParameterError.
 
@@ -533,12 +538,8 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                              hint="Use expr.novelty / expr.arp / expr.ild on a list of each item's popularity or "
                                   "vector, or evaluate(..., train=...) for every beyond-accuracy metric.")
     request = _metrics.parse_request(metrics, k, conv.metrics, conv.name)
-    no_list_form = [n for n in request.names if n in _metrics.ON_REQUEST]
-    if no_list_form:
-        raise ParameterError(f"rankwise.expr has no list-column form of {', '.join(no_list_form)} yet (trec_eval's "
-                             "gain measures and RBP's residual).",
-                             hint="Compute them with rankwise.evaluate(..., metrics=[...]) on the long or list inputs.")
-    if metrics is None and relevance is not None and conv.err_max_grade == 0 and "err" in request.names:
+    if (metrics is None or _metrics.asks_all(metrics)) and relevance is not None and conv.err_max_grade == 0 \
+            and "err" in request.names:
         # ERR's top grade cannot come from one row: metrics=None leaves it out, saying so
         warn("expr.metrics() left out err: with a relevance list ERR needs the top grade of the scale "
              "(convention=Convention(err_max_grade=...)); evaluate() takes it from the whole ground truth.",
@@ -552,6 +553,9 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                                  hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
         names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
         request = _metrics.MetricRequest(names, request.ks, beta)
+    if metrics is None or _metrics.asks_all(metrics):  # the metrics without a list-column form: left out
+        request = _metrics.MetricRequest(tuple(n for n in request.names if n not in NO_LIST_FORM), request.ks,
+                                         request.beta)
     _metrics.check_cutoffs(conv, request.ks, request.names)
     rows = _Rows(recs, truth, relevance, conv)
     return [rows.metric(_metrics.internal_name(name), kk, request.beta).alias(request.column(name, kk))
@@ -1031,6 +1035,10 @@ class _Rows:
         conv = _defining(self.conv, name)
         if name not in _metrics.BY_NAME:
             raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
+        if name in NO_LIST_FORM:
+            raise ParameterError(f"{name} has no list-column form yet: it reads which recommended items are judged "
+                                 "non-relevant or pooled, not only the relevant ones.",
+                                 hint="Evaluate it with rankwise.evaluate() on the long tables.")
         _metrics.check_cutoffs(conv, (k,), (name,))
         if name == "err" and self.rel is not None and conv.err_max_grade == 0:
             raise ParameterError(

@@ -152,6 +152,13 @@ class Convention:
         "an item repeated in one user's list: a DuplicateItemError, or keep the first occurrence "
         "and move later items up",
     )
+    negative_relevance: str = _knob(
+        "error",
+        ("error", "unjudged"),
+        "a ground-truth row with relevance < 0: an InvalidRelevanceError, or trec_eval's pooled-but-unjudged label "
+        "(qrels level -1): never relevant, no gain, not judged (bpref, infAP, num_nonrel_judged_ret and unj count it "
+        "as unjudged; infAP as a pooled one)",
+    )
     min_score: float | None = _knob(
         None,
         "None or a number",
@@ -357,7 +364,7 @@ class Convention:
         """The knobs as SQL parameters (booleans become 0/1, numbers floats)."""
         out = {}
         for name, value in self.knobs().items():
-            if value is None or name in INPUT_KNOBS:
+            if value is None or (name in INPUT_KNOBS and name not in CHECKED_IN_SQL):
                 continue  # applied while normalising the inputs, before either engine
             if name == "gain_levels":  # a mapping is no SQL scalar: GAIN_SLOTS (level, gain) pairs, unused ones at -1
                 slots = list(value) + [(-1.0, 0.0)] * (GAIN_SLOTS - len(value))
@@ -379,7 +386,9 @@ class Convention:
         return "\n".join([head, *(f"  {a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows)])
 
 
-INPUT_KNOBS = ("duplicates", "ties", "min_score")
+INPUT_KNOBS = ("duplicates", "ties", "min_score", "negative_relevance")
+# input knobs that are SQL parameters too: sql/checks.sql reads them (the rendered scripts and dbt templates fill them)
+CHECKED_IN_SQL = ("negative_relevance",)
 
 # gain_levels reaches the SQL as this many ($gain_level_<i>, $gain_value_<i>) pairs; an unused pair has level -1,
 # which no relevance has (a relevance is >= 0), and gain 0

@@ -62,7 +62,8 @@ PRESETS: dict[str, Convention] = {
             "trec_eval", ("precision", "recall", "map", "mrr", "ndcg", "hit_rate", "r_precision", "rbp", "num_ret",
                           "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
                           "relative_p", "utility", "gm_map", "rprec_mult",
-                          "iprec_at_recall", "ipt11_avg", "g", "bin_g", "ndcg_rel", "rndcg", "rbp_resid"),
+                          "iprec_at_recall", "ipt11_avg", "num_nonrel_judged_ret", "bpref", "gm_bpref", "infap",
+                          "unj", "g", "bin_g", "ndcg_rel", "rndcg", "rbp_resid"),
             """trec_eval 10.0 / pytrec_eval-terrier 0.5.11 measures P_k, recall_k, map_cut_k,
             recip_rank (no cutoff: mrr@k ignores k), ndcg_cut_k (linear gain, log2, ideal from all
             qrels), success_k (hit_rate), Rprec (= r_precision@k for k >= R). Queries in both qrels
@@ -76,11 +77,13 @@ PRESETS: dict[str, Convention] = {
             relative_p@k. Rprec_mult_<m> is rprec_mult@k with rprec_multiplier=m (denominator
             floor(m R + 0.9) as trec_eval), iprec_at_recall_<l> iprec_at_recall@k with
             iprec_recall_level=l (the level as round(l R) relevant items, trec_eval 10.0); 11pt_avg is ipt11_avg@k.
+            A qrels level below 0 is pooled but not judged (negative_relevance='unjudged'): bpref, gm_bpref, infAP,
+            num_nonrel_judged_ret (over the top k, as -M k) and unj_k read it as trec_eval does.
             G, binG, ndcg_rel, Rndcg and rbp_resid are g, bin_g, ndcg_rel, rndcg and rbp_resid@k (an
             unjudged item: no ground-truth row); trec_eval's -m ndcg.1=3,2=9 gains are gain_levels.""",
             users="intersection", empty_labels="zero", empty_predictions="zero", ap_denominator="n_rel",
             gain="linear", log_base=2.0, ideal="labels", relevance_threshold=1.0, rr_cutoff=False,
-            ties="item_desc", unjudged="drop", rbp_persistence=0.9,
+            ties="item_desc", unjudged="drop", rbp_persistence=0.9, negative_relevance="unjudged",
         ),
         _preset(
             "spark", ("precision", "recall", "map", "ndcg"),
@@ -223,6 +226,8 @@ OVERRIDES = {
     "catalog_outside": ("ignore", "'count' lets item_coverage, a share of the catalog, exceed 1"),
     "personalization_lists": ("actual", "'full' (Evidently's S = U_R k) is exact only when every list holds k "
                               "items; with shorter lists the value can exceed 1"),
+    "negative_relevance": ("error", "only trec_eval votes (its qrels level -1); outside TREC pools a negative "
+                           "relevance is most often a data error, so it is refused unless asked for"),
     "rbp_persistence": (0.8, "only trec_eval votes, with the p compiled into it (0.9, 'close to P_10'); 0.8 is "
                              "ir_measures' default and the value Moffat and Zobel's examples lead with"),
 }

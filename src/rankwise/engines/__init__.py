@@ -47,6 +47,17 @@ def engine(backend):
                               "postgresql:// URI.")
 
 
+def require_metrics(chosen, names) -> None:
+    """A ParameterError when engine ``chosen`` does not declare one of the metrics ``names`` (registry
+    names; ``Capabilities.metrics``), naming the engines that do."""
+    missing = [n for n in names if not chosen.capabilities.computes(n)]
+    if missing:
+        others = [name for name in ENGINES if all(engine_class(name).capabilities.computes(n) for n in missing)]
+        raise ParameterError(f"backend {chosen.name!r} does not compute {', '.join(map(repr, missing))}.",
+                             hint=f"Use backend={' or '.join(map(repr, others))}, or leave those metrics out."
+                             if others else "No engine computes them all: evaluate them separately.")
+
+
 def able(capability: str) -> list[str]:
     """The names of the engines that have ``capability`` (a field of protocol.Capabilities)."""
     return [name for name in ENGINES if getattr(engine_class(name).capabilities, capability)]

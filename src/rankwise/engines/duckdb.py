@@ -113,11 +113,16 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
             con.register(name, getattr(prep, name))
     con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
     sql = _sql_files.read("per_user")
-    # the metrics not computed are NULL: DuckDB then leaves out the statistics only they read
+    # only the metrics computed are stored (DuckDB then leaves out the statistics only the others read);
+    # summary.sql reads every metric column, so `per_user` is a view adding the others as NULL (a stored
+    # NULL column per metric not asked for cost 1M users x 6 k x 8 bytes each, twice with the copy out)
     computed = computed_columns(request)
-    columns = ", ".join(f"rows.{m}" if m in computed else f"CAST(NULL AS DOUBLE) AS {m}" for m in USER_LEVEL)
-    con.execute(f"CREATE TEMP TABLE per_user AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel, {columns} "
-                f"FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id", _sql_files.bind(sql, conv, request.beta))
+    kept = [m for m in USER_LEVEL if m in computed]
+    nulls = "".join(f", CAST(NULL AS DOUBLE) AS {m}" for m in USER_LEVEL if m not in computed)
+    con.execute(f"CREATE TEMP TABLE per_user_rows AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel"
+                f"{''.join(f', rows.{m}' for m in kept)} FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
+                _sql_files.bind(sql, conv, request.beta, computed=computed))
+    con.execute(f"CREATE TEMP VIEW per_user AS SELECT p.*{nulls} FROM per_user_rows AS p")
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
     summary_sql = _sql_files.read("summary")
@@ -128,7 +133,7 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
     examples = {knob: con.sql(examples_sql("per_user", condition)).pl().with_columns(typed)
                 for knob, condition, _, _ in error_rules(conv)}
     con.execute(f"SET threads = {int(threads)}")
-    return Output(con.sql("SELECT * FROM per_user").pl().with_columns(typed), summary, counts, examples)
+    return Output(con.sql("SELECT * FROM per_user_rows").pl().with_columns(typed), summary, counts, examples)
 
 
 # -- a validated Parquet file scanned by DuckDB ----------------------------------------------------

@@ -4,7 +4,8 @@ An engine gets the canonical inputs (:class:`rankwise.inputs.normalize.Prepared`
 convention, and in ONE session (one lazy plan, one DuckDB connection, one Spark session) computes
 
 - the per-user rows: one per (user, k) with ``user_id, k, n_recs, n_rel`` and one column per
-  user-level metric of the registry (NULL = undefined under the convention), sorted by (k, user_id),
+  user-level metric in ``metrics.computed_columns(request)`` (NULL = undefined under the convention;
+  the other metrics' columns may be absent or NULL), sorted by (k, user_id),
   as a Polars frame, or left in the engine when the caller does not collect and the engine
   ``keeps_results``;
 - the summary over them (``sql/summary.sql`` or its Polars twin): ``metric, k, value, n_users, sd``
@@ -56,6 +57,14 @@ class Capabilities:
     native_frames: bool = False  # checks and normalises its own DataFrames (no trip through the driver)
     native_tables: bool = False  # takes table names / SELECT queries and evaluates them where they live
     reads_files: bool = False  # scans a recommendations file itself (Prepared.sources), not the Polars frame
+    # the metrics it computes, by registry name (accuracy and beyond accuracy); None: every declared metric.
+    # Every engine today computes every metric under every knob (inputs are normalised before it runs; what a
+    # SQL engine cannot do on tables where they live is declared per dialect in rankwise.sqlgen.core.GAPS)
+    metrics: frozenset[str] | None = None
+
+    def computes(self, name: str) -> bool:
+        """Whether the engine computes the metric ``name`` (a registry name, e.g. 'fbeta' for f1)."""
+        return self.metrics is None or name in self.metrics
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,10 @@ def _expression_and_macro(frame: dict, expression, call: str) -> float:
     return value
 
 
-# metrics without a list-column form (rankwise.expr) or DuckDB macro yet: trec_eval's gain measures
-NO_LIST_FORM = ("bin_g", "g", "ndcg_rel", "rndcg", "rbp_resid")
+def _no_list_form() -> tuple[str, ...]:
+    from rankwise import expr
+
+    return expr.NO_LIST_FORM
 
 
 def _list_example(metric: str) -> str:
@@ -124,12 +126,13 @@ def render() -> str:
         varying = [k for k in relevant if len({repr(getattr(p, k)) for p in presets}) > 1]
         out += ["", f"## {title}", "", f"Formula: {formula}", ""]
         if m.sql is not None:  # the declaration every engine runs (rankwise.metrics.declarations, Metric.sql)
-            out += ["As declared (SQL over the per-(user, k) statistics; `$name` is a knob):", "",
+            over = "per-(user, k)" if m.level == "user" else "per-k catalog"
+            out += [f"As declared (SQL over the {over} statistics; `$name` is a knob):", "",
                     f"    {m.sql}", ""]
         if m in BEYOND:
             out += [f"Level: {m.level} ({m.aggregate}). Needs: " + ", ".join(m.needs) + ".", ""]
         out += ["Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]
-        if m.level == "user" and m.needs == ("recommendations", "ground_truth") and m.name not in NO_LIST_FORM:
+        if m.level == "user" and m.needs == ("recommendations", "ground_truth") and metric not in _no_list_form():
             out += [_list_example(metric), ""]
         if metric in _SIDE_EXAMPLES:
             out += [_side_example(metric), ""]

@@ -1,9 +1,11 @@
 """``python -m rankwise.generate.sql``: write the shipped SQL generated from the metric declarations.
 
 It rewrites the generated part of ``sql/per_user.sql`` (from ``_formulas.BEGIN`` to the end: the shared
-terms, the metrics, the empty-input rules), all of ``sql/summary.sql`` and ``metrics/formula_trees.py`` (the
-formulas as the tuple trees the Polars translation reads) from ``rankwise.metrics.declarations.REGISTRY``
-through ``rankwise.metrics.formulas``; ``tests/test_formulas.py`` regenerates both and fails on drift. (Kept out of
+terms, the metrics, the empty-input rules), all of ``sql/summary.sql``, the generated ends of
+``sql/beyond_user.sql`` and ``sql/beyond_catalog.sql``, the metric macros of ``sql/macros.sql``
+(:mod:`rankwise.generate.macros`) and ``metrics/formula_trees.py`` (the formulas as the tuple trees the Polars
+translation reads) from ``rankwise.metrics.declarations`` through ``rankwise.metrics.formulas``;
+``tests/test_formulas.py`` regenerates each and fails on drift. (Kept out of
 ``_formulas``, which ``rankwise.metrics.declarations`` imports: the generator reads the registry, a layer above both.)
 """
 
@@ -11,14 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rankwise.generate import macros as _macros
 from rankwise.sqlgen import files as _sql_files
 from rankwise.metrics.declarations import BEYOND, REGISTRY
-from rankwise.metrics.formulas import BEYOND_TERMS, TERMS, render_beyond_user, render_per_user, summary_sql, trees_module
+from rankwise.metrics.formulas import (BEYOND_CATALOG_TERMS, BEYOND_TERMS, TERMS, render_beyond_catalog,
+                                       render_beyond_user, render_per_user, summary_sql, trees_module)
 
 
 def formulas() -> list[str]:
     """Every declared formula: the terms' and the metrics'."""
-    return [*TERMS.values(), *BEYOND_TERMS.values(), *(m.sql for m in (*REGISTRY, *BEYOND) if m.sql is not None)]
+    return [*TERMS.values(), *BEYOND_TERMS.values(), *BEYOND_CATALOG_TERMS.values(),
+            *(m.sql for m in (*REGISTRY, *BEYOND) if m.sql is not None)]
 
 
 def main() -> None:
@@ -27,9 +32,14 @@ def main() -> None:
     path.write_text(render_per_user(path.read_text(), metrics))
     (path.parent / "summary.sql").write_text(summary_sql(metrics))
     beyond = path.parent / "beyond_user.sql"
-    beyond.write_text(render_beyond_user(beyond.read_text(), [m for m in BEYOND if m.sql is not None]))
+    beyond.write_text(render_beyond_user(beyond.read_text(), [m for m in BEYOND if m.level == "user"]))
+    catalog = path.parent / "beyond_catalog.sql"
+    catalog.write_text(render_beyond_catalog(catalog.read_text(), [m for m in BEYOND if m.level == "catalog"]))
+    macros = path.parent / "macros.sql"
+    macros.write_text(_macros.render(macros.read_text()))
     (Path(__file__).resolve().parents[1] / "metrics" / "formula_trees.py").write_text(trees_module(formulas()))
-    print("wrote per_user.sql, summary.sql, beyond_user.sql, src/rankwise/metrics/formula_trees.py")
+    print("wrote per_user.sql, summary.sql, beyond_user.sql, beyond_catalog.sql, macros.sql, "
+          "src/rankwise/metrics/formula_trees.py")
 
 
 if __name__ == "__main__":

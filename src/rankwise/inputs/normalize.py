@@ -335,14 +335,15 @@ class Truth:
     raw_schema: pl.Schema
     data: object  # what the caller passed (a path is also read by DuckDB directly)
     lists: pl.DataFrame | None = None  # the checked lists (user_id, item_id[, relevance]) when it came in list form
+    negatives: pl.DataFrame | None = None  # the rows with a relevance below 0 (None: none): see refuse_negative
 
 
 def prepare_truth(ground_truth, columns: Columns) -> Truth:
     """Validate the ground truth and normalise it to the canonical long table (user, item, relevance)."""
     with reading(ground_truth, "ground truth"):
         raw = to_lazyframe(ground_truth, "ground truth", columns)
-        truth, users, lists = _ground_truth(raw, columns)
-    return Truth(truth, users, raw.collect_schema(), ground_truth, lists)
+        truth, users, lists, negatives = _ground_truth(raw, columns)
+    return Truth(truth, users, raw.collect_schema(), ground_truth, lists, negatives)
 
 
 def prepare(recommendations, ground_truth, columns: Columns, convention: Convention) -> Prepared:
@@ -356,6 +357,7 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
         recs_raw = to_lazyframe(recommendations, "recommendations", columns)
         recs, rec_users, rec_lists = _recommendations(recs_raw, columns, convention)
     gt = ground_truth if isinstance(ground_truth, Truth) else prepare_truth(ground_truth, columns)
+    refuse_negative(gt, convention, columns)
     csv = [what for what, data in (("recommendations", recommendations), ("ground truth", gt.data))
            if isinstance(data, (str, Path)) and Path(data).suffix.lower() in _CSV]
     recs, truth = _align_dtypes(recs, gt.frame, columns, csv)
@@ -655,9 +657,10 @@ def _positions(df: pl.DataFrame) -> pl.DataFrame:
 # -- ground truth ----------------------------------------------------------------------------------
 
 
-def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None]:
-    """The canonical ground truth, its distinct users when the checks found them, and the checked
-    lists (user_id, item_id[, relevance]) when it came in list form."""
+def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple:
+    """The canonical ground truth, its distinct users when the checks found them, the checked
+    lists (user_id, item_id[, relevance]) when it came in list form, and its rows with a negative
+    relevance (None: none; the fast path's check allows none)."""
     schema = lf.collect_schema()
     require(schema, [c.user, c.item], "ground truth", c, optional=("relevance",))
     has_rel = c.relevance in schema
@@ -667,7 +670,7 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
         if users is not None:
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL))
-            return canonical, users, None
+            return canonical, users, None, None
     lists = None
     if isinstance(schema[c.item], pl.List):
         lists, repeats, users = _checked_lists(lf, c, "ground truth", with_relevance=True)
@@ -688,11 +691,12 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
         )
     df = df.with_columns(pl.col(REL).cast(pl.Float64))
     present = pl.col(ITEM).is_not_null()
-    bad = df.filter(present & (pl.col(REL).is_null() | pl.col(REL).is_nan() | pl.col(REL).is_infinite() | (pl.col(REL) < 0)))
+    bad = df.filter(present & (pl.col(REL).is_null() | pl.col(REL).is_nan() | pl.col(REL).is_infinite()))
     if bad.height:
         raise InvalidRelevanceError(
-            f"ground truth: {bad.height} relevance values are null, NaN, infinite or negative.",
-            rows=_show(bad, c), hint="Relevance must be a finite number >= 0.",
+            f"ground truth: {bad.height} relevance values are null, NaN or infinite.",
+            rows=_show(bad, c), hint="Relevance must be a finite number (>= 0; a negative one is trec_eval's "
+                                     "pooled-but-unjudged label under Convention(negative_relevance='unjudged')).",
         )
     dup = df.filter(present & pl.struct(USER, ITEM).is_duplicated()) if repeats else df.clear()
     if dup.height:
@@ -701,7 +705,25 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple[pl.LazyFrame, pl.Series
             rows=_show(dup.sort(USER, ITEM), c),
             hint="Keep one label per (user, item), e.g. the maximum relevance.",
         )
-    return df.select(USER, ITEM, REL).lazy(), users, lists
+    return df.select(USER, ITEM, REL).lazy(), users, lists, _negative_rows(df, c)
+
+
+def _negative_rows(df: pl.DataFrame, c: Columns) -> pl.DataFrame | None:
+    """The ground truth's rows with a relevance below 0 (None: none), as an error shows them; whether they are
+    refused is the convention's rule (negative_relevance), applied by :func:`prepare`."""
+    negative = df.filter(pl.col(ITEM).is_not_null() & (pl.col(REL) < 0))
+    return None if negative.height == 0 else negative
+
+
+def refuse_negative(truth: Truth, conv: Convention, c: Columns) -> None:
+    """negative_relevance='error': a relevance below 0 is an InvalidRelevanceError (every row counted, a few shown)."""
+    if conv.negative_relevance == "error" and truth.negatives is not None:
+        bad = truth.negatives
+        raise InvalidRelevanceError(
+            f"ground truth: {bad.height} relevance values are negative.", rows=_show(bad, c),
+            hint="Relevance must be a number >= 0 (0 = judged not relevant). A negative level is trec_eval's "
+                 "pooled-but-unjudged label (qrels -1): Convention(negative_relevance='unjudged') reads it so "
+                 "(the trec_eval preset does).")
 
 
 # -- shared checks ---------------------------------------------------------------------------------

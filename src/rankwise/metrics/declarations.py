@@ -4,8 +4,8 @@ Each accuracy metric's per-user value is declared once, as a SQL expression over
 statistics (``Metric.sql``); every engine, rankwise.expr, the shipped SQL's metric stages and
 docs/metrics.md come from it (rankwise.metrics.formulas). Users with no relevant label or no recommendation
 get the values ``empty_labels`` and ``empty_predictions`` say, for every metric; ``nan`` leaves the
-user out of the mean. The beyond-accuracy metrics (``BEYOND``) are declared here for their names,
-knobs, inputs and docs; rankwise.engines.beyond computes them.
+user out of the mean. The beyond-accuracy metrics (``BEYOND``) declare theirs likewise, over the per-user
+or per-k statistics that rankwise.engines.beyond computes.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ class Metric:
         ``sql/per_user.sql`` (``hits``, ``n_rel``, ``dcg``, ...), the shared terms
         (``rankwise.metrics.formulas.TERMS``), other metrics' values and the knobs as ``$name``. The shipped
         SQL's metric stages are generated from it, and :meth:`build` turns it into Polars
-        (``rankwise.metrics.formulas``). NULL = undefined. None for the beyond-accuracy metrics (computed
-        by ``rankwise.engines.beyond``).
+        (``rankwise.metrics.formulas``). NULL = undefined. A beyond-accuracy metric's is over the statistics of
+        ``sql/beyond_user.sql`` or ``sql/beyond_catalog.sql`` (``formulas.BEYOND_STATISTICS``,
+        ``BEYOND_CATALOG_STATISTICS``) and their terms.
     bounds: (low, high), the range of every per-user value, so of their mean (None: open on that
         side), or a function of the convention giving it; intervals of the mean are clipped to it
         (:func:`value_range`). A catalog-level metric has one value, no interval: no bounds.
@@ -60,6 +61,9 @@ class Metric:
     # how the summary aggregates the per-user values: "mean" (over the users with a defined value), "sum" (trec_eval's
     # 'all' line of a count) or "geometric_mean" (trec_eval's gm_*: exp of the mean of ln(max(value, GEOMETRIC_FLOOR)))
     summary: str = "mean"
+    # False: no list-column form (rankwise.expr, sql/macros.sql): the value reads what a row's lists do not
+    # hold (trec_eval's judged-aware measures read judged non-relevant and pooled items); engines only
+    list_form: bool = True
 
     @property
     def public_name(self) -> str:
@@ -71,7 +75,8 @@ class Metric:
         from rankwise.metrics import formulas as _formulas
 
         params = {**conv.sql_parameters(), "beta": float(beta)}
-        return _formulas.to_polars(self.sql, params, col, names={**_USER_FORMULAS, **_formulas.BEYOND_TERMS})
+        return _formulas.to_polars(self.sql, params, col, names={**_USER_FORMULAS, **_formulas.BEYOND_TERMS,
+                                                                 **_formulas.BEYOND_CATALOG_TERMS})
 
 
 from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
@@ -81,6 +86,7 @@ def _negative_gains(conv) -> bool:
     return any(gain < 0 for _, gain in conv.gain_levels)
 
 
+_BPREF = "bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"  # bpref's and gm_bpref's per-user value
 _COUNT = dict(bounds=None, empty_rules=False, summary="sum", aggregate="sum over users (trec_eval's 'all' line)")
 
 REGISTRY: tuple[Metric, ...] = (
@@ -176,43 +182,75 @@ REGISTRY: tuple[Metric, ...] = (
     # m_G.c, m_binG.c, m_ndcg_rel.c, m_Rndcg.c) and RBP's residual (m_rbp_resid.c); N = min(k, list length)
     Metric("bin_g", "Binary G@k (trec_eval's binG)",
            "sum over relevant items i <= k of 1 / log2(2 + non-relevant items above i), over n_rel",
-           "bing_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"),
+           "bing_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", list_form=False),
     Metric("g", "G@k (trec_eval's normalized gain G)",
            "sum over items i <= k of nonzero gain of g_i / log2(2 + C_i - S_i), over the total gain of the labels; "
            "S_i = the gains of items 1..i, C_i = the ideal's gains at 1..i each at least 1 (1 past the labels of "
            "positive gain); 0 without a positive gain",
            "CASE WHEN gain_total > 0 THEN g_sum / gain_total ELSE 0.0 END", ("gain", "gain_levels"),
-           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
+           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0), list_form=False),
     Metric("ndcg_rel", "NDCG averaged over relevant items@k (trec_eval's ndcg_rel)",
            "over the P labels of positive gain: at each retrieved one (rank i <= k) DCG@i / IDCG@min(i, P), each "
            "other one DCG@N / IDCG@P; their sum over P (0 when not positive); the ideal from the labels",
            "CASE WHEN n_pos > 0 AND ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0) > 0 "
            "THEN (ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0)) / n_pos ELSE 0.0 END",
-           ("gain", "gain_levels", "log_base"), bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
+           ("gain", "gain_levels", "log_base"), list_form=False,
+           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
     Metric("rndcg", "NDCG at the R levels@k (trec_eval's Rndcg)",
            "the mean of DCG@min(m, N) / IDCG@m over the ends m of the runs of equal positive gain in the ideal order, "
            "and DCG@N / IDCG@P when N > P + 1 (P = labels of positive gain); 0 without such a point",
            "CASE WHEN n_bounds + rndcg_tail > 0 THEN (rndcg_sum + CASE WHEN rndcg_tail > 0 THEN dcg / NULLIF(idcg_all, 0.0) "
            "ELSE 0.0 END) / (n_bounds + rndcg_tail) ELSE 0.0 END",
-           ("gain", "gain_levels", "log_base"), bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
+           ("gain", "gain_levels", "log_base"), list_form=False,
+           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
     Metric("rbp_resid", "RBP residual@k (trec_eval's rbp_resid)",
            "p^N + (1 - p) sum over unjudged items i <= k (no ground-truth row) of p^(i - 1), written 1 - (1 - p) sum "
            "over judged items i <= k of p^(i - 1); 0 when every item is judged; p = `rbp_persistence`",
            "CASE WHEN judged_ret < LEAST(k, n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * judged_rbp ELSE 0.0 END",
-           ("rbp_persistence",), empty_rules=False,  # no relevance read: trec_eval's value without a relevant label too
+           ("rbp_persistence", "negative_relevance"), empty_rules=False, list_form=False,  # no relevance read: trec_eval's value without a relevant label too
            aggregate="mean over every evaluated user (no empty-input rule: 0 without a list, 1 without labels)"),
     Metric("gm_map", "GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k)",
            "per user AP@k (as map); the summary is exp(mean ln max(AP@k, 0.00001)), trec_eval's floor",
            _AP, ("ap_denominator",), summary="geometric_mean",
            aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)"),
+    # trec_eval's judged-aware measures (m_bpref.c, m_infap.c, m_num_nonrel_judged_ret.c, m_unjudged.c) over the
+    # top k: a label row with relevance >= 0 is judged (relevant, or judged non-relevant), one with relevance < 0
+    # is pooled but not judged (negative_relevance='unjudged'), an item without a row is not judged
+    Metric("num_nonrel_judged_ret", "Judged non-relevant retrieved@k (trec_eval's num_nonrel_judged_ret)",
+           "the judged non-relevant items (relevance >= 0, not relevant) in the top k; summed over users",
+           "nonrel_ret", ("negative_relevance",), **_COUNT, list_form=False),
+    Metric("bpref", "bpref@k (Buckley and Voorhees 2004; trec_eval's bpref over the top k)",
+           "(1 / R) sum over the relevant items r in the top k of 1 - min(n_r, R) / min(N, R) (1 when n_r = 0), "
+           "n_r = judged non-relevant items above r, R = n_rel, N = the user's judged non-relevant labels",
+           _BPREF, ("negative_relevance",), list_form=False),
+    Metric("infap", "infAP@k (Yilmaz and Aslam 2006; trec_eval's infAP over the top k)",
+           "(1 / R) sum over the relevant items in the top k at rank i = j + 1 of 1 if i = 1, else 1/i + (j/i) "
+           "((r + n + p) / j) ((r + e) / (r + n + 2e)): r, n, p = the relevant, judged non-relevant and pooled "
+           "(relevance < 0) items above it, e = 0.00001 (trec_eval's INFAP_EPSILON)",
+           "infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", ("negative_relevance",), list_form=False),
+    Metric("unj", "Unjudged@k (trec_eval's unj_k; not 1 - Judged@k, which counts a pooled item as judged)",
+           "the items in the top k without a judgement (no label row, or relevance < 0) / k (a list shorter than k "
+           "is filled with judged items, as trec_eval)",
+           "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",), empty_rules=False,
+           list_form=False),
+    Metric("judged", "Judged@k (ir_measures' Judged@k)",
+           "the items in the top k with a label row (any relevance, a negative one too) / min(k, list length); "
+           "undefined for an empty list",
+           "(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)", ("negative_relevance",),
+           empty_rules=False, list_form=False),
+    Metric("gm_bpref", "GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k)",
+           "per user bpref@k (as bpref); the summary is exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor",
+           _BPREF, ("negative_relevance",), summary="geometric_mean",
+           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)", list_form=False),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
 
 # Beyond accuracy. A per-user one declares its value (sql) over the per-(user, k) sums of sql/beyond_user.sql
 # (rankwise.metrics.formulas.BEYOND_STATISTICS: n_items, info_sum, ...) and the terms BEYOND_TERMS; its final
-# SELECT there and the Polars engine's last step come from it. The catalog ones are one value per k (their
-# statistics and values: sql/beyond_catalog.sql and its Polars twin). Notation:
+# SELECT there and the Polars engine's last step come from it. A catalog one (one value per k) declares its
+# value over the per-k statistics of sql/beyond_catalog.sql (BEYOND_CATALOG_STATISTICS: n_c, c_sum, ...) and
+# the terms BEYOND_CATALOG_TERMS; the end of that file and the Polars engine's catalog values come from it. Notation:
 # L_u = u's items with rank <= k, n_u = |L_u|, pop(i) = train popularity, U_T = train users (rows
 # under popularity='rows'),
 # c(i) = exposure (users whose L_u holds i), C = the catalog.
@@ -244,20 +282,32 @@ BEYOND: tuple[Metric, ...] = (
     Metric("serendipity", "Serendipity@k", "mean over L_u of max(p_rank - p_pop, 0) * rel", "seren_sum / den_all",
            ("serendipity", "serendipity_popularity", "catalog", "list_denominator", "relevance_threshold"), needs=("recommendations", "ground_truth", "train"),
            aggregate=_LISTS, bounds=(0.0, None)),  # rel: the graded relevance
-    Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|", None,
+    Metric("item_coverage", "Item coverage@k", "|(union of L_u) ∩ C| / |C|",
+           "CASE WHEN $coverage_scale = 'count' THEN covered "
+           "WHEN $coverage_scale = 'ratio' THEN covered / NULLIF(catalog_size, 0.0) "
+           "ELSE 100.0 * covered / NULLIF(catalog_size, 0.0) END",
            ("catalog", "catalog_outside", "catalog_padding", "coverage_scale"), level="catalog",
            needs=("recommendations",), aggregate="one value per k"),
-    Metric("gini", "Gini index of exposure@k", "sum_j (2j - N - 1) c_(j) / (D sum c), c ascending", None,
+    Metric("gini", "Gini index of exposure@k", "sum_j (2j - N - 1) c_(j) / (D sum c), c ascending",
+           "CASE WHEN gini_den > 0 AND c_sum > 0 THEN (CASE WHEN $gini = 'catalog_n1_complement' "
+           "THEN 1.0 - gini_num / (gini_den * c_sum) ELSE gini_num / (gini_den * c_sum) END) END",
            ("catalog", "catalog_padding", "gini"), level="catalog", needs=("recommendations",),
            aggregate="one value per k"),
-    Metric("exposure_entropy", "Exposure entropy@k", "-sum_i p_i log_b p_i, p_i = c(i) / sum c", None,
+    # -sum p ln p = ln C - sum c ln c / C, C = sum c
+    Metric("exposure_entropy", "Exposure entropy@k", "-sum_i p_i log_b p_i, p_i = c(i) / sum c",
+           "CASE WHEN c_sum > 0 THEN (LN(c_sum) - clogc / c_sum) / LN($info_log_base) "
+           "/ (CASE WHEN $entropy_normalize = 'distinct' THEN n_exposed ELSE 1.0 END) END",
            ("info_log_base", "entropy_normalize"), level="catalog", needs=("recommendations",),
            aggregate="one value per k"),
-    Metric("personalization", "Personalization@k", "1 - (sum_i c(i)^2 - sum_u n_u) / (k U_R (U_R - 1))", None,
+    # sum_u n_u = sum c (each list item is one exposure)
+    Metric("personalization", "Personalization@k", "1 - (sum_i c(i)^2 - sum_u n_u) / (k U_R (U_R - 1))",
+           "CASE WHEN n_users >= 2 THEN 1.0 - (c2_sum - (CASE WHEN $personalization_lists = 'full' "
+           "THEN n_users * k ELSE c_sum END)) / (k * n_users * (n_users - 1.0)) END",
            ("personalization_lists",), level="catalog", needs=("recommendations",), aggregate="one value per k"),
+    # the softmax's entropy: ln Z - sum e^d d / Z, Z = sum e^d
     Metric("score_entropy", "Score entropy@k (Evidently ScoreDistribution)",
-           "entropy (nats) of the softmax of all users' top-k scores pooled", None, (), level="catalog",
-           needs=("recommendations", "scores"), aggregate="one value per k"),
+           "entropy (nats) of the softmax of all users' top-k scores pooled", "LN(score_z) - score_zd / score_z", (),
+           level="catalog", needs=("recommendations", "scores"), aggregate="one value per k"),
 )
 # the input rules move every beyond-accuracy metric too (they decide L_u)
 BEYOND_EVERY = ("duplicates", "ties", "min_score")
@@ -266,9 +316,11 @@ BY_NAME = {m.name: m for m in REGISTRY}
 _EVERY = BY_NAME | {m.name: m for m in BEYOND}
 USER_LEVEL = tuple(m.name for m in REGISTRY if m.level == "user")  # the per-user columns, in order
 METRICS = tuple(m.public_name for m in REGISTRY)  # what evaluate(metrics=...) accepts (and f<beta>)
-# trec_eval's experimental gain measures and RBP's residual: computed when named, not by metrics=None (they need
-# every judged row and the labels' ideal at each rank, which the Polars engine's list-position plan does not hold)
-ON_REQUEST = ("bin_g", "g", "ndcg_rel", "rndcg", "rbp_resid")
+# what metrics=None computes: the ranking metrics recommender and search teams report; metrics="all" adds
+# trec_eval's families (counts, set measures, utility, interpolated precision, ...). A preset whose library
+# has none of these computes all it has.
+DEFAULT_METRICS = ("precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision", "rbp",
+                   "err")
 _F_BETA = re.compile(r"f(\d+(?:\.\d+)?)\Z", re.ASCII)
 
 # Knobs that can change every metric; each metric adds its own (Metric.knobs). The docs page and
@@ -325,6 +377,31 @@ def computed_columns(request: MetricRequest) -> set[str]:
     return asked | read | {"ndcg"}
 
 
+# sql/per_user.sql's optional stages ($pool_statistics, $gain_statistics) and the statistics each adds: a stage runs
+# (1) only when a computed metric reads one of its statistics; the Polars plans follow the same sets
+OPTIONAL_STATISTICS = {
+    # trec_eval's judged-aware statistics (bpref, infAP, num_nonrel_judged_ret, unj, judged)
+    "pool_statistics": frozenset({"nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"}),
+    # every judged row and the labels' ideal at each rank (trec_eval's G, binG, ndcg_rel, Rndcg, rbp_resid)
+    "gain_statistics": frozenset({"bing_sum", "g_sum", "ndcg_rel_sum", "pos_ret", "judged_rbp", "judged_ret",
+                                  "rndcg_sum", "n_pos", "idcg_all", "gain_total", "n_bounds"}),
+}
+
+
+def readers(statistics) -> set[str]:
+    """The metrics whose declaration reads one of ``statistics``."""
+    from rankwise.metrics.formulas import reads
+
+    return {m.name for m in REGISTRY if m.sql is not None and set(statistics) & reads(m.sql)}
+
+
+def stage_switches(computed=None) -> dict[str, int]:
+    """``{"pool_statistics": 0 | 1, "gain_statistics": 0 | 1}``: 1 when ``computed`` (per-user metric columns,
+    None = every metric) holds a metric that reads the stage's statistics."""
+    return {stage: int(computed is None or bool(readers(stats) & set(computed)))
+            for stage, stats in OPTIONAL_STATISTICS.items()}
+
+
 def internal_name(name: str) -> str:
     """The per-user column a metric lives in: every F-beta is "fbeta"."""
     return "fbeta" if _F_BETA.fullmatch(name) else name
@@ -348,10 +425,13 @@ def not_defined(convention_name: str, name: str, supported) -> ParameterError:
 
 
 def parse_request(metrics, k, supported: tuple[str, ...] | None = None, convention_name: str = "") -> MetricRequest:
-    """Validate ``metrics`` (None = all the convention supports) and ``k`` (positive ints)."""
+    """Validate ``metrics`` (None = the DEFAULT_METRICS the convention supports, "all" = every metric it
+    supports) and ``k`` (positive ints)."""
     ks = _parse_k(k)
-    if metrics is None:
-        names = [m for m in METRICS if (supported is None or internal_name(m) in supported) and m not in ON_REQUEST]
+    if metrics is None or asks_all(metrics):
+        names = [m for m in METRICS if supported is None or internal_name(m) in supported]
+        if metrics is None and any(m in DEFAULT_METRICS for m in names):
+            names = [m for m in names if m in DEFAULT_METRICS]
     else:
         names = _as_list(metrics, "metrics")
     seen, betas = [], []
@@ -380,7 +460,7 @@ def parse_request(metrics, k, supported: tuple[str, ...] | None = None, conventi
             seen.append(name)
     if not seen:
         raise ParameterError("metrics is empty: nothing to compute.",
-                             hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for all.")
+                             hint="Name at least one metric, e.g. metrics=['ndcg'], or leave metrics out for the usual set.")
     spellings = [n for n in seen if _F_BETA.fullmatch(n)]
     if len(spellings) > len(set(betas)) == 1:  # f1 and f1.0: one per-user column, one summary row
         raise ParameterError(
@@ -400,6 +480,13 @@ K_MAX = 2**31 - 1  # the largest cutoff: an INTEGER in every SQL dialect (larger
 def _is_integer(value) -> bool:
     """Any integer (Python or NumPy: numbers.Integral) but a boolean (NumPy's bool_ is not Integral)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def asks_all(metrics) -> bool:
+    """metrics="all" (or ["all"], as the CLI's --metrics all gives it)."""
+    one = metrics if isinstance(metrics, str) else metrics[0] if isinstance(metrics, (list, tuple)) and \
+        len(metrics) == 1 else None
+    return isinstance(one, str) and one.strip().lower() == "all"
 
 
 def _parse_k(k) -> tuple[int, ...]:

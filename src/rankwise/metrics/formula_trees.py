@@ -15,6 +15,16 @@ TREES = {
         ('case', ((('__eq__', ('param', 'list_denominator'), ('lit', 'k')), ('cast', 'DOUBLE', ('col', 'k'))),), ('nullif', ('cast', 'DOUBLE', ('col', 'n_counted')), ('lit', 0.0))),
     'm * (m - 1.0) / 2.0':
         ('__truediv__', ('__mul__', ('col', 'm'), ('__sub__', ('col', 'm'), ('lit', 1.0))), ('lit', 2.0)),
+    'n_c + $catalog_padding':
+        ('__add__', ('col', 'n_c'), ('param', 'catalog_padding')),
+    "CASE WHEN $catalog_outside = 'ignore' THEN covered_in ELSE n_exposed END":
+        ('case', ((('__eq__', ('param', 'catalog_outside'), ('lit', 'ignore')), ('col', 'covered_in')),), ('col', 'n_exposed')),
+    "CASE WHEN $gini = 'recommended_n1' THEN n_exposed ELSE n_all + $catalog_padding END":
+        ('case', ((('__eq__', ('param', 'gini'), ('lit', 'recommended_n1')), ('col', 'n_exposed')),), ('__add__', ('col', 'n_all'), ('param', 'catalog_padding'))),
+    "CASE WHEN $gini = 'catalog' THEN n_gini ELSE n_gini - 1.0 END":
+        ('case', ((('__eq__', ('param', 'gini'), ('lit', 'catalog')), ('col', 'n_gini')),), ('__sub__', ('col', 'n_gini'), ('lit', 1.0))),
+    '2.0 * ((n_gini - n_exposed) * c_sum + rc_sum) - (n_gini + 1.0) * c_sum':
+        ('__sub__', ('__mul__', ('lit', 2.0), ('__add__', ('__mul__', ('__sub__', ('col', 'n_gini'), ('col', 'n_exposed')), ('col', 'c_sum')), ('col', 'rc_sum'))), ('__mul__', ('__add__', ('col', 'n_gini'), ('lit', 1.0)), ('col', 'c_sum'))),
     'hits / NULLIF(p_den, 0.0)':
         ('__truediv__', ('col', 'hits'), ('nullif', ('col', 'p_den'), ('lit', 0.0))),
     'hits / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
@@ -77,6 +87,18 @@ TREES = {
         ('case', ((('__lt__', ('col', 'judged_ret'), ('least', (('col', 'k'), ('col', 'n_recs')))), ('__sub__', ('lit', 1.0), ('__mul__', ('__sub__', ('lit', 1.0), ('param', 'rbp_persistence')), ('col', 'judged_rbp')))),), ('lit', 0.0)),
     'CASE WHEN ap_den > 0 THEN precision_sum / ap_den ELSE 0.0 END':
         ('case', ((('__gt__', ('col', 'ap_den'), ('lit', 0)), ('__truediv__', ('col', 'precision_sum'), ('col', 'ap_den'))),), ('lit', 0.0)),
+    'nonrel_ret':
+        ('col', 'nonrel_ret'),
+    'bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'bpref_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
+    'infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'infap_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
+    '(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)':
+        ('__truediv__', ('__sub__', ('__sub__', ('least', (('col', 'k'), ('col', 'n_recs'))), ('col', 'hits')), ('col', 'nonrel_ret')), ('cast', 'DOUBLE', ('col', 'k'))),
+    '(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)':
+        ('__truediv__', ('__add__', ('__add__', ('col', 'hits'), ('col', 'nonrel_ret')), ('col', 'pooled_ret')), ('nullif', ('cast', 'DOUBLE', ('least', (('col', 'k'), ('col', 'n_recs')))), ('lit', 0.0))),
+    'bpref_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)':
+        ('__truediv__', ('col', 'bpref_sum'), ('nullif', ('cast', 'DOUBLE', ('col', 'n_rel')), ('lit', 0.0))),
     "CASE WHEN $novelty_normalize = 'log_users' AND total <= 1 THEN CAST(NULL AS DOUBLE) ELSE info_sum / den_counted END":
         ('case', ((('and', ('__eq__', ('param', 'novelty_normalize'), ('lit', 'log_users')), ('__le__', ('col', 'total'), ('lit', 1))), ('cast', 'DOUBLE', ('lit', None))),), ('__truediv__', ('col', 'info_sum'), ('col', 'den_counted'))),
     'apop_sum / den_counted':
@@ -87,4 +109,14 @@ TREES = {
         ('case', ((('__eq__', ('col', 'n_features'), ('lit', 0)), ('cast', 'DOUBLE', ('lit', None))), (('__lt__', ('col', 'm'), ('lit', 2)), ('case', ((('__eq__', ('param', 'ild_short'), ('lit', 'zero')), ('lit', 0.0)),), ('cast', 'DOUBLE', ('lit', None))))), ('__truediv__', ('least', (('greatest', (('__sub__', ('col', 'pairs'), ('__truediv__', ('__sub__', ('col', 'q'), ('col', 'm')), ('lit', 2.0))), ('lit', 0.0))), ('__mul__', ('lit', 2.0), ('col', 'pairs')))), ('case', ((('__eq__', ('param', 'ild_denominator'), ('lit', 'pairs')), ('col', 'pairs')),), ('col', 'm')))),
     'seren_sum / den_all':
         ('__truediv__', ('col', 'seren_sum'), ('col', 'den_all')),
+    "CASE WHEN $coverage_scale = 'count' THEN covered WHEN $coverage_scale = 'ratio' THEN covered / NULLIF(catalog_size, 0.0) ELSE 100.0 * covered / NULLIF(catalog_size, 0.0) END":
+        ('case', ((('__eq__', ('param', 'coverage_scale'), ('lit', 'count')), ('col', 'covered')), (('__eq__', ('param', 'coverage_scale'), ('lit', 'ratio')), ('__truediv__', ('col', 'covered'), ('nullif', ('col', 'catalog_size'), ('lit', 0.0))))), ('__truediv__', ('__mul__', ('lit', 100.0), ('col', 'covered')), ('nullif', ('col', 'catalog_size'), ('lit', 0.0)))),
+    "CASE WHEN gini_den > 0 AND c_sum > 0 THEN (CASE WHEN $gini = 'catalog_n1_complement' THEN 1.0 - gini_num / (gini_den * c_sum) ELSE gini_num / (gini_den * c_sum) END) END":
+        ('case', ((('and', ('__gt__', ('col', 'gini_den'), ('lit', 0)), ('__gt__', ('col', 'c_sum'), ('lit', 0))), ('case', ((('__eq__', ('param', 'gini'), ('lit', 'catalog_n1_complement')), ('__sub__', ('lit', 1.0), ('__truediv__', ('col', 'gini_num'), ('__mul__', ('col', 'gini_den'), ('col', 'c_sum'))))),), ('__truediv__', ('col', 'gini_num'), ('__mul__', ('col', 'gini_den'), ('col', 'c_sum'))))),), ('lit', None)),
+    "CASE WHEN c_sum > 0 THEN (LN(c_sum) - clogc / c_sum) / LN($info_log_base) / (CASE WHEN $entropy_normalize = 'distinct' THEN n_exposed ELSE 1.0 END) END":
+        ('case', ((('__gt__', ('col', 'c_sum'), ('lit', 0)), ('__truediv__', ('__truediv__', ('__sub__', ('ln', ('col', 'c_sum')), ('__truediv__', ('col', 'clogc'), ('col', 'c_sum'))), ('ln', ('param', 'info_log_base'))), ('case', ((('__eq__', ('param', 'entropy_normalize'), ('lit', 'distinct')), ('col', 'n_exposed')),), ('lit', 1.0)))),), ('lit', None)),
+    "CASE WHEN n_users >= 2 THEN 1.0 - (c2_sum - (CASE WHEN $personalization_lists = 'full' THEN n_users * k ELSE c_sum END)) / (k * n_users * (n_users - 1.0)) END":
+        ('case', ((('__ge__', ('col', 'n_users'), ('lit', 2)), ('__sub__', ('lit', 1.0), ('__truediv__', ('__sub__', ('col', 'c2_sum'), ('case', ((('__eq__', ('param', 'personalization_lists'), ('lit', 'full')), ('__mul__', ('col', 'n_users'), ('col', 'k'))),), ('col', 'c_sum'))), ('__mul__', ('__mul__', ('col', 'k'), ('col', 'n_users')), ('__sub__', ('col', 'n_users'), ('lit', 1.0)))))),), ('lit', None)),
+    'LN(score_z) - score_zd / score_z':
+        ('__sub__', ('ln', ('col', 'score_z')), ('__truediv__', ('col', 'score_zd'), ('col', 'score_z'))),
 }

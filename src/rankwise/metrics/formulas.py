@@ -31,9 +31,9 @@ import polars as pl
 # The per-(user, k) statistics of per_user.sql's `stats` stage (and of sql/spark_user_stats.sql), which
 # every formula reads. A metric named like one (dcg) is that statistic.
 STATISTICS = ("k", "n_recs", "n_rel", "hits", "precision_sum", "hits_sum", "r_hits", "first_hit", "n_candidates",
-              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum", "bing_sum", "g_sum",
-              "ndcg_rel_sum", "pos_ret", "judged_rbp", "judged_ret", "rndcg_sum", "n_pos", "idcg_all", "gain_total",
-              "n_bounds")
+              "dcg", "idcg", "rbp_sum", "err_sum", "mult_hits", "iprec_max", "ipt11_sum", "nonrel_ret", "pooled_ret",
+              "bpref_sum", "infap_sum", "bing_sum", "g_sum", "ndcg_rel_sum", "pos_ret", "judged_rbp", "judged_ret",
+              "rndcg_sum", "n_pos", "idcg_all", "gain_total", "n_bounds")
 
 # trec_eval's floor of a value in a geometric mean (trec_eval.h MIN_GEO_MEAN): gm_map, gm_bpref
 GEOMETRIC_FLOOR = 0.00001
@@ -51,6 +51,23 @@ BEYOND_TERMS = {
     "den_counted": "CASE WHEN $list_denominator = 'k' THEN CAST(k AS DOUBLE) "
                    "ELSE NULLIF(CAST(n_counted AS DOUBLE), 0.0) END",
     "pairs": "m * (m - 1.0) / 2.0",
+}
+
+# The per-k statistics of sql/beyond_catalog.sql (and of the Polars engine's catalog plan) that the
+# catalog-level formulas read: |C| (n_c), the exposed items of C (covered_in), the exposed items (n_exposed),
+# the items of C and the recommended ones (n_all), sum c, sum c^2, sum c ln c (clogc), sum_r r c_(r) over the
+# exposed items in ascending order (rc_sum), the users with items (n_users), and over the pooled top-k
+# scores d = score - max, sum e^d (score_z) and sum e^d d (score_zd); NULL: no score.
+BEYOND_CATALOG_STATISTICS = ("k", "n_c", "covered_in", "n_exposed", "n_all", "c_sum", "c2_sum", "clogc", "rc_sum",
+                             "n_users", "score_z", "score_zd")
+# and the terms they share: the catalog with its padding, the items covered (catalog_outside), Gini's N
+# (n_gini), its denominator D and its numerator sum_j (2j - N - 1) c_(j) (the unexposed items have c = 0)
+BEYOND_CATALOG_TERMS = {
+    "catalog_size": "n_c + $catalog_padding",
+    "covered": "CASE WHEN $catalog_outside = 'ignore' THEN covered_in ELSE n_exposed END",
+    "n_gini": "CASE WHEN $gini = 'recommended_n1' THEN n_exposed ELSE n_all + $catalog_padding END",
+    "gini_den": "CASE WHEN $gini = 'catalog' THEN n_gini ELSE n_gini - 1.0 END",
+    "gini_num": "2.0 * ((n_gini - n_exposed) * c_sum + rc_sum) - (n_gini + 1.0) * c_sum",
 }
 
 # Terms more than one metric reads, by name: the denominators the knobs choose.
@@ -128,6 +145,8 @@ def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
         return ("least" if isinstance(node, exp.Least) else "greatest", tuple(t(a) for a in [node.this, *node.expressions]))
     if isinstance(node, exp.Floor) and not node.args.get("decimals"):
         return ("floor", t(node.this))
+    if isinstance(node, exp.Ln):
+        return ("ln", t(node.this))
     if isinstance(node, exp.Cast) and node.to.this.name in ("DOUBLE", "BIGINT"):
         return ("cast", node.to.this.name, t(node.this))
     raise NotImplementedError(f"rankwise.metrics.formulas: no Polars translation for {node.sql(dialect='duckdb')!r}")
@@ -135,20 +154,26 @@ def _as_tuples(node) -> tuple:  # noqa: C901 - one branch per SQL construct
 
 def reads(sql: str) -> set[str]:
     """The names (statistics, terms, metrics) a formula reads."""
-    return set(_columns(tree(sql)))
+    return set(_leaves(tree(sql), "col"))
 
 
-def _columns(part):
-    """The column names in a tree, a node being a tuple that starts with its kind (a str)."""
+def placeholders(sql: str) -> set[str]:
+    """The knobs (``$name``) a formula reads itself (not through the terms or metrics it reads)."""
+    return set(_leaves(tree(sql), "param"))
+
+
+def _leaves(part, kind: str):
+    """The names of the ``kind`` leaves ("col", "param") in a tree, a node being a tuple that starts with its
+    kind (a str)."""
     if isinstance(part, tuple) and part and isinstance(part[0], str):
-        if part[0] == "col":
+        if part[0] == kind:
             yield part[1]
-        elif part[0] != "lit":
+        elif part[0] not in ("col", "param", "lit"):
             for child in part[1:]:
-                yield from _columns(child)
+                yield from _leaves(child, kind)
     elif isinstance(part, tuple):  # a tuple of nodes, or of (condition, value) pairs
         for child in part:
-            yield from _columns(child)
+            yield from _leaves(child, kind)
 
 
 # -- SQL to Polars -------------------------------------------------------------------------------------
@@ -170,6 +195,11 @@ def _lit(x) -> pl.Expr:
 
 
 _TYPES = {"DOUBLE": (pl.Float64, float), "BIGINT": (pl.Int64, int)}
+
+
+def _dyadic(c) -> bool:
+    """c is a power of two (x / c and x * (1 / c) are then the same double)."""
+    return isinstance(c, (int, float)) and math.isfinite(c) and c != 0 and abs(math.frexp(c)[0]) == 0.5
 
 
 def to_polars(sql: str, params: dict, col=pl.col, names: dict | None = None) -> pl.Expr:
@@ -197,6 +227,10 @@ def _translate(node, params, col, names):  # noqa: C901 - one branch per constru
             return _Const(getattr(a.value, kind)(b.value))
         if isinstance(a, _Const):
             return getattr(pl.lit(a.value), kind)(b)
+        if kind == "__truediv__" and isinstance(b, _Const) and not _dyadic(b.value):
+            # Polars divides a column by a scalar c as a product by 1 / c, which rounds otherwise than SQL's
+            # x / c: divide by a column of c instead (NaN and inf rows too: 0 times them is NaN, read as 0)
+            return a / ((a * 0.0).fill_nan(0.0) + b.value)
         return getattr(a, kind)(b.value if isinstance(b, _Const) else b)
     if kind in ("and", "or"):
         a, b = t(node[1]), t(node[2])
@@ -238,6 +272,9 @@ def _translate(node, params, col, names):  # noqa: C901 - one branch per constru
     if kind == "floor":
         a = t(node[1])
         return _Const(math.floor(a.value)) if isinstance(a, _Const) else _lit(a).floor()
+    if kind == "ln":
+        a = t(node[1])
+        return _Const(math.log(a.value)) if isinstance(a, _Const) else _lit(a).log()
     if kind == "cast":
         dtype, convert = _TYPES[node[1]]
         a = t(node[2])
@@ -268,14 +305,35 @@ def _qualified(sql: str, alias: str, indent: int = 11) -> str:
     return text
 
 
+def substituted(sql: str, column, knob=None) -> str:
+    """The formula as DuckDB SQL, on one line, with each column ``name`` (a statistic, term or metric) read
+    as the sqlglot expression ``column(name)`` and each knob ``$name`` as ``knob(name)`` (kept as a
+    parameter without ``knob``): the one rule by which the generated SQL reads a formula (the stages of
+    per_user.sql, summary.sql and beyond_*.sql: qualified columns and bound parameters; sql/macros.sql:
+    the list-form statistics and the macro's parameters)."""
+    # function names as written (the formulas spell theirs in capitals; a macro's call keeps its own)
+    return substituted_tree(sql, column, knob).sql(dialect="duckdb", normalize_functions=False)
+
+
+def substituted_tree(sql: str, column, knob=None):
+    """:func:`substituted`'s sqlglot tree (to nest one formula in another)."""
+    from sqlglot import exp
+
+    def replace(node):
+        if isinstance(node, exp.Column):
+            return column(node.name)
+        if isinstance(node, exp.Placeholder) and knob is not None:
+            return knob(node.name)
+        return node
+
+    return parse(sql).transform(replace)
+
+
 def _qualified_flat(sql: str, alias: str) -> str:
     """The formula reading ``alias``'s columns, on one line."""
     from sqlglot import exp
 
-    tree = parse(sql)
-    for column in tree.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias))
-    return tree.sql(dialect="duckdb")
+    return substituted(sql, lambda name: exp.column(name, table=alias))
 
 
 def metric_stages(metrics) -> list[list]:
@@ -334,10 +392,7 @@ def _over_means(sql: str) -> str:
     """A formula reading each metric's mean over users (``s.<name>_mean``) instead of its value."""
     from sqlglot import exp
 
-    tree = parse(sql)
-    for column in tree.find_all(exp.Column):
-        column.replace(exp.column(f"{column.name}_mean", table="s"))
-    return tree.sql(dialect="duckdb")
+    return substituted(sql, lambda name: exp.column(f"{name}_mean", table="s"))
 
 
 def _aggregate(m) -> str:
@@ -395,12 +450,15 @@ def summary_sql(metrics) -> str:
     return "\n".join(head) + "\n" + "\nUNION ALL\n".join(branches) + "\n"
 
 
-def _top_level_case(text: str, indent: int) -> str:
-    """A formula that is one CASE, a line per branch (WHEN/ELSE of the outer CASE only)."""
-    if not text.startswith("CASE "):
+def split_case(text: str, indent: int) -> str:
+    """A formula on one line (starting at column ``indent``) with a line per branch of its first CASE (the
+    WHEN/ELSE of that CASE only, aligned under its first WHEN)."""
+    start = text.find("CASE ")
+    if start < 0:
         return text
-    out, depth, branches = [], 0, 0
-    for token in re.split(r"(\bCASE\b|\bEND\b|[()]|\bWHEN\b|\bELSE\b)", text):
+    indent += start
+    out, depth, branches = [text[:start]], 0, 0
+    for token in re.split(r"(\bCASE\b|\bEND\b|[()]|\bWHEN\b|\bELSE\b)", text[start:]):
         if token in ("CASE", "("):
             depth += 1
         elif token in ("END", ")"):
@@ -425,7 +483,7 @@ def beyond_user_tail(metrics) -> str:
         "    CROSS JOIN totals AS t",
         ")",
         "SELECT d.user_id, d.k, d.n_items,",
-        ",\n".join(f"       {_top_level_case(_qualified_flat(m.sql, 'd'), 7)} AS {m.name}" for m in metrics),
+        ",\n".join(f"       {split_case(_qualified_flat(m.sql, 'd'), 7)} AS {m.name}" for m in metrics),
         "FROM denominators AS d",
     ]) + "\n"
 
@@ -433,6 +491,47 @@ def beyond_user_tail(metrics) -> str:
 def render_beyond_user(text: str, metrics) -> str:
     """``beyond_user.sql``'s text with its generated part (from BEGIN to the end) written anew."""
     return text.split(BEGIN, 1)[0] + BEGIN + "\n" + beyond_user_tail(metrics)
+
+
+def _term_stages(terms: dict) -> list[dict]:
+    """The terms in stages: a term that reads another comes in a later stage."""
+    stages, done, pending = [], set(), dict(terms)
+    while pending:
+        stage = {n: f for n, f in pending.items() if not (reads(f) & set(pending)) - done - {n}}
+        if not stage:
+            raise ValueError("terms read each other in a cycle: " + ", ".join(pending))
+        stages.append(stage)
+        done |= set(stage)
+        pending = {n: f for n, f in pending.items() if n not in stage}
+    return stages
+
+
+def beyond_catalog_tail(metrics) -> str:
+    """The end of ``sql/beyond_catalog.sql``: the shared terms over its per-k statistics (``per_k``), each
+    catalog-level metric's value, one row per (metric, k), from the declarations."""
+    out, previous = ["-- the terms the catalog metrics share (rankwise.metrics.formulas.BEYOND_CATALOG_TERMS)"], "per_k"
+    for i, stage in enumerate(_term_stages(BEYOND_CATALOG_TERMS)):
+        name = "catalog_terms" if i == 0 else f"catalog_terms_{i + 1}"
+        out += [f"{name} AS (",
+                "    SELECT t.*,",
+                ",\n".join(f"           {split_case(_qualified_flat(sql, 't'), 11)} AS {n}" for n, sql in stage.items()),
+                f"    FROM {previous} AS t",
+                "),"]
+        previous = name
+    out += ["-- each metric's value (rankwise.metrics.declarations.BEYOND)",
+            "results AS (",
+            "    SELECT v.k, v.n_users,",
+            ",\n".join(f"           {split_case(_qualified_flat(m.sql, 'v'), 11)} AS {m.name}" for m in metrics),
+            f"    FROM {previous} AS v",
+            ")",
+            "\nUNION ALL ".join(f"SELECT '{m.name}' AS metric, x.k, x.{m.name} AS value, CAST(x.n_users AS BIGINT) "
+                                f"AS n_users FROM results AS x" for m in metrics)]
+    return "\n".join(out) + "\n"
+
+
+def render_beyond_catalog(text: str, metrics) -> str:
+    """``beyond_catalog.sql``'s text with its generated part (from BEGIN to the end) written anew."""
+    return text.split(BEGIN, 1)[0] + BEGIN + "\n" + beyond_catalog_tail(metrics)
 
 
 BEGIN = "-- >>> generated from the metric declarations (rankwise.metrics.declarations) by python -m rankwise.generate.sql: do not edit"

@@ -55,7 +55,7 @@ class Family:
     value: "float" or "int" (trec_eval prints an integer measure with %ld).
     aggregate: "mean" (over users), "sum" (trec_eval's counts) or "gm" (geometric mean, zeros floored
         to 0.00001 as trec_eval does).
-    transform: "" or "one_minus" (ir_measures' Judged@k = 1 - trec_eval's unj_k).
+    transform: "" or "one_minus" (1 - the metric; no family needs it since Judged@k has its own metric).
     params: the ir_measures parameters it takes (``rel``, ``p``, ``dcg``).
     """
 
@@ -147,7 +147,8 @@ FAMILIES: tuple[Family, ...] = (
        knobs={"rbp_persistence": (0.8,)}, params=("p", "rel")),
     _i("ERR", "err", "required", "expected reciprocal rank (gdeval: grades up to 4)",
        knobs={"err_max_grade": (4.0,)}),
-    _i("Judged", "unj", "required", "share of the top k that is judged (1 - unj)", transform="one_minus"),
+    _i("Judged", "judged", "required", "share of the top k (of the list, when shorter) with a qrels line, any "
+       "level (not 1 - unj_k: a level -1 counts as judged, a short list is not filled)"),
     _i("NumRet", "num_ret", "none", "documents retrieved (NumRet(rel=1): relevant ones)", value="int",
        aggregate="sum", params=("rel",)),
     _i("NumRel", "num_rel", "none", "relevant documents", value="int", aggregate="sum", params=("rel",)),

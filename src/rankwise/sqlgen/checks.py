@@ -22,7 +22,7 @@ def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
     """sql/checks.sql for ``dialect`` over ``names`` (recommendations_input, ground_truth_input);
     ``file="beyond_checks"``: sql/beyond_checks.sql over train, items and item_features."""
     text = _sql_files.read(file)
-    values = {"by_score": int(by_score), "duplicates": conv.duplicates,
+    values = {"by_score": int(by_score), "duplicates": conv.duplicates, "negative_relevance": conv.sql_parameters()["negative_relevance"],
               "null_item_marks_empty": int(null_item_marks_empty)}
     _, exp = _sqlgen.sqlglot_api()
     tree = _sqlgen.parsed(text)

@@ -129,7 +129,7 @@ def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None
 @lru_cache(maxsize=256)
 def _queries(texts, conv, beta, dialect, names, metrics, f_name):
     names = dict(names)
-    per_user = shipped(texts[0], "per_user", conv, beta, dialect, names, f_name)
+    per_user = shipped(texts[0], "per_user", conv, beta, dialect, names, f_name, metrics)
     summary = shipped(texts[1], "summary", conv, beta, dialect, names, f_name)
     output = [s.alias_or_name for s in per_user.selects]
     if metrics is not None:
@@ -207,10 +207,12 @@ def _parse_once(text: str):
     return tree
 
 
-def shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, names: dict, f_name: str):
-    """Parse the text of ``sql/<name>.sql``, bind literals, rename relations, adapt to ``dialect``."""
+def shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, names: dict, f_name: str,
+            computed=None):
+    """Parse the text of ``sql/<name>.sql``, bind literals (the stage switches for the metric columns
+    ``computed``, None = all), rename relations, adapt to ``dialect``."""
     sqlglot, exp = sqlglot_api()
-    values = _sql_files.bind(text, conv, beta, f_name=f_name)
+    values = _sql_files.bind(text, conv, beta, f_name=f_name, computed=computed)
     tree = parsed(text)
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
 

@@ -24,14 +24,16 @@ def read(name: str) -> str:
     return (sql_dir() / f"{name}.sql").read_text()
 
 
-def bind(sql: str, convention="default", beta: float = 1.0, *, f_name: str | None = None) -> dict:
-    """The values of exactly the parameters ``sql`` uses: the convention's knobs, ``beta`` and
+def bind(sql: str, convention="default", beta: float = 1.0, *, f_name: str | None = None, computed=None) -> dict:
+    """The values of exactly the parameters ``sql`` uses: the convention's knobs, ``beta``,
     ``f_name``, the F-beta row's name in summary.sql (default ``f<beta>``: "f1", "f2", "f0.5", as
-    evaluate() names it; the engines pass their internal "fbeta")."""
+    evaluate() names it; the engines pass their internal "fbeta"), and per_user.sql's stage switches
+    for the metric columns ``computed`` (None = every metric: every stage runs)."""
     from rankwise.conventions import resolve
+    from rankwise.metrics.declarations import stage_switches
 
     values = {**resolve(convention).sql_parameters(), "beta": float(beta),
-              "f_name": f"f{float(beta):g}" if f_name is None else str(f_name)}
+              "f_name": f"f{float(beta):g}" if f_name is None else str(f_name), **stage_switches(computed)}
     return {name: values[name] for name in parameters(sql)}
 
 

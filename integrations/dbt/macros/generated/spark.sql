@@ -163,7 +163,9 @@ FROM (
         WHEN NOT g.item_id IS NULL
         AND (
           g.relevance IS NULL
-          OR g.relevance < 0
+          OR (
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
+          )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS DOUBLE) AND CAST(1.7976931348623157e308 AS DOUBLE)
           )
@@ -441,7 +443,16 @@ WITH labels AS (
       AND g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE)
       THEN 1
       ELSE 0
-    END AS is_rel
+    END AS is_rel,
+    CASE
+      WHEN NOT g.item_id IS NULL
+      AND g.relevance >= 0
+      AND NOT (
+        g.relevance > 0 AND g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE)
+      )
+      THEN 1
+      ELSE 0
+    END AS is_nonrel
   FROM rankwise_ground_truth AS g
 ), earning AS (
   SELECT
@@ -487,6 +498,21 @@ WITH labels AS (
   FROM rankwise_ground_truth AS g
   WHERE
     NOT g.item_id IS NULL
+    AND g.relevance >= 0
+    AND (
+      g.relevance > 0
+      OR 1 = 1
+      OR g.relevance IN (
+        CAST({{ c.knob["gain_level_1"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_2"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_3"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_4"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_5"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_6"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_7"] }} AS DOUBLE),
+        CAST({{ c.knob["gain_level_8"] }} AS DOUBLE)
+      )
+    )
 ), ideal_labels AS (
   SELECT
     e.user_id,
@@ -531,6 +557,8 @@ WITH labels AS (
     MAX(CASE WHEN i.pos = i.n_pos THEN i.gain_total END) AS gain_total,
     SUM(i.is_bound) AS n_bounds
   FROM ideal_running AS i
+  WHERE
+    1 = 1
   GROUP BY
     i.user_id
 ), err_scale AS (
@@ -546,7 +574,8 @@ WITH labels AS (
     l.user_id,
     1 AS in_truth,
     CAST(COUNT(l.item_id) AS BIGINT) AS n_judged,
-    CAST(SUM(l.is_rel) AS BIGINT) AS n_rel
+    CAST(SUM(l.is_rel) AS BIGINT) AS n_rel,
+    CAST(SUM(l.is_nonrel) AS BIGINT) AS n_nonrel
   FROM labels AS l
   GROUP BY
     l.user_id
@@ -565,7 +594,8 @@ WITH labels AS (
     COALESCE(ls.in_truth, 0) AS in_truth,
     CAST(COALESCE(ls.n_judged, 0) AS BIGINT) AS n_judged,
     CAST(COALESCE(rs.n_recs, 0) AS BIGINT) AS n_recs,
-    CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel
+    CAST(COALESCE(ls.n_rel, 0) AS BIGINT) AS n_rel,
+    CAST(COALESCE(ls.n_nonrel, 0) AS BIGINT) AS n_nonrel
   FROM rec_stats AS rs
   FULL OUTER JOIN label_stats AS ls
     ON rs.user_id = ls.user_id
@@ -573,7 +603,8 @@ WITH labels AS (
   SELECT
     a.user_id,
     a.n_recs,
-    a.n_rel
+    a.n_rel,
+    a.n_nonrel
   FROM all_users AS a
   WHERE
     (
@@ -636,7 +667,7 @@ WITH labels AS (
   LEFT JOIN ideal_user AS iu
     ON iu.user_id = r.user_id
   LEFT JOIN ideal_running AS i
-    ON i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
+    ON 1 = 1 AND i.user_id = r.user_id AND i.pos = LEAST(r.rank, iu.n_pos)
 ), user_hits AS (
   SELECT
     j.user_id,
@@ -961,21 +992,33 @@ WITH labels AS (
     ON u.user_id = i.user_id
   CROSS JOIN rankwise_cutoffs AS c
   WHERE
-    i.is_bound = 1
+    i.is_bound = 1 AND 1 = 1
+), rndcg_found AS (
+  SELECT
+    p.user_id,
+    p.k,
+    p.pos,
+    1 AS matched,
+    r.dcg
+  FROM rndcg_points AS p
+  JOIN running AS r
+    ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
 ), rndcg_terms AS (
   SELECT
     p.user_id,
     p.k,
     p.pos,
-    SUM(CASE WHEN NOT r.rank IS NULL THEN r.dcg ELSE CAST(0.0 AS DOUBLE) END / p.idcg) OVER (
+    SUM(
+      CASE WHEN COALESCE(f.matched, 0) = 1 THEN f.dcg ELSE CAST(0.0 AS DOUBLE) END / p.idcg
+    ) OVER (
       PARTITION BY p.user_id, p.k
       ORDER BY p.pos NULLS LAST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rndcg_sum,
     ROW_NUMBER() OVER (PARTITION BY p.user_id, p.k ORDER BY p.pos DESC) AS from_last
   FROM rndcg_points AS p
-  LEFT JOIN running AS r
-    ON r.user_id = p.user_id AND r.rank <= p.at_pos AND p.at_pos < r.next_rank
+  LEFT JOIN rndcg_found AS f
+    ON f.user_id = p.user_id AND f.k = p.k AND f.pos = p.pos
 ), rndcg AS (
   SELECT
     t.user_id,
@@ -985,6 +1028,120 @@ WITH labels AS (
   FROM rndcg_terms AS t
   WHERE
     t.from_last = 1
+), pool_labels AS (
+  SELECT
+    g.user_id,
+    g.item_id,
+    CASE
+      WHEN g.relevance > 0 AND g.relevance >= CAST({{ c.knob["relevance_threshold"] }} AS DOUBLE)
+      THEN 1
+      WHEN g.relevance >= 0
+      THEN 0
+      ELSE -1
+    END AS kind
+  FROM rankwise_ground_truth AS g
+  WHERE
+    NOT g.item_id IS NULL AND 1 = 1
+), pooled AS (
+  SELECT
+    r.user_id,
+    CAST(r.rank AS BIGINT) AS rank,
+    u.n_rel,
+    u.n_nonrel,
+    p.kind,
+    CAST(SUM(CASE WHEN p.kind = 1 THEN 1 ELSE 0 END) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS BIGINT) AS rel_so_far,
+    CAST(SUM(CASE WHEN p.kind = 0 THEN 1 ELSE 0 END) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS BIGINT) AS nonrel_so_far,
+    CAST(SUM(CASE WHEN p.kind = -1 THEN 1 ELSE 0 END) OVER (
+      PARTITION BY r.user_id
+      ORDER BY r.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS BIGINT) AS pooled_so_far,
+    LEAD(r.rank) OVER (PARTITION BY r.user_id ORDER BY r.rank NULLS LAST) AS following_rank
+  FROM rankwise_recommendations AS r
+  JOIN (
+    SELECT
+      MAX(c.k) AS max_k
+    FROM rankwise_cutoffs AS c
+  ) AS h
+    ON r.rank <= h.max_k
+  JOIN pool_labels AS p
+    ON p.user_id = r.user_id AND p.item_id = r.item_id
+  JOIN universe AS u
+    ON u.user_id = r.user_id
+), pooled_running AS (
+  SELECT
+    p.user_id,
+    p.rank,
+    CAST(CASE
+      WHEN p.following_rank > p.rank
+      THEN p.following_rank
+      ELSE 9223372036854775807
+    END AS BIGINT) AS next_rank,
+    CAST(p.nonrel_so_far AS BIGINT) AS nonrel_ret,
+    CAST(p.pooled_so_far AS BIGINT) AS pooled_ret,
+    SUM(
+      CASE
+        WHEN p.kind = 1
+        THEN (
+          CASE
+            WHEN p.nonrel_so_far > 0
+            THEN CAST(1.0 AS DOUBLE) - CAST(LEAST(p.nonrel_so_far, p.n_rel) AS DOUBLE) / CAST(LEAST(p.n_nonrel, p.n_rel) AS DOUBLE)
+            ELSE CAST(1.0 AS DOUBLE)
+          END
+        )
+        ELSE CAST(0.0 AS DOUBLE)
+      END
+    ) OVER (
+      PARTITION BY p.user_id
+      ORDER BY p.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS bpref_sum,
+    SUM(
+      CASE
+        WHEN p.kind = 1
+        THEN (
+          CASE
+            WHEN p.rank = 1
+            THEN CAST(1.0 AS DOUBLE)
+            ELSE CAST(1.0 AS DOUBLE) / CAST(p.rank AS DOUBLE) + CAST(p.rank - 1 AS DOUBLE) / CAST(p.rank AS DOUBLE) * (
+              CAST(p.rel_so_far - 1 + p.nonrel_so_far + p.pooled_so_far AS DOUBLE) / CAST(p.rank - 1 AS DOUBLE)
+            ) * (
+              (
+                CAST(p.rel_so_far - 1 AS DOUBLE) + CAST(0.00001 AS DOUBLE)
+              ) / (
+                CAST(p.rel_so_far - 1 + p.nonrel_so_far AS DOUBLE) + CAST(0.00002 AS DOUBLE)
+              )
+            )
+          END
+        )
+        ELSE CAST(0.0 AS DOUBLE)
+      END
+    ) OVER (
+      PARTITION BY p.user_id
+      ORDER BY p.rank NULLS LAST
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS infap_sum
+  FROM pooled AS p
+), pooled_at_k AS (
+  SELECT
+    p.user_id,
+    CAST(c.k AS BIGINT) AS k,
+    1 AS matched,
+    p.nonrel_ret,
+    p.pooled_ret,
+    p.bpref_sum,
+    p.infap_sum
+  FROM pooled_running AS p
+  JOIN rankwise_cutoffs AS c
+    ON p.rank <= c.k AND c.k < p.next_rank
 ), top_k_ideal AS (
   SELECT
     j.user_id,
@@ -1127,6 +1284,10 @@ WITH labels AS (
       ELSE CAST(0.0 AS DOUBLE)
     END AS gain_total,
     CAST(CASE WHEN COALESCE(iu.matched, 0) = 1 THEN iu.n_bounds ELSE 0 END AS DOUBLE) AS n_bounds,
+    CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.nonrel_ret ELSE 0 END AS DOUBLE) AS nonrel_ret,
+    CAST(CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.pooled_ret ELSE 0 END AS DOUBLE) AS pooled_ret,
+    CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.bpref_sum ELSE CAST(0.0 AS DOUBLE) END AS bpref_sum,
+    CASE WHEN COALESCE(pk.matched, 0) = 1 THEN pk.infap_sum ELSE CAST(0.0 AS DOUBLE) END AS infap_sum,
     CASE
       WHEN {{ c.knob["ideal"] }} = 'labels'
       THEN (
@@ -1152,6 +1313,8 @@ WITH labels AS (
     ON rn.user_id = u.user_id AND rn.k = c.k
   LEFT JOIN ideal_user AS iu
     ON iu.user_id = u.user_id
+  LEFT JOIN pooled_at_k AS pk
+    ON pk.user_id = u.user_id AND pk.k = c.k
 ), denominators AS (
   SELECT
     s.*,
@@ -1286,7 +1449,17 @@ WITH labels AS (
       ) * d.judged_rbp
       ELSE CAST(0.0 AS DOUBLE)
     END AS rbp_resid,
-    CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE CAST(0.0 AS DOUBLE) END AS gm_map
+    CASE WHEN d.ap_den > 0 THEN d.precision_sum / d.ap_den ELSE CAST(0.0 AS DOUBLE) END AS gm_map,
+    d.nonrel_ret AS num_nonrel_judged_ret,
+    d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), CAST(0.0 AS DOUBLE)) AS bpref,
+    d.infap_sum / NULLIF(CAST(d.n_rel AS DOUBLE), CAST(0.0 AS DOUBLE)) AS infap,
+    (
+      LEAST(d.k, d.n_recs) - d.hits - d.nonrel_ret
+    ) / CAST(d.k AS DOUBLE) AS unj,
+    (
+      d.hits + d.nonrel_ret + d.pooled_ret
+    ) / NULLIF(CAST(LEAST(d.k, d.n_recs) AS DOUBLE), CAST(0.0 AS DOUBLE)) AS judged,
+    d.bpref_sum / NULLIF(CAST(d.n_rel AS DOUBLE), CAST(0.0 AS DOUBLE)) AS gm_bpref
   FROM denominators AS d
 ), defined_2 AS (
   SELECT
@@ -1509,7 +1682,31 @@ SELECT
     WHEN f.n_recs = 0
     THEN e.no_predictions
     ELSE f.gm_map
-  END AS gm_map
+  END AS gm_map,
+  f.num_nonrel_judged_ret AS num_nonrel_judged_ret,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.bpref
+  END AS bpref,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.infap
+  END AS infap,
+  f.unj AS unj,
+  f.judged AS judged,
+  CASE
+    WHEN f.n_rel = 0
+    THEN e.no_labels
+    WHEN f.n_recs = 0
+    THEN e.no_predictions
+    ELSE f.gm_bpref
+  END AS gm_bpref
 FROM defined_2 AS f
 CROSS JOIN empty_values AS e
 {%- endmacro %}
@@ -1675,7 +1872,9 @@ FROM (
         WHEN NOT g.item_id IS NULL
         AND (
           g.relevance IS NULL
-          OR g.relevance < 0
+          OR (
+            g.relevance < 0 AND {{ c.knob["negative_relevance"] }} = 'error'
+          )
           OR NOT (
             g.relevance BETWEEN -CAST(1.7976931348623157e308 AS DOUBLE) AND CAST(1.7976931348623157e308 AS DOUBLE)
           )
@@ -3077,6 +3276,227 @@ ORDER BY
 {{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.gm_map"]) }}
 {%- endmacro %}
 
+{% macro spark__rw_summary_num_nonrel_judged_ret(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      SUM(p.num_nonrel_judged_ret) AS num_nonrel_judged_ret_sum,
+      COUNT(p.num_nonrel_judged_ret) AS num_nonrel_judged_ret_n
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'num_nonrel_judged_ret' AS metric,
+    c.k,
+    s.num_nonrel_judged_ret_sum AS value,
+    COALESCE(s.num_nonrel_judged_ret_n, 0) AS n_users,
+    CAST(NULL AS DOUBLE) AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'num_nonrel_judged_ret' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro spark__rw_columns_num_nonrel_judged_ret(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.num_nonrel_judged_ret"]) }}
+{%- endmacro %}
+
+{% macro spark__rw_summary_bpref(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.bpref) AS bpref_mean,
+      COUNT(p.bpref) AS bpref_n,
+      STDDEV_SAMP(p.bpref) AS bpref_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'bpref' AS metric,
+    c.k,
+    s.bpref_mean AS value,
+    COALESCE(s.bpref_n, 0) AS n_users,
+    s.bpref_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'bpref' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro spark__rw_columns_bpref(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.bpref"]) }}
+{%- endmacro %}
+
+{% macro spark__rw_summary_infap(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.infap) AS infap_mean,
+      COUNT(p.infap) AS infap_n,
+      STDDEV_SAMP(p.infap) AS infap_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'infap' AS metric,
+    c.k,
+    s.infap_mean AS value,
+    COALESCE(s.infap_n, 0) AS n_users,
+    s.infap_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'infap' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro spark__rw_columns_infap(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.infap"]) }}
+{%- endmacro %}
+
+{% macro spark__rw_summary_unj(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.unj) AS unj_mean,
+      COUNT(p.unj) AS unj_n,
+      STDDEV_SAMP(p.unj) AS unj_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'unj' AS metric,
+    c.k,
+    s.unj_mean AS value,
+    COALESCE(s.unj_n, 0) AS n_users,
+    s.unj_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'unj' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro spark__rw_columns_unj(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.unj"]) }}
+{%- endmacro %}
+
+{% macro spark__rw_summary_judged(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      AVG(p.judged) AS judged_mean,
+      COUNT(p.judged) AS judged_n,
+      STDDEV_SAMP(p.judged) AS judged_sd
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'judged' AS metric,
+    c.k,
+    s.judged_mean AS value,
+    COALESCE(s.judged_n, 0) AS n_users,
+    s.judged_sd AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'judged' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro spark__rw_columns_judged(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.judged"]) }}
+{%- endmacro %}
+
+{% macro spark__rw_summary_gm_bpref(c) -%}
+SELECT
+  s.metric AS metric,
+  s.k,
+  s.value,
+  s.n_users
+FROM (
+  WITH per_k AS (
+    SELECT
+      p.k,
+      EXP(
+        AVG(
+          CASE
+            WHEN NOT p.gm_bpref IS NULL
+            THEN LN(GREATEST(p.gm_bpref, CAST(0.00001 AS DOUBLE)))
+          END
+        )
+      ) AS gm_bpref_geometric_mean,
+      COUNT(p.gm_bpref) AS gm_bpref_n
+    FROM {{ c.rel["per_user"] }} AS p
+    GROUP BY
+      p.k
+  )
+  SELECT
+    'gm_bpref' AS metric,
+    c.k,
+    s.gm_bpref_geometric_mean AS value,
+    COALESCE(s.gm_bpref_n, 0) AS n_users,
+    CAST(NULL AS DOUBLE) AS sd
+  FROM rankwise_cutoffs AS c
+  LEFT JOIN per_k AS s
+    ON s.k = c.k
+) AS s
+ORDER BY
+  CASE WHEN s.metric = 'gm_bpref' THEN 0 END NULLS LAST,
+  s.k NULLS LAST
+{%- endmacro %}
+
+{% macro spark__rw_columns_gm_bpref(c) -%}
+{{ return(["p.user_id", "p.k", "p.n_recs", "p.n_rel", "p.gm_bpref"]) }}
+{%- endmacro %}
+
 {% macro spark__rw_recommendations_score_item_desc(c) -%}
 SELECT
   r.user_id,
@@ -3169,6 +3589,18 @@ FROM (
 {%- elif name == "columns_rbp_resid" -%}{{ return(rankwise.spark__rw_columns_rbp_resid(c)) }}
 {%- elif name == "summary_gm_map" -%}{{ return(rankwise.spark__rw_summary_gm_map(c)) }}
 {%- elif name == "columns_gm_map" -%}{{ return(rankwise.spark__rw_columns_gm_map(c)) }}
+{%- elif name == "summary_num_nonrel_judged_ret" -%}{{ return(rankwise.spark__rw_summary_num_nonrel_judged_ret(c)) }}
+{%- elif name == "columns_num_nonrel_judged_ret" -%}{{ return(rankwise.spark__rw_columns_num_nonrel_judged_ret(c)) }}
+{%- elif name == "summary_bpref" -%}{{ return(rankwise.spark__rw_summary_bpref(c)) }}
+{%- elif name == "columns_bpref" -%}{{ return(rankwise.spark__rw_columns_bpref(c)) }}
+{%- elif name == "summary_infap" -%}{{ return(rankwise.spark__rw_summary_infap(c)) }}
+{%- elif name == "columns_infap" -%}{{ return(rankwise.spark__rw_columns_infap(c)) }}
+{%- elif name == "summary_unj" -%}{{ return(rankwise.spark__rw_summary_unj(c)) }}
+{%- elif name == "columns_unj" -%}{{ return(rankwise.spark__rw_columns_unj(c)) }}
+{%- elif name == "summary_judged" -%}{{ return(rankwise.spark__rw_summary_judged(c)) }}
+{%- elif name == "columns_judged" -%}{{ return(rankwise.spark__rw_columns_judged(c)) }}
+{%- elif name == "summary_gm_bpref" -%}{{ return(rankwise.spark__rw_summary_gm_bpref(c)) }}
+{%- elif name == "columns_gm_bpref" -%}{{ return(rankwise.spark__rw_columns_gm_bpref(c)) }}
 {%- elif name == "recommendations_score_item_desc" -%}{{ return(rankwise.spark__rw_recommendations_score_item_desc(c)) }}
 {%- else -%}{{ exceptions.raise_compiler_error('rankwise: no part ' ~ name) }}
 {%- endif -%}

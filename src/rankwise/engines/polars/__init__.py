@@ -23,15 +23,18 @@ METRIC_COLUMNS = USER_LEVEL
 
 def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
              memory_limit: str | int | None = None, computed: set[str] | None = None) -> pl.DataFrame:
-    """Long per-user frame: user_id, k, n_recs, n_rel and one column per metric (null = undefined).
+    """Long per-user frame: user_id, k, n_recs, n_rel and one column per computed metric (null = undefined).
 
     With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
     ``computed``: the metric columns to compute (metrics.computed_columns; None: all); the others are
-    null, and the statistics only they read are left out of the plan.
+    not columns, and the statistics only they read are left out of the plan.
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
-    if prep.rec_lists is not None and positions.applies_to(conv, ks, computed) and (levels := positions.levels(prep)) is not None:
+    pool = bool(computed & pool_metrics())  # the judged-aware statistics: only when one of their metrics is asked for
+    gain_stats = bool(computed & gain_metrics())  # so the gain statistics (G, binG, ndcg_rel, Rndcg, rbp_resid)
+    if (prep.rec_lists is not None and positions.applies_to(conv, ks, computed)
+            and (levels := positions.levels(prep)) is not None):
         return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
@@ -55,8 +58,11 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     judged_users = pl.lit(True) if conv.unjudged == "keep" else pl.col("n_judged") > 0
     universe = everyone.filter(knobs.in_universe(conv.users) & judged_users).select(USER, "n_recs", "n_rel")
 
-    # every judged label (relevance 0 too: rbp_resid tells judged from unjudged items; sql: earning)
-    earning = labels.filter(pl.col(ITEM).is_not_null())
+    # a relevance of 0 is never relevant and has gain 0 under the gain rules: such labels earn nothing, unless the
+    # gain statistics are asked for (rbp_resid tells judged from unjudged items) or gain_levels gives level 0 a
+    # gain; a negative relevance (negative_relevance='unjudged') is never judged here (sql: earning)
+    zero_earns = gain_stats or any(level == 0 for level, _ in conv.gain_levels)
+    earning = labels.filter(pl.col(ITEM).is_not_null() & ((pl.col(REL) >= 0) if zero_earns else (pl.col(REL) > 0)))
     # the labels of positive gain in the ideal order, their running sums (ideal DCG, G's cost, total gain) and the
     # ends of the runs of equal gain (Rndcg's R levels); sql: ideal_labels, ideal_running
     ideal = (
@@ -88,17 +94,20 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         within_reach.with_columns(pair).join(earning.with_columns(pair).drop(USER, ITEM), on="_pair", how="inner")
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
-        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER),
-                      gain_so_far=pl.col("gain").cum_sum().over(USER))
-        # the labels' ideal at the row's rank: its DCG and G's cost (1 a rank past the n_pos labels of positive gain)
-        .join(ideal_user.select(USER, "n_pos"), on=USER, how="left", nulls_equal=True, maintain_order="left")
-        .with_columns(_at=pl.min_horizontal(pl.col(RANK).cast(pl.Int64), pl.col("n_pos").fill_null(0)))
-        .join(ideal.select(USER, pl.col("pos").alias("_at"), pl.col("idcg").alias("ideal_at"), "cost"),
-              on=[USER, "_at"], how="left", nulls_equal=True, maintain_order="left")
-        .with_columns(pl.col("ideal_at").fill_null(0.0),
-                      cost_at=pl.col("cost").fill_null(0.0) + (pl.col(RANK) - pl.col("_at")).cast(pl.Float64))
-        .drop("n_pos", "_at", "cost")
+        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
     )
+    if gain_stats:
+        judged = (
+            judged.with_columns(gain_so_far=pl.col("gain").cum_sum().over(USER))
+            # the labels' ideal at the row's rank: its DCG and G's cost (1 a rank past the n_pos labels of positive gain)
+            .join(ideal_user.select(USER, "n_pos"), on=USER, how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(_at=pl.min_horizontal(pl.col(RANK).cast(pl.Int64), pl.col("n_pos").fill_null(0)))
+            .join(ideal.select(USER, pl.col("pos").alias("_at"), pl.col("idcg").alias("ideal_at"), "cost"),
+                  on=[USER, "_at"], how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(pl.col("ideal_at").fill_null(0.0),
+                          cost_at=pl.col("cost").fill_null(0.0) + (pl.col(RANK) - pl.col("_at")).cast(pl.Float64))
+            .drop("n_pos", "_at", "cost")
+        )
     # ERR's chance that the user stops at a row (sql: err_scale, judged.err_r); g_max from the labels only when asked
     g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else \
         labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
@@ -129,33 +138,39 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         *[pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv, level)))
           .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).cum_max().forward_fill().over(USER)
           .fill_null(0.0).alias(f"_ipt{i}") for i, level in enumerate(knobs.IPT11_LEVELS)],
-        # binG, G, rbp_resid (sql: running)
-        pl.when(hit).then(1.0 / ((2.0 + (pl.col(RANK) - pl.col("hits_so_far")).cast(pl.Float64)).log() / math.log(2.0)))
-        .otherwise(0.0).cum_sum().over(USER).alias("bing_sum"),
-        pl.when(pl.col("gain") != 0)
-        .then(pl.col("gain") / ((2.0 + pl.col("cost_at") - pl.col("gain_so_far")).log() / math.log(2.0)))
-        .otherwise(0.0).cum_sum().over(USER).alias("g_sum"),
-        (pl.col("gain") > 0).cast(pl.Int64).cum_sum().over(USER).alias("pos_ret"),
-        pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64)).cum_sum().over(USER).alias("judged_rbp"),
-        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER).alias("judged_ret"),
+        *([  # binG, G, rbp_resid (sql: running)
+            pl.when(hit).then(1.0 / ((2.0 + (pl.col(RANK) - pl.col("hits_so_far")).cast(pl.Float64)).log()
+                                     / math.log(2.0)))
+            .otherwise(0.0).cum_sum().over(USER).alias("bing_sum"),
+            pl.when(pl.col("gain") != 0)
+            .then(pl.col("gain") / ((2.0 + pl.col("cost_at") - pl.col("gain_so_far")).log() / math.log(2.0)))
+            .otherwise(0.0).cum_sum().over(USER).alias("g_sum"),
+            (pl.col("gain") > 0).cast(pl.Int64).cum_sum().over(USER).alias("pos_ret"),
+            pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64)).cum_sum().over(USER)
+            .alias("judged_rbp"),
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER).alias("judged_ret"),
+        ] if gain_stats else []),
     ).with_columns(
         # ndcg_rel: DCG so far / the ideal DCG at this rank, at each item of positive gain (sql: running_err)
-        pl.when(pl.col("gain") > 0).then(pl.col("dcg") / pl.col("ideal_at")).otherwise(0.0)
-        .cum_sum().over(USER).alias("ndcg_rel_sum"),
+        *([pl.when(pl.col("gain") > 0).then(pl.col("dcg") / pl.col("ideal_at")).otherwise(0.0)
+           .cum_sum().over(USER).alias("ndcg_rel_sum")] if gain_stats else []),
         pl.sum_horizontal(f"_ipt{i}" for i in range(len(knobs.IPT11_LEVELS))).alias("ipt11_sum"),  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
         (pl.col("err_r") / pl.col(RANK)
          * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp())
         .cum_sum().over(USER).alias("err_sum"),
     )
     at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum",
-                                           "mult_hits", "iprec_max", "ipt11_sum", "bing_sum", "g_sum", "pos_ret", "judged_rbp",
-                                           "judged_ret", "ndcg_rel_sum"])
+                                           "mult_hits", "iprec_max", "ipt11_sum"]
+                       + (["bing_sum", "g_sum", "pos_ret", "judged_rbp", "judged_ret", "ndcg_rel_sum"] if gain_stats else []))
     # built in output order, (k, user): sorting 1M users beats sorting the users x k rows
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     grid = _read_back(grid, at_k)
-    grid = grid.join(ideal_user, on=USER, how="left", nulls_equal=True, maintain_order="left")
-    grid = grid.join(_rndcg(ideal, running, users, cutoffs), on=[USER, "k"], how="left", nulls_equal=True,
-                     maintain_order="left")
+    if gain_stats:
+        grid = grid.join(ideal_user, on=USER, how="left", nulls_equal=True, maintain_order="left")
+        grid = grid.join(_rndcg(ideal, running, users, cutoffs), on=[USER, "k"], how="left", nulls_equal=True,
+                         maintain_order="left")
+    if pool:
+        grid = _read_back(grid, _pooled_at_k(recs, truth, universe, conv, ks))
     # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
     if conv.ideal == "predictions_topk":
         # per (user, k) the top k's gains in descending order, then discounted and summed in that order
@@ -188,19 +203,21 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         first_hit = pl.when(first_hit <= pl.col("k")).then(first_hit).otherwise(0)
     stats = grid.with_columns(
         pl.col("hits", "hits_sum", "r_hits", "mult_hits").fill_null(0).cast(pl.Float64),
-        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum", "bing_sum", "g_sum",
-               "ndcg_rel_sum", "judged_rbp", "rndcg_sum", "idcg_all", "gain_total", "n_bounds").fill_null(0.0),
-        pl.col("pos_ret", "judged_ret").fill_null(0).cast(pl.Float64),
-        pl.col("n_pos").fill_null(0),
+        pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum").fill_null(0.0),
+        *([pl.col("nonrel_ret", "pooled_ret").fill_null(0).cast(pl.Float64), pl.col("bpref_sum", "infap_sum").fill_null(0.0)]
+          if pool else []),
+        *([pl.col("bing_sum", "g_sum", "ndcg_rel_sum", "judged_rbp", "rndcg_sum", "idcg_all", "gain_total",
+                  "n_bounds").fill_null(0.0),
+           pl.col("pos_ret", "judged_ret").fill_null(0).cast(pl.Float64), pl.col("n_pos").fill_null(0)] if gain_stats else []),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
     )
     empty = knobs.empty_value(conv)
     return (
-        stats.with_columns(**{m.name: (empty if m.empty_rules else _as_is)(m.build(conv, beta)) if m.name in computed
-                              else pl.lit(None, dtype=pl.Float64) for m in REGISTRY if m.level == "user"})
-        .select(USER, "k", "n_recs", "n_rel", *METRIC_COLUMNS)
+        stats.with_columns(**{m.name: (empty if m.empty_rules else _as_is)(m.build(conv, beta))
+                              for m in REGISTRY if m.level == "user" and m.name in computed})
+        .select(USER, "k", "n_recs", "n_rel", *[m for m in METRIC_COLUMNS if m in computed])
         .collect(engine=engine)
     )
 
@@ -225,6 +242,48 @@ def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cuto
     return (found.sort(USER, "k", "pos")
             .with_columns((pl.col("_dcg").fill_null(0.0) / pl.col("idcg")).cum_sum().over(USER, "k").alias("rndcg_sum"))
             .group_by(USER, "k", maintain_order=True).agg(pl.col("rndcg_sum").last()))
+# the metrics that read the judged-aware statistics (sql/per_user.sql: pool_labels .. pooled_at_k)
+pool_metrics, gain_metrics, INFAP_EPSILON = positions.pool_metrics, positions.gain_metrics, positions.INFAP_EPSILON
+
+
+def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,
+                 ks: tuple[int, ...]) -> pl.LazyFrame:
+    """sql/per_user.sql's pooled .. pooled_at_k: every recommended item within max(k) with a label row, of kind 1
+    (relevant), 0 (judged non-relevant: relevance >= 0, not relevant) or -1 (pooled, not judged: relevance < 0),
+    and in rank order the running count of judged non-relevant items (nonrel_ret) and the sums bpref and infAP
+    add at each relevant item (m_bpref.c, m_infap.c; j = rank - 1, r, n, p the kinds above it):
+    bpref 1 - min(n, R) / min(N, R) (1 when n = 0); infAP 1 at rank 1, else
+    1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001."""
+    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
+    kinds = truth.filter(pl.col(ITEM).is_not_null()).select(
+        USER, ITEM, pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind"))
+    n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
+    rows = (
+        recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM)
+        .join(kinds, on=[USER, ITEM], how="inner", nulls_equal=True)
+        .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+        .join(n_nonrel, on=USER, how="left", nulls_equal=True)
+        .sort(USER, RANK)
+        .with_columns(rel_so_far=(pl.col("kind") == 1).cast(pl.Int64).cum_sum().over(USER),
+                      nonrel_so_far=(pl.col("kind") == 0).cast(pl.Int64).cum_sum().over(USER),
+                      pooled_so_far=(pl.col("kind") == -1).cast(pl.Int64).cum_sum().over(USER))
+    )
+    rank, rel, nonrel = pl.col(RANK).cast(pl.Float64), pl.col("rel_so_far"), pl.col("nonrel_so_far")
+    n_rel = pl.col("n_rel")
+    hit = pl.col("kind") == 1
+    bpref_term = pl.when(nonrel > 0).then(
+        1.0 - pl.min_horizontal(nonrel, n_rel).cast(pl.Float64)
+        / pl.min_horizontal(pl.col("n_nonrel"), n_rel).cast(pl.Float64)).otherwise(1.0)
+    j = (pl.col(RANK) - 1).cast(pl.Float64)
+    infap_term = pl.when(pl.col(RANK) == 1).then(1.0).otherwise(
+        1.0 / rank + j / rank * ((rel - 1 + nonrel + pl.col("pooled_so_far")).cast(pl.Float64) / j)
+        * (((rel - 1).cast(pl.Float64) + INFAP_EPSILON) / ((rel - 1 + nonrel).cast(pl.Float64) + 2 * INFAP_EPSILON)))
+    running = rows.with_columns(
+        pooled_ret=pl.col("pooled_so_far"),
+        bpref_sum=pl.when(hit).then(bpref_term).otherwise(0.0).cum_sum().over(USER),
+        infap_sum=pl.when(hit).then(infap_term).otherwise(0.0).cum_sum().over(USER),
+    ).rename({"nonrel_so_far": "nonrel_ret"})
+    return _at_cutoffs(running, RANK, ks, ["nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"])
 
 
 def _as_is(value: pl.Expr) -> pl.Expr:
@@ -249,27 +308,28 @@ def _aggregate(m, name: str) -> pl.Expr:
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
     """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
     their number and the sample standard deviation (rows in (k, user) order: the same sums every run)."""
+    present = [m for m in METRIC_COLUMNS if m in per_user_long.columns]  # the metrics computed
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
     per_k = per_user_long.group_by("k", maintain_order=True).agg(
         # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
         # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
-        *[_aggregate(BY_NAME[m], m).alias(f"value:{m}") for m in METRIC_COLUMNS],
-        *[pl.col(m).count().alias(f"n_users:{m}") for m in METRIC_COLUMNS],
+        *[_aggregate(BY_NAME[m], m).alias(f"value:{m}") for m in present],
+        *[pl.col(m).count().alias(f"n_users:{m}") for m in present],
         # a sum or a geometric mean is not a mean over users: no sd (summary.sql's NULL)
         *[(pl.col(m).std(ddof=1) if BY_NAME[m].summary == "mean" else pl.lit(None, dtype=pl.Float64))
-          .alias(f"sd:{m}") for m in METRIC_COLUMNS],
+          .alias(f"sd:{m}") for m in present],
     )
     out = pl.concat([
         per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
                      pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
-        for m in METRIC_COLUMNS
+        for m in present
     ])
     from rankwise.metrics import formulas as _formulas
 
     for m in REGISTRY:  # a metric whose summary is its formula over the other metrics' means (F of means)
-        if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1]:
+        if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1] or m.name not in present:
             continue
-        reads = sorted(_formulas.reads(m.sql) & set(METRIC_COLUMNS))
+        reads = sorted(_formulas.reads(m.sql) & set(present))
         means = per_user_long.group_by("k").agg(pl.col(r).mean() for r in reads)
         over_means = _formulas.to_polars(m.sql, {**conv.sql_parameters(), "beta": float(beta)})  # reads columns
         defined = pl.all_horizontal(pl.col(r).is_not_null() for r in reads)  # no user, no value (summary.sql)

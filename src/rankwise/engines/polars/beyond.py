@@ -11,10 +11,10 @@ import polars as pl
 
 from rankwise.conventions import Convention
 from rankwise.engines.beyond import ids as _ids
-from rankwise.metrics.beyond import USER_COLUMNS
+from rankwise.metrics.beyond import CATALOG_METRICS, USER_COLUMNS
 from rankwise.metrics.declarations import BEYOND
 
-_DECLARED = {m.name: m for m in BEYOND}  # the per-user values: their formulas, as Polars
+_DECLARED = {m.name: m for m in BEYOND}  # the values: their formulas, as Polars
 from rankwise.inputs.normalize import ITEM, USER
 from rankwise.inputs.side import FEATURE, VALUE, SideInputs
 
@@ -253,75 +253,44 @@ def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
     # a user with items has one at rank 1, inside every cutoff (canonical ranks): U = those users;
     # sum n_u = sum c
     n_lists = recs.filter((pl.col("rank") == 1) & pl.col(ITEM).is_not_null()).select(pl.len()).collect().item()
-    users = expo.group_by("k").agg(pl.lit(float(n_lists)).alias("U"), pl.col("exposure").sum().cast(pl.Float64)
-                                   .alias("sum_n"))
-    pad = float(conv.catalog_padding)
     c = pl.col("exposure").cast(pl.Float64)
     stats = both.group_by("k").agg(
         pl.col("in_c").sum().cast(pl.Float64).alias("n_c"),
         ((c > 0) & pl.col("in_c")).sum().cast(pl.Float64).alias("covered_in"),
-        (c > 0).sum().cast(pl.Float64).alias("E"),
-        pl.len().cast(pl.Float64).alias("N_all"),
-        c.sum().alias("C"),
-        (pl.col("exposure").cast(pl.Int64) ** 2).sum().cast(pl.Float64).alias("sum_c2"),  # exact sums (any order)
+        (c > 0).sum().cast(pl.Float64).alias("n_exposed"),
+        pl.len().cast(pl.Float64).alias("n_all"),
+        c.sum().alias("c_sum"),
+        (pl.col("exposure").cast(pl.Int64) ** 2).sum().cast(pl.Float64).alias("c2_sum"),  # exact sums (any order)
         pl.when(c > 0).then(c * c.log()).otherwise(0.0).cast(EXACT).sum().cast(pl.Float64).alias("clogc"),
     )
-    # gini numerator sum_r (2 (Z + r) - N - 1) c_(r) over the exposed items ascending (ties: equal c,
-    # any order gives the same sum); r and c_(r) come from a sort of the exposed items per k
+    # gini's sum_r r c_(r) over the exposed items ascending (ties: equal c, any order gives the same sum);
+    # r and c_(r) come from a sort of the exposed items per k
     ranked = expo.sort("k", "exposure").with_columns(
         (pl.int_range(pl.len()).over("k") + 1).cast(pl.Int64).alias("r"))
-    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64)
-                                    .alias("sum_rc"))
-    sc = _score_entropy_polars(recs, ks)
-    s = (per_k.join(stats, on="k", how="left").join(users, on="k", how="left").join(gsum, on="k", how="left")
-         .join(sc, on="k", how="left").with_columns(pl.col("U", "sum_n", "C", "sum_rc", "E").fill_null(0.0))
-         .collect())
-    rows = []
-    for r in s.iter_rows(named=True):
-        rows += _catalog_values(r, conv, pad)
-    return pl.DataFrame(rows, schema={"metric": pl.String, "k": pl.Int64, "value": pl.Float64, "n_users": pl.Int64},
-                        orient="row").with_columns(pl.col("value").fill_nan(None)).sort("metric", "k")
-
-
-def _catalog_values(r: dict, conv: Convention, pad: float) -> list[tuple]:
-    """The catalog formulas, from per-k aggregates (shared by no SQL: sql/beyond_catalog.sql has its own)."""
-    nan = float("nan")
-    k, U, C, E = r["k"], r["U"], r["C"], r["E"]
-    n_c = (r["n_c"] or 0.0) + pad
-    covered = (r["covered_in"] or 0.0) if conv.catalog_outside == "ignore" else E
-    coverage = {"count": covered, "ratio": covered / n_c if n_c else nan,
-                "percent": 100.0 * covered / n_c if n_c else nan}[conv.coverage_scale]
-    if conv.gini == "recommended_n1":
-        N, den = E, E - 1
-    else:
-        N = (r["N_all"] or 0.0) + pad
-        den = N if conv.gini == "catalog" else N - 1
-    Z = N - E
-    num = 2 * (Z * C + r["sum_rc"]) - (N + 1) * C  # sum_r (2 (Z + r) - N - 1) c_(r)
-    gini = num / (den * C) if den > 0 and C > 0 else nan
-    if conv.gini == "catalog_n1_complement":
-        gini = 1 - gini
-    entropy = (math.log(C) - r["clogc"] / C) / math.log(conv.info_log_base) if C > 0 else nan
-    if conv.entropy_normalize == "distinct":
-        entropy = entropy / E if E > 0 else nan
-    sub = U * k if conv.personalization_lists == "full" else r["sum_n"]
-    pers = 1 - (r["sum_c2"] - sub) / (k * U * (U - 1)) if U >= 2 else nan
-    score = r.get("score_entropy")
-    n = int(U)
-    return [("item_coverage", k, coverage, n), ("gini", k, gini, n), ("exposure_entropy", k, entropy, n),
-            ("personalization", k, pers, n), ("score_entropy", k, nan if score is None else score, n)]
+    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64).alias("rc_sum"))
+    # the per-k statistics (rankwise.metrics.formulas.BEYOND_CATALOG_STATISTICS), 0 where nothing was counted
+    # (the score sums stay null without scores), then the declared formulas (rankwise.metrics.declarations.BEYOND)
+    zero = ["n_c", "covered_in", "n_exposed", "n_all", "c_sum", "c2_sum", "clogc", "rc_sum"]
+    s = (per_k.join(stats, on="k", how="left").join(gsum, on="k", how="left")
+         .join(_score_entropy_polars(recs, ks), on="k", how="left")
+         .with_columns(pl.col(zero).fill_null(0.0), pl.lit(float(n_lists)).alias("n_users")))
+    values = s.select("k", pl.col("n_users").cast(pl.Int64),
+                      *(_DECLARED[name].build(conv).cast(pl.Float64).alias(name) for name in CATALOG_METRICS))
+    return (values.unpivot(CATALOG_METRICS, index=["k", "n_users"], variable_name="metric", value_name="value")
+            .select("metric", "k", pl.col("value").fill_nan(None), "n_users").sort("metric", "k").collect())
 
 
 def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
+    """(k, score_z, score_zd): over the pooled top-k scores, d = score - max, sum e^d and sum e^d d."""
     if "score" not in recs.collect_schema():
-        return pl.LazyFrame(schema={"k": pl.Int64, "score_entropy": pl.Float64})
+        return pl.LazyFrame(schema={"k": pl.Int64, "score_z": pl.Float64, "score_zd": pl.Float64})
     s = pl.col("score").cast(pl.Float64)
     # d = s - max(s) from the halves, at least -2000 (as sql/beyond_catalog.sql): no overflow, d * exp(d) = 0
     half = s * 0.5 - (s * 0.5).max().over("k")
     d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns(
         (half.clip(lower_bound=-1000.0) * 2.0).alias("d"))
-    z = pl.col("d").exp().sum()
-    return d.group_by("k").agg((z.log() - (pl.col("d").exp() * pl.col("d")).sum() / z).alias("score_entropy"))
+    return d.group_by("k").agg(pl.col("d").exp().sum().alias("score_z"),
+                               (pl.col("d").exp() * pl.col("d")).sum().alias("score_zd"))
 
 
 def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,

@@ -31,12 +31,27 @@ import polars as pl
 from rankwise.inputs.normalize import ITEM, REL, USER, Prepared
 from rankwise.engines.polars import knobs
 from rankwise.conventions import Convention
-from rankwise.metrics.declarations import ON_REQUEST, REGISTRY
+from rankwise.metrics.declarations import OPTIONAL_STATISTICS, REGISTRY, readers
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
 RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first", "_mult_hits",
            "_iprec_max", "_ipt11_sum"]
 
+INFAP_EPSILON = 0.00001  # trec_eval.h
+
+
+def pool_metrics() -> set[str]:
+    """The metrics that read the judged-aware statistics (bpref, infAP, ...)."""
+    return readers(OPTIONAL_STATISTICS["pool_statistics"])
+
+
+def gain_metrics() -> set[str]:
+    """The metrics that read the gain statistics (G, binG, ndcg_rel, Rndcg, rbp_resid): every judged row and the
+    labels' ideal at each rank, which the positions here do not hold (asked for, the long-form plan runs)."""
+    return readers(OPTIONAL_STATISTICS["gain_statistics"])
+
+
+POOL_RUNNING = ["_nonrel_ret", "_pooled_ret", "_bpref_sum", "_infap_sum"]
 MAX_POSITIONS = 100  # K above this: the long-form plan (cost here grows with K x labels per user)
 MAX_LEVELS = 8  # distinct positive relevance values above this: the long-form plan
 
@@ -48,18 +63,13 @@ def levels(prep: Prepared) -> list[float] | None:
     return None if len(values) > MAX_LEVELS else values.to_list()
 
 
-# metrics whose statistics this path does not compute (judged items of relevance 0, the labels' ideal at each rank):
-# asked for, the long-form plan runs
-LONG_ONLY = frozenset(ON_REQUEST)
-
-
 def applies_to(conv: Convention, ks, computed=()) -> bool:
     """A cutoff the position columns can hold, RR within k (a first hit anywhere needs the whole list),
-    no precision over candidates (it needs the whole list too), none of the LONG_ONLY metrics among the
+    no precision over candidates (it needs the whole list too), none of the gain_metrics() among the
     ``computed`` columns, and gain_levels giving no gain to level 0 and no gain <= 0 (the positions hold
     only the labels of positive relevance, and the ideal here keeps every nonzero gain)."""
     return (max(ks) <= MAX_POSITIONS and conv.rr_cutoff and conv.precision_denominator != "min_k_candidates"
-            and not LONG_ONLY & set(computed)
+            and not gain_metrics() & set(computed)
             and not any(level == 0 or gain <= 0 for level, gain in conv.gain_levels))
 
 
@@ -70,15 +80,21 @@ def _labels(prep: Prepared, rel_levels: list[float], relevant_level: list[bool],
         pl.col(ITEM).is_not_null() & (pl.col(REL) != rel_levels[0])).head(1).collect().height == 0)
     if one_level:
         n = pl.col(ITEM).list.len().cast(pl.Int64)
+        none = pl.col(ITEM).list.head(0)
         return prep.truth_lists.lazy().select(
             USER, (n if relevant_level[0] else pl.lit(0, dtype=pl.Int64)).alias("n_rel"), n.alias("n_judged"),
-            pl.col(ITEM).alias("_level0"), pl.lit(1).alias("in_truth"))
+            pl.col(ITEM).alias("_level0"), pl.lit(1).alias("in_truth"),
+            # the judged-aware statistics' kinds: judged non-relevant (relevance >= 0, not relevant), pooled (< 0)
+            (none if relevant_level[0] else pl.col(ITEM)).alias("_nonrel"), none.alias("_pool"),
+            (pl.lit(0, dtype=pl.Int64) if relevant_level[0] else n).alias("n_nonrel"))
     is_rel = ((pl.col(REL) > 0) & (pl.col(REL) >= thr)).fill_null(False)
     # in input order: ground truth ordered like the recommendations then needs no join (_everyone)
     return prep.truth.group_by(USER, maintain_order=True).agg(
         is_rel.sum().cast(pl.Int64).alias("n_rel"), pl.col(ITEM).count().cast(pl.Int64).alias("n_judged"),
         *[pl.col(ITEM).filter(pl.col(REL) == v).alias(f"_level{i}") for i, v in enumerate(rel_levels)],
-        pl.lit(1).alias("in_truth"))
+        pl.lit(1).alias("in_truth"),
+        pl.col(ITEM).filter((pl.col(REL) >= 0) & ~is_rel).alias("_nonrel"), pl.col(ITEM).filter(pl.col(REL) < 0).alias("_pool"),
+        ((pl.col(REL) >= 0) & ~is_rel & pl.col(ITEM).is_not_null()).sum().cast(pl.Int64).alias("n_nonrel"))
 
 
 def _everyone(recs: pl.DataFrame, labels: pl.DataFrame, big_k: int) -> pl.LazyFrame:
@@ -94,7 +110,7 @@ def _everyone(recs: pl.DataFrame, labels: pl.DataFrame, big_k: int) -> pl.LazyFr
         both = pl.concat([rec_stats, labels.lazy().drop(USER)], how="horizontal")
         return both if sorted_users else both.sort(USER)
     both = rec_stats.join(labels.lazy(), on=USER, how="full", coalesce=True, nulls_equal=True).with_columns(
-        pl.col("n_recs", "n_rel", "n_judged", "in_recs", "in_truth").fill_null(0).cast(pl.Int64))
+        pl.col("n_recs", "n_rel", "n_judged", "in_recs", "in_truth", "n_nonrel").fill_null(0).cast(pl.Int64))
     return both.sort(USER)
 
 
@@ -128,6 +144,13 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     frame = users.with_columns(**{
         f"_f{i}_{j}": pl.col(f"_found{i}").list.contains(top.list.get(j - 1, null_on_oob=True)).fill_null(False)
         for i in used for j in positions})
+    pool = computed is None or bool(computed & pool_metrics())
+    if pool:  # item j judged non-relevant / pooled (sql: pool_labels), looked up among those within the first K
+        frame = frame.with_columns(_found_nonrel=_within(pl.col("_nonrel"), top),
+                                   _found_pool=_within(pl.col("_pool"), top))
+        frame = frame.with_columns(**{
+            f"_{kind}_{j}": pl.col(f"_found_{kind}").list.contains(top.list.get(j - 1, null_on_oob=True)).fill_null(False)
+            .cast(pl.Int64) for kind in ("nonrel", "pool") for j in positions})
 
     def hit(j: int) -> pl.Expr:
         flags = [pl.col(f"_f{i}_{j}") for i in used if relevant_level[i]]
@@ -147,7 +170,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     zero_int, zero = pl.lit(0, dtype=pl.Int64), pl.lit(0.0)
     frame = frame.with_columns(_c=zero_int, _hits_sum=zero_int, _r_hits=zero_int, _first=zero_int,
                                _precision_sum=zero, _dcg=zero, _rbp_sum=zero, _err_logs=zero, _err_sum=zero,
-                               _mult_hits=zero_int, _iprec_max=zero,
+                               _mult_hits=zero_int, _iprec_max=zero, _nonrel_ret=zero_int, _pooled_ret=zero_int,
+                               _bpref_sum=zero, _infap_sum=zero,
                                **{f"_ipt{i}": zero for i in range(len(knobs.IPT11_LEVELS))},
                                **{f"_n{i}": zero_int for i in counted})
     cuts = set(ks)
@@ -172,6 +196,19 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
                .otherwise(pl.col(f"_ipt{i}")) for i, count in enumerate(ipt_counts)},
         )
         frame = frame.with_columns(_ipt11_sum=pl.sum_horizontal(f"_ipt{i}" for i in range(len(ipt_counts))))
+        if pool:  # bpref's and infAP's terms at a relevant item j (sql: pooled_running), the kinds above it counted
+            nonrel, pooled, n_rel = pl.col("_nonrel_ret"), pl.col("_pooled_ret"), pl.col("n_rel")
+            bpref_term = pl.when(nonrel > 0).then(
+                1.0 - pl.min_horizontal(nonrel, n_rel).cast(pl.Float64)
+                / pl.min_horizontal(pl.col("n_nonrel"), n_rel).cast(pl.Float64)).otherwise(1.0)
+            above = pl.col("_c") - 1  # relevant items above j (_c already counts j)
+            infap_term = pl.lit(1.0) if j == 1 else (
+                1.0 / j + (j - 1) / j * ((above + nonrel + pooled).cast(pl.Float64) / float(j - 1))
+                * ((above.cast(pl.Float64) + INFAP_EPSILON) / ((above + nonrel).cast(pl.Float64) + 2 * INFAP_EPSILON)))
+            frame = frame.with_columns(
+                _bpref_sum=pl.col("_bpref_sum") + pl.when(h == 1).then(bpref_term).otherwise(0.0),
+                _infap_sum=pl.col("_infap_sum") + pl.when(h == 1).then(infap_term).otherwise(0.0),
+            ).with_columns(_nonrel_ret=nonrel + pl.col(f"_nonrel_{j}"), _pooled_ret=pooled + pl.col(f"_pool_{j}"))
         # ERR: R_j / j times the product of 1 - R above j (the long plan's exp(logs so far - this row's log))
         r = err_r_at(j)
         frame = frame.with_columns(
@@ -180,7 +217,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             **{f"_n{i}": pl.col(f"_n{i}") + pl.col(f"_f{i}_{j}").cast(pl.Int64) for i in counted},
         )
         if j in cuts:
-            frame = frame.with_columns(pl.col(RUNNING + [f"_n{i}" for i in counted]).name.suffix(f"@{j}"))
+            frame = frame.with_columns(pl.col(RUNNING + [f"_n{i}" for i in counted]
+                                              + (POOL_RUNNING if pool else [])).name.suffix(f"@{j}"))
     ideal = _Ideal(conv, [(level_gain[i], i) for i in used if level_gain[i] != 0], d)
 
     def at(k: int) -> list[pl.Expr]:
@@ -195,16 +233,19 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
             "err_sum": field("err_sum"), "mult_hits": field("mult_hits").cast(pl.Float64),
             "iprec_max": field("iprec_max"), "ipt11_sum": field("ipt11_sum"),
             "idcg": ideal.at(k, field),
+            **({"nonrel_ret": field("nonrel_ret").cast(pl.Float64), "pooled_ret": field("pooled_ret").cast(pl.Float64),
+                "bpref_sum": field("bpref_sum"), "infap_sum": field("infap_sum")} if pool else {}),
             "n_candidates": pl.lit(None, dtype=pl.Int64),  # not served here (see applies_to)
         }
-        return [((empty if m.empty_rules else (lambda value: value))(m.build(conv, beta, stat.__getitem__))
-                 if (computed is None and m.name not in LONG_ONLY) or (computed is not None and m.name in computed)
-                 else pl.lit(None, dtype=pl.Float64)).alias(f"{m.name}@{k}") for m in METRICS]
+        return [(empty if m.empty_rules else (lambda value: value))(m.build(conv, beta, stat.__getitem__))
+                .alias(f"{m.name}@{k}") for m in wanted]
 
-    # one pass computes every cutoff's values side by side; then one block of rows per cutoff
+    # only the metrics computed are columns (a column of NULLs per metric not asked for cost 48 MB per
+    # 6M rows); one pass computes every cutoff's values side by side; then one block of rows per cutoff
+    wanted = [m for m in METRICS if computed is None or m.name in computed]
     wide = frame.select(USER, "n_recs", "n_rel", *[e for k in ks for e in at(k)]).collect(engine=engine)
     return pl.concat([wide.lazy().select(USER, pl.lit(k, dtype=pl.Int64).alias("k"), "n_recs", "n_rel",
-                                         *[pl.col(f"{m.name}@{k}").alias(m.name) for m in METRICS]) for k in ks])
+                                         *[pl.col(f"{m.name}@{k}").alias(m.name) for m in wanted]) for k in ks])
 
 
 def _within(labels: pl.Expr, items: pl.Expr) -> pl.Expr:
