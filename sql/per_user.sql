@@ -260,7 +260,12 @@ running AS (
            SUM(CASE WHEN j.is_rel = 1 THEN 1.0 / (LN(2.0 + (j.rank - j.hits_so_far)) / LN(2.0)) ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bing_sum,
            -- G: gain / log2(2 + ideal cost so far - gain so far) at each item of nonzero gain
-           SUM(CASE WHEN j.gain <> 0 THEN j.gain / (LN(2.0 + j.cost_at - j.gain_so_far) / LN(2.0)) ELSE 0.0 END)
+           -- (with $gain_statistics = 0 the labels' ideal is not looked up: cost_at and ideal_at are then 0, and an
+           -- engine that raises on LN(0) or x / 0, as PostgreSQL, must not reach these terms; nor with gains near
+           -- the float limit, where 2 + cost - gain rounds to 0: trec_eval's term is then gain / -inf = -0)
+           SUM(CASE WHEN $gain_statistics = 1 AND j.gain <> 0 AND 2.0 + j.cost_at - j.gain_so_far > 0
+                    THEN j.gain / (LN(2.0 + j.cost_at - j.gain_so_far) / LN(2.0))
+                    ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS g_sum,
            SUM(CASE WHEN j.gain > 0 THEN 1 ELSE 0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pos_ret,
@@ -279,7 +284,7 @@ running_err AS (
            SUM(r.err_r / r.rank * EXP(r.err_logs - LN(GREATEST(1.0 - r.err_r, r.err_floor))))
                OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS err_sum,
            -- ndcg_rel: DCG so far / the ideal DCG at this rank, at each item of positive gain
-           SUM(CASE WHEN r.gain > 0 THEN r.dcg / r.ideal_at ELSE 0.0 END)
+           SUM(CASE WHEN $gain_statistics = 1 AND r.gain > 0 THEN r.dcg / r.ideal_at ELSE 0.0 END)
                OVER (PARTITION BY r.user_id ORDER BY r.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ndcg_rel_sum,
            COALESCE(r.ipt0, 0.0) + COALESCE(r.ipt1, 0.0) + COALESCE(r.ipt2, 0.0) + COALESCE(r.ipt3, 0.0) + COALESCE(r.ipt4, 0.0) + COALESCE(r.ipt5, 0.0) + COALESCE(r.ipt6, 0.0) + COALESCE(r.ipt7, 0.0) + COALESCE(r.ipt8, 0.0) + COALESCE(r.ipt9, 0.0) + COALESCE(r.ipt10, 0.0) AS ipt11_sum
     FROM running AS r

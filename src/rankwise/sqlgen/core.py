@@ -129,7 +129,9 @@ def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None
 @lru_cache(maxsize=256)
 def _queries(texts, conv, beta, dialect, names, metrics, f_name):
     names = dict(names)
-    per_user = shipped(texts[0], "per_user", conv, beta, dialect, names, f_name, metrics)
+    # every stage switch on (computed=None): the dbt package's templates hold one per-user body for every
+    # request, and a rendered script is what a user runs as is; only the DuckDB engine binds them per request
+    per_user = shipped(texts[0], "per_user", conv, beta, dialect, names, f_name)
     summary = shipped(texts[1], "summary", conv, beta, dialect, names, f_name)
     output = [s.alias_or_name for s in per_user.selects]
     if metrics is not None:

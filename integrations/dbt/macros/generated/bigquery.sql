@@ -918,7 +918,7 @@ WITH labels AS (
     ) AS bing_sum,
     SUM(
       CASE
-        WHEN j.gain <> 0
+        WHEN 1 = 1 AND j.gain <> 0 AND CAST(2.0 AS FLOAT64) + j.cost_at - j.gain_so_far > 0
         THEN j.gain / (
           LN(CAST(2.0 AS FLOAT64) + j.cost_at - j.gain_so_far) / LN(CAST(2.0 AS FLOAT64))
         )
@@ -957,7 +957,9 @@ WITH labels AS (
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS err_sum,
-    SUM(CASE WHEN r.gain > 0 THEN r.dcg / r.ideal_at ELSE CAST(0.0 AS FLOAT64) END) OVER (
+    SUM(
+      CASE WHEN 1 = 1 AND r.gain > 0 THEN r.dcg / r.ideal_at ELSE CAST(0.0 AS FLOAT64) END
+    ) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW

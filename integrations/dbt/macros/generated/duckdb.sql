@@ -875,7 +875,7 @@ WITH labels AS (
     ) AS bing_sum,
     SUM(
       CASE
-        WHEN j.gain <> 0
+        WHEN 1 = 1 AND j.gain <> 0 AND 2.0 + j.cost_at - j.gain_so_far > 0
         THEN j.gain / (
           LN(2.0 + j.cost_at - j.gain_so_far) / LN(2.0)
         )
@@ -912,7 +912,7 @@ WITH labels AS (
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS err_sum,
-    SUM(CASE WHEN r.gain > 0 THEN r.dcg / r.ideal_at ELSE 0.0 END) OVER (
+    SUM(CASE WHEN 1 = 1 AND r.gain > 0 THEN r.dcg / r.ideal_at ELSE 0.0 END) OVER (
       PARTITION BY r.user_id
       ORDER BY r.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW

@@ -900,7 +900,9 @@ WITH labels AS (
     ) AS bing_sum,
     SUM(
       CASE
-        WHEN j.gain <> 0
+        WHEN 1 = 1
+        AND j.gain <> 0
+        AND CAST(2.0 AS DOUBLE PRECISION) + j.cost_at - j.gain_so_far > 0
         THEN CAST(j.gain AS DOUBLE PRECISION) / (
           CAST(LN(CAST(2.0 AS DOUBLE PRECISION) + j.cost_at - j.gain_so_far) AS DOUBLE PRECISION) / LN(CAST(2.0 AS DOUBLE PRECISION))
         )
@@ -941,7 +943,7 @@ WITH labels AS (
     ) AS err_sum,
     SUM(
       CASE
-        WHEN r.gain > 0
+        WHEN 1 = 1 AND r.gain > 0
         THEN CAST(r.dcg AS DOUBLE PRECISION) / r.ideal_at
         ELSE CAST(0.0 AS DOUBLE PRECISION)
       END

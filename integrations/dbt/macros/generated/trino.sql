@@ -964,7 +964,7 @@ WITH labels AS (
     ) AS bing_sum,
     SUM(
       CASE
-        WHEN j.gain <> 0
+        WHEN 1 = 1 AND j.gain <> 0 AND CAST(2.0 AS DOUBLE) + j.cost_at - j.gain_so_far > 0
         THEN CAST(j.gain AS DOUBLE) / (
           CAST(LN(CAST(2.0 AS DOUBLE) + j.cost_at - j.gain_so_far) AS DOUBLE) / LN(CAST(2.0 AS DOUBLE))
         )
@@ -1005,7 +1005,7 @@ WITH labels AS (
     ) AS err_sum,
     SUM(
       CASE
-        WHEN r.gain > 0
+        WHEN 1 = 1 AND r.gain > 0
         THEN CAST(r.dcg AS DOUBLE) / r.ideal_at
         ELSE CAST(0.0 AS DOUBLE)
       END
