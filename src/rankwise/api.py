@@ -130,13 +130,14 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
-    asked = ()
+    asked, params = (), ()
     if measures is not None:
-        metrics, k, asked = _measures(measures, metrics, k, conv)
+        metrics, k, asked, params = _measures(measures, metrics, k, conv)
     elif k is None:
         k = 10
     request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: prepare_side_inputs(
         train, items, item_features, item_col=item_col, user_col=user_col))
+    request = dataclasses.replace(request, params=params)
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
     _require_metrics(engine, request, beyond)
@@ -153,6 +154,10 @@ def evaluate(
     runs = _runs(recommendations)
     if not collect and len(runs) > 1:  # before any engine work
         raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
+    if not collect and params:
+        raise ParameterError(f"collect=False takes one value of a parameter family ({params[0].column} asks "
+                             f"{params[0].knob}={params[0].value!r} beside the convention's).",
+                             hint="Evaluate each value in its own call, with convention.replace(<knob>=<value>).")
     if not collect and segments is not None:
         raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
     if beyond is not None:
@@ -192,8 +197,10 @@ def _require_metrics(engine: Engine, request: MetricRequest, beyond) -> None:
     require_metrics(engine, [internal_name(n) for n in request.names] + list(beyond.names if beyond else ()))
 
 
-def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple]:
-    """(metrics, ks, the parsed measures) of a ``measures=`` argument, checked against ``conv``."""
+def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple, tuple]:
+    """(metrics, ks, the parsed measures, the parameter values beside the convention's) of a ``measures=``
+    argument, checked against ``conv``: iprec_at_recall_0.10 and _0.20 in one call are two Params
+    (names.params), computed in the same pass as the metrics."""
     from rankwise.metrics import names as _names
 
     if metrics is not None or k is not None:
@@ -204,7 +211,8 @@ def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[i
         raise ParameterError("measures is empty: nothing to compute.", hint="Name at least one, e.g. measures=['P_10'].")
     parsed = tuple({m.name: m for m in map(_names.parse, given)}.values())  # a name asked twice: once
     _names.check(parsed, conv, PRESETS)
-    return (list(dict.fromkeys(m.metric for m in parsed)), sorted({m.cutoff for m in parsed}), parsed)
+    parsed, params = _names.params(parsed, conv)
+    return (list(dict.fromkeys(m.metric for m in parsed)), sorted({m.cutoff for m in parsed}), parsed, params)
 
 
 def _with_segments(result: Result, segment_of: pl.DataFrame, segment_by: str) -> Result:
@@ -236,6 +244,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             shaped[name], longest[name] = _run_one(prep, request, conv, engine, user_col, collect, memory_limit,
                                                    confidence, beyond)
     _warn_cutoffs([k for k in request.ks if k != K_MAX], longest)  # K_MAX: measures= over the whole list
+    request = _flat(request)
     if beyond is not None:
         request = MetricRequest((*([] if beyond.only else request.names), *beyond.names), request.ks, request.beta)
     if None in shaped:
@@ -268,7 +277,11 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
     or None when only beyond-accuracy metrics are asked for)."""
     if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
         return _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit), None
-    out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+    if request.params and not engine.capabilities.params:
+        out = _params_one_by_one(prep, request, conv, engine, memory_limit)
+    else:
+        out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+    request = _flat(request)
     try:
         _shape.check(out, conv, user_col)
         if collect:
@@ -288,6 +301,27 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
     if beyond is not None:
         parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
     return parts, out.counts["longest"]
+
+
+def _flat(request: MetricRequest) -> MetricRequest:
+    """After the engine: each parameter value's column is one more metric name (shaping, Result)."""
+    return dataclasses.replace(request, names=request.outputs, params=()) if request.params else request
+
+
+def _params_one_by_one(prep, request: MetricRequest, conv: Convention, engine: Engine, memory_limit):
+    """An engine without ``Capabilities.params``: the metrics in one run, then each parameter value in a
+    run of its metric alone under ``conv.replace(knob=value)``, on the same prepared inputs; the value's
+    per-user column and summary rows added under its Param.column (rows in (k, user_id) order in each)."""
+    out = engine.run(prep, dataclasses.replace(request, params=()), conv, memory_limit=memory_limit)
+    per_user, summaries = out.per_user, [out.summary]
+    for p in request.params:
+        one = engine.run(prep, MetricRequest((p.metric,), request.ks, request.beta), conv.replace(**{p.knob: p.value}),
+                         memory_limit=memory_limit)
+        if not one.per_user.get_column("user_id").equals(per_user.get_column("user_id")):
+            raise RuntimeError("rankwise: the engine's runs do not list the same users")  # a bug, not bad input
+        per_user = per_user.with_columns(one.per_user.get_column(p.metric).alias(p.column))
+        summaries.append(one.summary.filter(pl.col("metric") == p.metric).with_columns(metric=pl.lit(p.column)))
+    return dataclasses.replace(out, per_user=per_user, summary=pl.concat(summaries, how="vertical_relaxed"))
 
 
 def _beyond_in_place(engine) -> ParameterError:

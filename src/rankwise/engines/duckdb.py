@@ -32,7 +32,7 @@ from rankwise.sqlgen import files as _sql_files
 
 class DuckDBEngine(Engine):
     name = "duckdb"
-    capabilities = Capabilities(memory_limit=True, reads_files=True)
+    capabilities = Capabilities(memory_limit=True, reads_files=True, params=True)
 
     def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
@@ -123,17 +123,61 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
                 f"{''.join(f', rows.{m}' for m in kept)} FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
                 _sql_files.bind(sql, conv, request.beta))
     con.execute(f"CREATE TEMP VIEW per_user AS SELECT p.*{nulls} FROM per_user_rows AS p")
+    if request.params:
+        _param_rows(con, request, conv)
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
     summary_sql = _sql_files.read("summary")
     summary = con.sql(summary_sql, params=_sql_files.bind(summary_sql, conv, request.beta, f_name="fbeta")).pl()
+    if request.params:
+        summary = pl.concat([summary, _param_summary(con, request)], how="vertical_relaxed")
     counts = dict(zip(COUNTS, con.execute(COUNTS_SQL.format(per_user="per_user")).fetchall()[0], strict=True))
     # the caller's user type back (DuckDB returns a categorical as text, a UTC time zone as Etc/UTC)
     typed = pl.col(USER).cast(prep.user_dtype)
     examples = {knob: con.sql(examples_sql("per_user", condition)).pl().with_columns(typed)
                 for knob, condition, _, _ in error_rules(conv)}
     con.execute(f"SET threads = {int(threads)}")
-    return Output(con.sql("SELECT * FROM per_user_rows").pl().with_columns(typed), summary, counts, examples)
+    rows = con.sql("SELECT * FROM per_user_rows").pl().with_columns(typed)
+    if request.params:
+        rows = rows.hstack(_param_columns(con, request, rows))
+    return Output(rows, summary, counts, examples)
+
+
+# -- a parameter family's values beside the convention's (MetricRequest.params) ----------------------
+
+
+def _param_rows(con, request: MetricRequest, conv: Convention) -> None:
+    """sql/param_families.sql over the registered inputs and the per-user rows, into ``param_rows`` sorted
+    by (param, k, user_id): each param's rows in the order of ``per_user_rows``."""
+    con.register("params", pl.DataFrame({"param_id": range(len(request.params)),
+                                         "metric": [p.metric for p in request.params],
+                                         "value": [float(p.value) for p in request.params]},
+                                        schema={"param_id": pl.Int64, "metric": pl.String, "value": pl.Float64}))
+    con.execute("CREATE TEMP VIEW evaluated AS SELECT p.user_id, p.k, p.n_recs, p.n_rel FROM per_user_rows AS p")
+    sql = _sql_files.read("param_families")
+    con.execute(f"CREATE TEMP TABLE param_rows AS SELECT * FROM ({sql}) AS f ORDER BY f.param_id, f.k, f.user_id",
+                _sql_files.bind(sql, conv))
+
+
+def _param_summary(con, request: MetricRequest) -> pl.DataFrame:
+    """The summary rows of ``param_rows`` as summary.sql's of a mean (on the caller's one thread)."""
+    rows = con.sql("SELECT f.param_id, f.k, AVG(f.value) AS value, COUNT(f.value) AS n_users, "
+                   "STDDEV_SAMP(f.value) AS sd FROM param_rows AS f GROUP BY f.param_id, f.k").pl()
+    names = {i: p.column for i, p in enumerate(request.params)}
+    return rows.select(pl.col("param_id").replace_strict(names, return_dtype=pl.String).alias("metric"),
+                       "k", "value", "n_users", "sd")
+
+
+def _param_columns(con, request: MetricRequest, rows: pl.DataFrame) -> pl.DataFrame:
+    """Each param's values as a column beside ``rows`` (per_user_rows, in its order)."""
+    values = con.sql("SELECT f.param_id, f.user_id, f.value FROM param_rows AS f ORDER BY f.param_id, f.k, f.user_id").pl()
+    out = []
+    for i, p in enumerate(request.params):
+        part = values.filter(pl.col("param_id") == i)
+        if part.height != rows.height:
+            raise RuntimeError("rankwise: the parameter rows do not line up with the per-user rows")  # a bug
+        out.append(part.get_column("value").alias(p.column))
+    return pl.DataFrame(out)
 
 
 # -- a validated Parquet file scanned by DuckDB ----------------------------------------------------
