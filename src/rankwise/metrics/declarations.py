@@ -335,6 +335,9 @@ class Param:
         return f"{self.metric}({self.knob}={self.value!r})"
 
 
+_PARAM_COLUMN = re.compile(r"(\w+)\(\w+=([0-9.e+-]+)\)\Z")  # Param.column, read back
+
+
 K_ONES_MAX = 10_000  # the shipped SQL enumerates ideal slots 1..10000 (sql/per_user.sql, "slots")
 
 
@@ -354,6 +357,9 @@ def value_range(name: str, conv) -> tuple[float | None, float | None]:
     ``conv``, so its mean and the interval of that mean; None on an open side. (None, None) for a name
     outside the registry or a catalog-level metric."""
     metric = _EVERY.get(internal_name(name))
+    param = _PARAM_COLUMN.fullmatch(name) if metric is None else None
+    if param and param[1] in PARAM_KNOBS:  # a Param.column: its metric with the knob at the value
+        metric, conv = _EVERY[param[1]], conv.replace(**{PARAM_KNOBS[param[1]]: float(param[2])})
     bounds = None if metric is None or metric.level == "catalog" else metric.bounds
     bounds = bounds(conv) if callable(bounds) else bounds
     return (None, None) if bounds is None else bounds

@@ -269,20 +269,6 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(
     return out
 
 
-class PolarsEngine(Engine):
-    """The lazy plan above, then its summary, in one process (see rankwise.engines.protocol)."""
-
-    name = "polars"
-    capabilities = Capabilities(memory_limit=True, params=True)
-
-    def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
-            memory_limit: int | None = None, collect: bool = True) -> Output:
-        rows = per_user(prep, request.ks, conv, request.beta, memory_limit, computed_columns(request))
-        if request.params:
-            rows = rows.hstack(param_columns(prep, rows, request, conv))
-        return polars_output(rows, summary(rows, conv, request.beta, request.params), conv)
-
-
 # a parameter family's statistic (the column its declared formula reads) per value, over a user's relevant
 # recommended items at ranks <= k numbered j = 1, 2, ... in rank order (sql/param_families.sql's twin):
 #   iprec_at_recall (level l): iprec_max = the largest j / rank over j >= r, r = knobs.iprec_count(l) (null: none)
@@ -322,6 +308,21 @@ def param_columns(prep: Prepared, rows: pl.DataFrame, request: MetricRequest, co
         stat = pl.col(f"_p{i}").fill_null(0).cast(pl.Float64).alias(_PARAM_STATS[p.metric][0])
         out.append(grid.with_columns(stat).select((empty(value) if metric.empty_rules else value).alias(p.column)))
     return pl.concat(out, how="horizontal") if out else pl.DataFrame()
+
+
+class PolarsEngine(Engine):
+    """The lazy plan above, then its summary, in one process (see rankwise.engines.protocol)."""
+
+    name = "polars"
+    capabilities = Capabilities(memory_limit=True, params=True)
+
+    def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
+            memory_limit: int | None = None, collect: bool = True) -> Output:
+        rows = per_user(prep, request.ks, conv, request.beta, memory_limit, computed_columns(request))
+        if request.params:
+            rows = rows.hstack(param_columns(prep, rows, request, conv))
+        return polars_output(rows, summary(rows, conv, request.beta, request.params), conv)
+
 
     def beyond(self, recs, truth, names, side, ks, conv: Convention, *, source, empty, want_catalog,
                memory_limit):
