@@ -146,38 +146,49 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
 # -- a parameter family's values beside the convention's (MetricRequest.params) ----------------------
 
 
+def param_sql(request: MetricRequest) -> str:
+    """sql/param_families.sql for ``request.params``: each line after ``--@ <metric>`` written once per
+    value i of that metric, with {i} (its column p<i>, statistic s<i>, parameter $value_<i>)."""
+    out, metric = [], None
+    for line in _sql_files.read("param_families").splitlines():
+        if line.strip().startswith("--@"):
+            metric = line.strip()[3:].strip()
+            continue
+        if metric is None:
+            out.append(line)
+        else:
+            out += [line.replace("{i}", str(i)) for i, p in enumerate(request.params) if p.metric == metric]
+        metric = None
+    return "\n".join(out)
+
+
 def _param_rows(con, request: MetricRequest, conv: Convention) -> None:
-    """sql/param_families.sql over the registered inputs and the per-user rows, into ``param_rows`` sorted
-    by (param, k, user_id): each param's rows in the order of ``per_user_rows``."""
-    con.register("params", pl.DataFrame({"param_id": range(len(request.params)),
-                                         "metric": [p.metric for p in request.params],
-                                         "value": [float(p.value) for p in request.params]},
-                                        schema={"param_id": pl.Int64, "metric": pl.String, "value": pl.Float64}))
+    """The values of ``request.params`` (param_sql) over the registered inputs and the per-user rows, into
+    ``param_rows`` (user_id, k, p<i>) in the order of ``per_user_rows``."""
     con.execute("CREATE TEMP VIEW evaluated AS SELECT p.user_id, p.k, p.n_recs, p.n_rel FROM per_user_rows AS p")
-    sql = _sql_files.read("param_families")
-    con.execute(f"CREATE TEMP TABLE param_rows AS SELECT * FROM ({sql}) AS f ORDER BY f.param_id, f.k, f.user_id",
-                _sql_files.bind(sql, conv))
+    sql = param_sql(request)
+    values = {f"value_{i}": float(p.value) for i, p in enumerate(request.params)}
+    knobs = _sql_files.bind("\n".join(f"${n}" for n in _sql_files.parameters(sql) if n not in values), conv)
+    con.execute(f"CREATE TEMP TABLE param_rows AS SELECT * FROM ({sql}) AS f ORDER BY f.k, f.user_id",
+                knobs | values)
 
 
 def _param_summary(con, request: MetricRequest) -> pl.DataFrame:
     """The summary rows of ``param_rows`` as summary.sql's of a mean (on the caller's one thread)."""
-    rows = con.sql("SELECT f.param_id, f.k, AVG(f.value) AS value, COUNT(f.value) AS n_users, "
-                   "STDDEV_SAMP(f.value) AS sd FROM param_rows AS f GROUP BY f.param_id, f.k").pl()
-    names = {i: p.column for i, p in enumerate(request.params)}
-    return rows.select(pl.col("param_id").replace_strict(names, return_dtype=pl.String).alias("metric"),
-                       "k", "value", "n_users", "sd")
+    parts = ", ".join(f"AVG(f.p{i}) AS value_{i}, COUNT(f.p{i}) AS n_users_{i}, STDDEV_SAMP(f.p{i}) AS sd_{i}"
+                      for i in range(len(request.params)))
+    per_k = con.sql(f"SELECT f.k, {parts} FROM param_rows AS f GROUP BY f.k").pl()
+    return pl.concat([per_k.select(pl.lit(p.column).alias("metric"), "k", pl.col(f"value_{i}").alias("value"),
+                                   pl.col(f"n_users_{i}").alias("n_users"), pl.col(f"sd_{i}").alias("sd"))
+                      for i, p in enumerate(request.params)])
 
 
 def _param_columns(con, request: MetricRequest, rows: pl.DataFrame) -> pl.DataFrame:
     """Each param's values as a column beside ``rows`` (per_user_rows, in its order)."""
-    values = con.sql("SELECT f.param_id, f.user_id, f.value FROM param_rows AS f ORDER BY f.param_id, f.k, f.user_id").pl()
-    out = []
-    for i, p in enumerate(request.params):
-        part = values.filter(pl.col("param_id") == i)
-        if part.height != rows.height:
-            raise RuntimeError("rankwise: the parameter rows do not line up with the per-user rows")  # a bug
-        out.append(part.get_column("value").alias(p.column))
-    return pl.DataFrame(out)
+    values = con.sql("SELECT * FROM param_rows").pl()
+    if values.height != rows.height:
+        raise RuntimeError("rankwise: the parameter rows do not line up with the per-user rows")  # a bug
+    return values.select(pl.col(f"p{i}").alias(p.column) for i, p in enumerate(request.params))
 
 
 # -- a validated Parquet file scanned by DuckDB ----------------------------------------------------
