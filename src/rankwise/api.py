@@ -79,7 +79,10 @@ def evaluate(
         preset or knob to use (``convention="trec_eval"`` has trec_eval's). ``Result.per_measure`` and
         ``Result.measure_summary`` name each value by the name asked (and aggregate it as its library
         does: trec_eval's counts are sums, gm_map a geometric mean); per_user, long and summary hold
-        the metrics behind them, as for ``metrics=``.
+        the metrics behind them, as for ``metrics=``. A parameter family's values (iprec_at_recall_0.00
+        ... _1.00, Rprec_mult_0.20 ... _2.00, IPrec@0.5) are computed in the same call from the same
+        per-user statistics: the value of the convention's knob is the metric's column, any other a
+        column (and summary metric) of its own, ``iprec_at_recall(iprec_recall_level=0.5)``.
     backend : "polars" (lazy expressions), "duckdb" (the shipped SQL), "spark" (the shipped SQL
         rendered for Spark, run by spark.sql; needs the rankwise[spark] extra; Spark DataFrames are
         checked and evaluated in Spark), or "postgres" / a postgresql:// URI / a psycopg connection
