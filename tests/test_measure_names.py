@@ -196,4 +196,3 @@ def test_several_runs_and_result_without_measures(suite_inputs):
     plain = rankwise.evaluate(run, qrels, k=10, metrics=["precision"], convention="trec_eval")
     with pytest.raises(ParameterError, match="measures"):
         plain.per_measure
-
