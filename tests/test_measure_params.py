@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from trec_suite import SUITE_DIR
+from trec_suite import SUITE_DIR, parse_trec_eval_output
 
 import rankwise
 from rankwise.errors import ParameterError
@@ -21,6 +21,7 @@ def suite_inputs():
     return run, qrels
 
 
+ONE_CASE_ON_SLOW_BACKENDS = True  # Spark, PostgreSQL: the first case (their engine path is the fallback)
 FAMILY_NAMES = [*names.expand_trec("iprec_at_recall"), *names.expand_trec("Rprec_mult"), "IPrec@0.35"]
 
 
@@ -48,31 +49,34 @@ def awkward_inputs(suite_inputs):
 
 
 @pytest.mark.filterwarnings("ignore::rankwise.errors.CutoffWarning")
-@pytest.mark.parametrize("engine", ["polars", "duckdb", "polars-one-by-one"])
+@pytest.mark.parametrize("one_by_one", [False, True], ids=["engine", "one-by-one"])
 @pytest.mark.parametrize("conv", [
     rankwise.PRESETS["trec_eval"],
     rankwise.PRESETS["trec_eval"].replace(users="union", empty_labels="nan", empty_predictions="zero",
                                           iprec_recall_count="truncate_plus_0.9", relevance_threshold=2.0),
 ], ids=["trec_eval", "other-knobs"])
-def test_parameter_values_in_one_evaluation_are_the_one_value_calls(awkward_inputs, engine, conv, monkeypatch):
+def test_parameter_values_in_one_evaluation_are_the_one_value_calls(awkward_inputs, backend, conv, one_by_one,
+                                                                     monkeypatch):
     """Every value of iprec_at_recall and Rprec_mult asked in one evaluate() equals, bit for bit per user, k
     and summary row, the evaluation of that metric alone with its knob at that value; also at a cutoff of
-    another measure (P_5), under other empty rules, and on an engine without Capabilities.params."""
-    backend = engine.split("-")[0]
-    if engine.endswith("one-by-one"):  # the API's fallback: each value run on its own, same prepared inputs
+    another measure (P_5), under other empty rules, and through the API's fallback for an engine without
+    Capabilities.params (Spark and PostgreSQL today: each value run on its own, same prepared inputs)."""
+    if one_by_one:
         import dataclasses
 
-        from rankwise.engines.polars import PolarsEngine
+        from rankwise.engines import engine as _engine
 
-        monkeypatch.setattr(PolarsEngine, "capabilities", dataclasses.replace(PolarsEngine.capabilities, params=False))
+        kind = type(_engine(backend))
+        monkeypatch.setattr(kind, "capabilities", dataclasses.replace(kind.capabilities, params=False))
     recs, truth = awkward_inputs
-    asked = ["P_5", "map", *FAMILY_NAMES]
+    family = FAMILY_NAMES if backend in ("polars", "duckdb") else ["iprec_at_recall_0.50", "Rprec_mult_0.20"]  # seconds each
+    asked = ["P_5", "map", *family]
     res = rankwise.evaluate(recs, truth, measures=asked, convention=conv, backend=backend)
     assert res.per_measure.columns == ["user", *asked]
     ks = res.request.ks
     assert ks == (5, WHOLE)
     summary = {r["measure"]: r for r in res.measure_summary.iter_rows(named=True)}
-    for name in FAMILY_NAMES:
+    for name in family:
         m = parse(name)
         one = _one_value_at_a_time(recs, truth, name, conv, backend, list(ks))
         column = res.measures[asked.index(name)].output or m.metric
@@ -113,3 +117,25 @@ def test_parameter_values_are_named_columns(suite_inputs, monkeypatch):
     with pytest.raises(ParameterError, match="collect=False takes one value"):
         rankwise.evaluate(*suite_inputs, measures=["Rprec_mult_0.20", "Rprec_mult_0.40"], convention="trec_eval",
                           collect=False)
+
+
+@pytest.mark.parametrize("one_by_one", [False, True], ids=["engine", "one-by-one"])
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_only_parameter_values(suite_inputs, engine, one_by_one, monkeypatch):
+    """Values other than the convention's alone: no column of the metric at the convention's value."""
+    if one_by_one:
+        import dataclasses
+
+        from rankwise.engines import engine as _engine
+
+        kind = type(_engine(engine))
+        monkeypatch.setattr(kind, "capabilities", dataclasses.replace(kind.capabilities, params=False))
+    asked = ["iprec_at_recall_0.50", "Rprec_mult_0.20"]
+    res = rankwise.evaluate(*suite_inputs, measures=asked, convention="trec_eval", backend=engine)
+    columns = [declarations.Param("iprec_at_recall", 0.5).column, declarations.Param("rprec_mult", 0.2).column]
+    assert res.request.names == tuple(columns)
+    assert res.per_user.columns == ["user", *(f"{c}@{WHOLE}" for c in columns)]
+    assert res.summary["metric"].to_list() == columns
+    assert res.per_measure.columns == ["user", *asked]
+    expected = {m: v for (m, q), v in parse_trec_eval_output(SUITE_DIR / "out.test.a").items() if q == "all"}
+    assert [f"{r['value']:.4f}" for r in res.measure_summary.iter_rows(named=True)] == [expected[n] for n in asked]

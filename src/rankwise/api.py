@@ -138,9 +138,11 @@ def evaluate(
         metrics, k, asked, params = _measures(measures, metrics, k, conv)
     elif k is None:
         k = 10
-    request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: prepare_side_inputs(
-        train, items, item_features, item_col=item_col, user_col=user_col))
-    request = dataclasses.replace(request, params=params)
+    only_params = measures is not None and not metrics  # every measure asked is a Param: no metric of its own
+    request, beyond = _plan([params[0].metric] if only_params else metrics, k, conv, ground_truth is not None,
+                            lambda: prepare_side_inputs(train, items, item_features, item_col=item_col,
+                                                        user_col=user_col))
+    request = dataclasses.replace(request, names=() if only_params else request.names, params=params)
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
     _require_metrics(engine, request, beyond)
@@ -215,7 +217,9 @@ def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[i
     parsed = tuple({m.name: m for m in map(_names.parse, given)}.values())  # a name asked twice: once
     _names.check(parsed, conv, PRESETS)
     parsed, params = _names.params(parsed, conv)
-    return (list(dict.fromkeys(m.metric for m in parsed)), sorted({m.cutoff for m in parsed}), parsed, params)
+    # a metric only a Param reads (iprec_at_recall_0.50 alone) is not computed at the convention's value too
+    metrics = list(dict.fromkeys(m.metric for m in parsed if m.output is None))
+    return metrics, sorted({m.cutoff for m in parsed}), parsed, params
 
 
 def _with_segments(result: Result, segment_of: pl.DataFrame, segment_by: str) -> Result:
