@@ -139,3 +139,17 @@ def test_only_parameter_values(suite_inputs, engine, one_by_one, monkeypatch):
     assert res.per_measure.columns == ["user", *asked]
     expected = {m: v for (m, q), v in parse_trec_eval_output(SUITE_DIR / "out.test.a").items() if q == "all"}
     assert [f"{r['value']:.4f}" for r in res.measure_summary.iter_rows(named=True)] == [expected[n] for n in asked]
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_parameter_values_from_list_form_inputs(awkward_inputs, engine):
+    """Lists of items in rank order (the engines' list paths) give the long tables' values, bit for bit."""
+    recs, truth = awkward_inputs
+    lists = recs.sort("user", "rank").group_by("user", maintain_order=True).agg(pl.col("item"))
+    asked = ["map", "P_5", *FAMILY_NAMES]
+    conv = rankwise.PRESETS["trec_eval"]
+    long = rankwise.evaluate(recs, truth, measures=asked, convention=conv, backend=engine)
+    listed = rankwise.evaluate(lists, truth, measures=asked, convention=conv, backend=engine, rank_col=None)
+    assert long.per_measure.columns == listed.per_measure.columns
+    for name in asked:
+        assert _bits(long.per_measure[name]) == _bits(listed.per_measure[name]), name

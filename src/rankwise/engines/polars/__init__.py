@@ -323,7 +323,6 @@ class PolarsEngine(Engine):
             rows = rows.hstack(param_columns(prep, rows, request, conv))
         return polars_output(rows, summary(rows, conv, request.beta, request.params), conv)
 
-
     def beyond(self, recs, truth, names, side, ks, conv: Convention, *, source, empty, want_catalog,
                memory_limit):
         """The Polars plans of :mod:`rankwise.engines.polars.beyond`; every pass reads only the top
