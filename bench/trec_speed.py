@@ -14,8 +14,8 @@ all inside the clock), under /usr/bin/time (wall s, peak RSS), the CPU lock held
 load average read just before and after each process:
 
   rankwise-cli-polars / rankwise-cli-duckdb   ``rankwise evaluate RUN QRELS --trec -m all_trec --backend B``
-  rankwise-python      read_trec_run + read_qrels + evaluate() per batch, as the CLI does (a parameter
-                       family like iprec_at_recall is one evaluate() per value), every stage timed apart
+  rankwise-python      read_trec_run + read_qrels + one evaluate() of every measure, as the CLI does (the
+                       parameter families' values too), every stage timed apart
   pytrec_eval          pytrec_eval.parse_run / parse_qrel on the open files, RelevanceEvaluator(qrels,
                        {'all_trec'}), evaluate(run), compute_aggregated_measure per measure
   ranx                 Qrels.from_file / Run.from_file (kind="trec"), evaluate() of the measures ranx has
@@ -36,6 +36,7 @@ Usage (from the repo root, rankwise's env; peers in the conformance venv 'live')
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -155,23 +156,15 @@ def child(tool: str, run: str, qrels: str, backend: str, values: bool) -> None:
         t["peak_rss_after_read_mb"] = peak_mb()
         r = r.select("user", "item", "rank", "score")
         live = [m for m in (N.parse(n) for n in dict.fromkeys(N.expand_trec("all_trec"))) if m.live]
-        groups: dict = {}
-        for m in live:
-            groups.setdefault((m.family.param_knob, m.param) if m.family.param_knob else None, []).append(m)
         conv = rankwise.PRESETS["trec_eval"]
-        summary, batches = {}, []
-        for key, batch in groups.items():
-            c = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", CutoffWarning)
-                res = rankwise.evaluate(r, q, measures=[m.name for m in batch], convention=N.requirements(batch, conv),
-                                        backend=backend)
-            summary.update({x["measure"]: x["value"] for x in res.measure_summary.iter_rows(named=True)})
-            batches.append({"batch": "main" if key is None else f"{key[0]}={key[1]}", "measures": len(batch),
-                            "s": round(time.perf_counter() - c, 3), "peak_rss_mb": peak_mb()})
-        t["evaluate_main_s"] = batches[0]["s"]
-        t["evaluate_params_s"] = sum(b["s"] for b in batches[1:])
-        t["batches"] = batches
+        c = time.perf_counter()
+        with warnings.catch_warnings():  # one call: the parameter families' values beside the other measures
+            warnings.simplefilter("ignore", CutoffWarning)
+            res = rankwise.evaluate(r, q, measures=[m.name for m in live], convention=N.requirements(live, conv),
+                                    backend=backend)
+        summary = {x["measure"]: x["value"] for x in res.measure_summary.iter_rows(named=True)}
+        t["evaluate_s"] = time.perf_counter() - c
+        t["batches"] = [{"batch": "all", "measures": len(live), "s": round(t["evaluate_s"], 3), "peak_rss_mb": peak_mb()}]
         version = rankwise.__version__ + f" ({backend})"
     elif tool == "rankwise-read-stages":
         # read_trec_run's stages one by one (the steps of rankwise.inputs.trec.read_trec_run, same calls)
@@ -418,7 +411,8 @@ def main() -> None:
         for rep in range(a.reps):
             for tool in (todo if rep % 2 == 0 else todo[::-1]):
                 res = timed(*command(tool, run, qrels, a), a.lock, a.timeout)
-                res.pop("stdout", None)
+                out = res.pop("stdout", None)  # kept as a digest: the same bytes before and after a change
+                res["stdout_sha256"] = hashlib.sha256(out.encode()).hexdigest()[:16] if out else None
                 res |= {"tool": tool, "rows": rows, "queries": queries, "rep": rep}
                 results.append(res)
                 print(json.dumps(res), flush=True)

@@ -152,11 +152,10 @@ def suite_inputs():
 def test_evaluate_measures_against_trec_eval(suite_inputs, engine):
     """Every live measure of `trec_eval -m all_trec -q` equals trec_eval's printed value, per query and 'all'."""
     expected = parse_trec_eval_output(SUITE_DIR / "out.test.aq")
-    # a family whose parameter is a knob (iprec_at_recall_<l>, Rprec_mult_<m>) takes one value per evaluation: left
-    # out here (tests/test_trec_suite.py checks every value)
-    asked = [n for n in dict.fromkeys(m for m, _ in expected)
-             if parse(n).metric and parse(n).live and not parse(n).family.param_knob]
-    assert {"P_10", "map", "gm_map", "ndcg", "ndcg_cut_10", "recip_rank", "Rprec", "success_1", "rbp"} <= set(asked)
+    # every value of a parameter family (iprec_at_recall_<l>, Rprec_mult_<m>) in the same evaluation
+    asked = [n for n in dict.fromkeys(m for m, _ in expected) if parse(n).metric and parse(n).live]
+    assert {"P_10", "map", "gm_map", "ndcg", "ndcg_cut_10", "recip_rank", "Rprec", "success_1", "rbp",
+            "iprec_at_recall_0.00", "iprec_at_recall_0.50", "Rprec_mult_0.20", "Rprec_mult_2.00"} <= set(asked)
     res = rankwise.evaluate(*suite_inputs, measures=asked, convention="trec_eval", backend=engine)
     assert res.per_measure.columns == ["user", *asked]
     summary = {r["measure"]: r for r in res.measure_summary.iter_rows(named=True)}

@@ -79,7 +79,10 @@ def evaluate(
         preset or knob to use (``convention="trec_eval"`` has trec_eval's). ``Result.per_measure`` and
         ``Result.measure_summary`` name each value by the name asked (and aggregate it as its library
         does: trec_eval's counts are sums, gm_map a geometric mean); per_user, long and summary hold
-        the metrics behind them, as for ``metrics=``.
+        the metrics behind them, as for ``metrics=``. A parameter family's values (iprec_at_recall_0.00
+        ... _1.00, Rprec_mult_0.20 ... _2.00, IPrec@0.5) are computed in the same call from the same
+        per-user statistics: the value of the convention's knob is the metric's column, any other a
+        column (and summary metric) of its own, ``iprec_at_recall(iprec_recall_level=0.5)``.
     backend : "polars" (lazy expressions), "duckdb" (the shipped SQL), "spark" (the shipped SQL
         rendered for Spark, run by spark.sql; needs the rankwise[spark] extra; Spark DataFrames are
         checked and evaluated in Spark), or "postgres" / a postgresql:// URI / a psycopg connection
@@ -130,13 +133,16 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
-    asked = ()
+    asked, params = (), ()
     if measures is not None:
-        metrics, k, asked = _measures(measures, metrics, k, conv)
+        metrics, k, asked, params = _measures(measures, metrics, k, conv)
     elif k is None:
         k = 10
-    request, beyond = _plan(metrics, k, conv, ground_truth is not None, lambda: prepare_side_inputs(
-        train, items, item_features, item_col=item_col, user_col=user_col))
+    only_params = measures is not None and not metrics  # every measure asked is a Param: no metric of its own
+    request, beyond = _plan([params[0].metric] if only_params else metrics, k, conv, ground_truth is not None,
+                            lambda: prepare_side_inputs(train, items, item_features, item_col=item_col,
+                                                        user_col=user_col))
+    request = dataclasses.replace(request, names=() if only_params else request.names, params=params)
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
     _require_metrics(engine, request, beyond)
@@ -153,6 +159,10 @@ def evaluate(
     runs = _runs(recommendations)
     if not collect and len(runs) > 1:  # before any engine work
         raise ParameterError("collect=False takes one run.", hint="Evaluate the runs one by one.")
+    if not collect and params:
+        raise ParameterError(f"collect=False takes one value of a parameter family ({params[0].column} asks "
+                             f"{params[0].knob}={params[0].value!r} beside the convention's).",
+                             hint="Evaluate each value in its own call, with convention.replace(<knob>=<value>).")
     if not collect and segments is not None:
         raise ParameterError("segments= needs the per-user rows collected.", hint="Evaluate with collect=True.")
     if beyond is not None:
@@ -192,8 +202,10 @@ def _require_metrics(engine: Engine, request: MetricRequest, beyond) -> None:
     require_metrics(engine, [internal_name(n) for n in request.names] + list(beyond.names if beyond else ()))
 
 
-def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple]:
-    """(metrics, ks, the parsed measures) of a ``measures=`` argument, checked against ``conv``."""
+def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple, tuple]:
+    """(metrics, ks, the parsed measures, the parameter values beside the convention's) of a ``measures=``
+    argument, checked against ``conv``: iprec_at_recall_0.10 and _0.20 in one call are two Params
+    (names.params), computed in the same pass as the metrics."""
     from rankwise.metrics import names as _names
 
     if metrics is not None or k is not None:
@@ -204,7 +216,10 @@ def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[i
         raise ParameterError("measures is empty: nothing to compute.", hint="Name at least one, e.g. measures=['P_10'].")
     parsed = tuple({m.name: m for m in map(_names.parse, given)}.values())  # a name asked twice: once
     _names.check(parsed, conv, PRESETS)
-    return (list(dict.fromkeys(m.metric for m in parsed)), sorted({m.cutoff for m in parsed}), parsed)
+    parsed, params = _names.params(parsed, conv)
+    # a metric only a Param reads (iprec_at_recall_0.50 alone) is not computed at the convention's value too
+    metrics = list(dict.fromkeys(m.metric for m in parsed if m.output is None))
+    return metrics, sorted({m.cutoff for m in parsed}), parsed, params
 
 
 def _with_segments(result: Result, segment_of: pl.DataFrame, segment_by: str) -> Result:
@@ -236,6 +251,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
             shaped[name], longest[name] = _run_one(prep, request, conv, engine, user_col, collect, memory_limit,
                                                    confidence, beyond)
     _warn_cutoffs([k for k in request.ks if k != K_MAX], longest)  # K_MAX: measures= over the whole list
+    request = _flat(request)
     if beyond is not None:
         request = MetricRequest((*([] if beyond.only else request.names), *beyond.names), request.ks, request.beta)
     if None in shaped:
@@ -268,7 +284,11 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
     or None when only beyond-accuracy metrics are asked for)."""
     if beyond is not None and beyond.only:  # only beyond-accuracy metrics: no accuracy engine run
         return _beyond_only(prep, beyond, request, conv, engine, user_col, confidence, memory_limit), None
-    out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+    if request.params and not engine.capabilities.params:
+        out = _params_one_by_one(prep, request, conv, engine, memory_limit)
+    else:
+        out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+    request = _flat(request)
     try:
         _shape.check(out, conv, user_col)
         if collect:
@@ -288,6 +308,27 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
     if beyond is not None:
         parts = _with_beyond(parts, prep, beyond, request, conv, engine, user_col, confidence, memory_limit)
     return parts, out.counts["longest"]
+
+
+def _flat(request: MetricRequest) -> MetricRequest:
+    """After the engine: each parameter value's column is one more metric name (shaping, Result)."""
+    return dataclasses.replace(request, names=request.outputs, params=()) if request.params else request
+
+
+def _params_one_by_one(prep, request: MetricRequest, conv: Convention, engine: Engine, memory_limit):
+    """An engine without ``Capabilities.params``: the metrics in one run, then each parameter value in a
+    run of its metric alone under ``conv.replace(knob=value)``, on the same prepared inputs; the value's
+    per-user column and summary rows added under its Param.column (rows in (k, user_id) order in each)."""
+    out = engine.run(prep, dataclasses.replace(request, params=()), conv, memory_limit=memory_limit)
+    per_user, summaries = out.per_user, [out.summary]
+    for p in request.params:
+        one = engine.run(prep, MetricRequest((p.metric,), request.ks, request.beta), conv.replace(**{p.knob: p.value}),
+                         memory_limit=memory_limit)
+        if not one.per_user.get_column("user_id").equals(per_user.get_column("user_id")):
+            raise RuntimeError("rankwise: the engine's runs do not list the same users")  # a bug, not bad input
+        per_user = per_user.with_columns(one.per_user.get_column(p.metric).alias(p.column))
+        summaries.append(one.summary.filter(pl.col("metric") == p.metric).with_columns(metric=pl.lit(p.column)))
+    return dataclasses.replace(out, per_user=per_user, summary=pl.concat(summaries, how="vertical_relaxed"))
 
 
 def _beyond_in_place(engine) -> ParameterError:

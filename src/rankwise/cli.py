@@ -493,12 +493,9 @@ def _trec_command(args) -> int:
             families.setdefault(m.family.name, []).append(m.name)
         text = ", ".join(v[0] if len(v) == 1 else f"{k}_* ({len(v)})" for k, v in families.items())
         say(f"rankwise: note: not computed by rankwise yet ({_names.ISSUE}), left out: {text}", file=sys.stderr)
-    # a parameter family (iprec_at_recall_<level>, Rprec_mult_<m>) takes its parameter as a knob: one
-    # evaluation per parameter value, the other measures in one more
-    groups: dict = {}
-    for m in measures:
-        groups.setdefault((m.family.param_knob, m.param) if m.family.param_knob else None, []).append(m)
-    batches = [(batch, _names.requirements(batch, conv)) for batch in groups.values()]
+    # one evaluation: a parameter family's values (iprec_at_recall_<level>, Rprec_mult_<m>) are computed
+    # beside the other measures, from the same per-query statistics
+    batches = [(measures, _names.requirements(measures, conv))] if measures else []
     out = []
     for name, recs in runs.items():
         out += _trec_lines(name, recs, truth, measures, batches, info, args)

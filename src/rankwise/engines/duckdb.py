@@ -32,7 +32,7 @@ from rankwise.sqlgen import files as _sql_files
 
 class DuckDBEngine(Engine):
     name = "duckdb"
-    capabilities = Capabilities(memory_limit=True, reads_files=True)
+    capabilities = Capabilities(memory_limit=True, reads_files=True, params=True)
 
     def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
@@ -123,17 +123,72 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
                 f"{''.join(f', rows.{m}' for m in kept)} FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
                 _sql_files.bind(sql, conv, request.beta, computed=computed))
     con.execute(f"CREATE TEMP VIEW per_user AS SELECT p.*{nulls} FROM per_user_rows AS p")
+    if request.params:
+        _param_rows(con, request, conv)
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
     summary_sql = _sql_files.read("summary")
     summary = con.sql(summary_sql, params=_sql_files.bind(summary_sql, conv, request.beta, f_name="fbeta")).pl()
+    if request.params:
+        summary = pl.concat([summary, _param_summary(con, request)], how="vertical_relaxed")
     counts = dict(zip(COUNTS, con.execute(COUNTS_SQL.format(per_user="per_user")).fetchall()[0], strict=True))
     # the caller's user type back (DuckDB returns a categorical as text, a UTC time zone as Etc/UTC)
     typed = pl.col(USER).cast(prep.user_dtype)
     examples = {knob: con.sql(examples_sql("per_user", condition)).pl().with_columns(typed)
                 for knob, condition, _, _ in error_rules(conv)}
     con.execute(f"SET threads = {int(threads)}")
-    return Output(con.sql("SELECT * FROM per_user_rows").pl().with_columns(typed), summary, counts, examples)
+    rows = con.sql("SELECT * FROM per_user_rows").pl().with_columns(typed)
+    if request.params:
+        rows = rows.hstack(_param_columns(con, request, rows))
+    return Output(rows, summary, counts, examples)
+
+
+# -- a parameter family's values beside the convention's (MetricRequest.params) ----------------------
+
+
+def param_sql(request: MetricRequest) -> str:
+    """sql/param_families.sql for ``request.params``: each line after ``--@ <metric>`` written once per
+    value i of that metric, with {i} (its column p<i>, statistic s<i>, parameter $value_<i>)."""
+    out, metric = [], None
+    for line in _sql_files.read("param_families").splitlines():
+        if line.strip().startswith("--@"):
+            metric = line.strip()[3:].strip()
+            continue
+        if metric is None:
+            out.append(line)
+        else:
+            out += [line.replace("{i}", str(i)) for i, p in enumerate(request.params) if p.metric == metric]
+        metric = None
+    return "\n".join(out)
+
+
+def _param_rows(con, request: MetricRequest, conv: Convention) -> None:
+    """The values of ``request.params`` (param_sql) over the registered inputs and the per-user rows, into
+    ``param_rows`` (user_id, k, p<i>) in the order of ``per_user_rows``."""
+    con.execute("CREATE TEMP VIEW evaluated AS SELECT p.user_id, p.k, p.n_recs, p.n_rel FROM per_user_rows AS p")
+    sql = param_sql(request)
+    values = {f"value_{i}": float(p.value) for i, p in enumerate(request.params)}
+    knobs = _sql_files.bind("\n".join(f"${n}" for n in _sql_files.parameters(sql) if n not in values), conv)
+    con.execute(f"CREATE TEMP TABLE param_rows AS SELECT * FROM ({sql}) AS f ORDER BY f.k, f.user_id",
+                knobs | values)
+
+
+def _param_summary(con, request: MetricRequest) -> pl.DataFrame:
+    """The summary rows of ``param_rows`` as summary.sql's of a mean (on the caller's one thread)."""
+    parts = ", ".join(f"AVG(f.p{i}) AS value_{i}, COUNT(f.p{i}) AS n_users_{i}, STDDEV_SAMP(f.p{i}) AS sd_{i}"
+                      for i in range(len(request.params)))
+    per_k = con.sql(f"SELECT f.k, {parts} FROM param_rows AS f GROUP BY f.k").pl()
+    return pl.concat([per_k.select(pl.lit(p.column).alias("metric"), "k", pl.col(f"value_{i}").alias("value"),
+                                   pl.col(f"n_users_{i}").alias("n_users"), pl.col(f"sd_{i}").alias("sd"))
+                      for i, p in enumerate(request.params)])
+
+
+def _param_columns(con, request: MetricRequest, rows: pl.DataFrame) -> pl.DataFrame:
+    """Each param's values as a column beside ``rows`` (per_user_rows, in its order)."""
+    values = con.sql("SELECT * FROM param_rows").pl()
+    if values.height != rows.height:
+        raise RuntimeError("rankwise: the parameter rows do not line up with the per-user rows")  # a bug
+    return values.select(pl.col(f"p{i}").alias(p.column) for i, p in enumerate(request.params))
 
 
 # -- a validated Parquet file scanned by DuckDB ----------------------------------------------------

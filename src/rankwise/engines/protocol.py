@@ -57,6 +57,9 @@ class Capabilities:
     native_frames: bool = False  # checks and normalises its own DataFrames (no trip through the driver)
     native_tables: bool = False  # takes table names / SELECT queries and evaluates them where they live
     reads_files: bool = False  # scans a recommendations file itself (Prepared.sources), not the Polars frame
+    # computes a request's parameter values (MetricRequest.params) in the same run: a column and summary rows
+    # per value, named Param.column (else evaluate() runs each value on its own, on the same prepared inputs)
+    params: bool = False
     # the metrics it computes, by registry name (accuracy and beyond accuracy); None: every declared metric.
     # Every engine today computes every metric under every knob (inputs are normalised before it runs; what a
     # SQL engine cannot do on tables where they live is declared per dialect in rankwise.sqlgen.core.GAPS)

@@ -337,9 +337,42 @@ class MetricRequest:
     names: tuple[str, ...]  # user-facing names in request order, e.g. ("precision", "f2")
     ks: tuple[int, ...]
     beta: float  # F-beta's beta (1.0 when no F metric is requested)
+    # a parameter family's values other than the convention's (Rprec_mult_0.20, iprec_at_recall_0.50 beside
+    # rprec_multiplier=1.0, iprec_recall_level=0.0): each one more per-user column and summary row, Param.column
+    params: tuple[Param, ...] = ()
 
     def column(self, name: str, k: int) -> str:
         return f"{name}@{k}"
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The per-user columns and summary rows the request yields: the metrics, then each Param.column."""
+        return (*self.names, *(p.column for p in self.params))
+
+
+# the metrics whose knob is a parameter one evaluation can take several values of (metric -> knob); a
+# value is a dimension like k: computed from the same per-user statistics, one column per value
+PARAM_KNOBS = {"iprec_at_recall": "iprec_recall_level", "rprec_mult": "rprec_multiplier"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """Metric ``metric`` with its parameter knob (PARAM_KNOBS) at ``value`` instead of the convention's."""
+
+    metric: str
+    value: float
+
+    @property
+    def knob(self) -> str:
+        return PARAM_KNOBS[self.metric]
+
+    @property
+    def column(self) -> str:
+        """Its per-user column and summary metric: ``iprec_at_recall(iprec_recall_level=0.5)``."""
+        return f"{self.metric}({self.knob}={self.value!r})"
+
+
+_PARAM_COLUMN = re.compile(r"(\w+)\(\w+=([0-9.e+-]+)\)\Z")  # Param.column, read back
 
 
 K_ONES_MAX = 10_000  # the shipped SQL enumerates ideal slots 1..10000 (sql/per_user.sql, "slots")
@@ -361,6 +394,9 @@ def value_range(name: str, conv) -> tuple[float | None, float | None]:
     ``conv``, so its mean and the interval of that mean; None on an open side. (None, None) for a name
     outside the registry or a catalog-level metric."""
     metric = _EVERY.get(internal_name(name))
+    param = _PARAM_COLUMN.fullmatch(name) if metric is None else None
+    if param and param[1] in PARAM_KNOBS:  # a Param.column: its metric with the knob at the value
+        metric, conv = _EVERY[param[1]], conv.replace(**{PARAM_KNOBS[param[1]]: float(param[2])})
     bounds = None if metric is None or metric.level == "catalog" else metric.bounds
     bounds = bounds(conv) if callable(bounds) else bounds
     return (None, None) if bounds is None else bounds

@@ -16,6 +16,7 @@ is whole there, and ``min(k, |relevant|)`` is ``|relevant|``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -182,6 +183,9 @@ class Measure:
     k: int | None
     knobs: dict
     param: float | None = None
+    # the metric column holding it when its parameter is not the convention's (declarations.Param.column,
+    # set by evaluate()); None: the metric's own column
+    output: str | None = None
 
     @property
     def metric(self) -> str | None:
@@ -390,6 +394,8 @@ def check(measures, conv, presets=None) -> None:
                 raise ParameterError(
                     f"Measure {m.name!r} is not computed by rankwise yet: its {m.family.param or knob} needs the "
                     f"knob {knob!r} ({ISSUE}, part 1).", hint="Leave it out for now; docs/measures.md lists the measures.")
+            if knob == m.family.param_knob:  # the name's own parameter: evaluate() computes any value (params)
+                continue
             if not any(_same(getattr(conv, knob), a) for a in allowed):
                 raise _knob_error(m, knob, allowed, conv, measures, presets or {})
 
@@ -418,17 +424,20 @@ def _knob_error(m: Measure, knob: str, allowed, conv, measures, PRESETS) -> Para
 def fits(measures, conv) -> bool:
     """Does ``conv`` have every knob value ``measures`` imply, and every metric they need?"""
     return all(any(_same(getattr(conv, knob, None), a) for a in allowed)
-               for m in measures for knob, allowed in m.knobs.items()) and all(
+               for m in measures for knob, allowed in m.knobs.items() if knob != m.family.param_knob) and all(
         conv.metrics is None or m.metric in conv.metrics for m in measures if m.metric)
 
 
 def requirements(measures, conv):
     """The convention ``measures`` need, derived from ``conv``: each knob they imply set to the value
     they name (for the command line's trec_eval mode, which follows the names); a ParameterError if
-    two measures need different values of one knob."""
+    two measures need different values of one knob. A parameter family's knob is left as it is: each
+    value is its own column of one evaluation (:func:`params`)."""
     changes: dict = {}
     for m in measures:
         for knob, allowed in m.knobs.items():
+            if knob == m.family.param_knob:
+                continue
             if knob in changes and not any(_same(changes[knob], a) for a in allowed):
                 raise ParameterError(f"Measure {m.name!r} needs {knob}={allowed[0]!r}, another measure asked "
                                      f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
@@ -437,11 +446,32 @@ def requirements(measures, conv):
     return conv.replace(**changes) if changes else conv
 
 
+def params(measures, conv) -> tuple[tuple, tuple]:
+    """(the measures, each one whose parameter is not ``conv``'s knob value pointed at its Param.column;
+    those Params, once each): a parameter family's values computed beside the convention's in one
+    evaluation, as a dimension like k."""
+    out, found = [], {}
+    for m in measures:
+        knob = m.family.param_knob
+        if knob and m.param is not None and not _same(getattr(conv, knob), m.param):
+            p = declarations.Param(m.metric, float(m.param))
+            assert p.knob == knob, (p, knob)  # names.FAMILIES and declarations.PARAM_KNOBS agree
+            found.setdefault(p.column, p)
+            m = dataclasses.replace(m, output=p.column)
+        out.append(m)
+    return tuple(out), tuple(found.values())
+
+
 # -- the values, named as asked ----------------------------------------------------------------------
 
 
+def _metric(m: Measure) -> str:
+    """The metric column (and summary metric) holding ``m``'s values."""
+    return m.output or m.metric
+
+
 def _column(m: Measure) -> str:
-    return f"{m.metric}@{m.cutoff}"
+    return f"{_metric(m)}@{m.cutoff}"
 
 
 def _value(m: Measure, expr: pl.Expr) -> pl.Expr:
@@ -464,7 +494,7 @@ def measure_summary(per_user: pl.DataFrame, summary: pl.DataFrame, measures, run
         means = summary if run is None else summary.filter(pl.col("run") == run)
         for m in measures:
             if m.family.aggregate == "mean":
-                row = means.filter((pl.col("metric") == m.metric) & (pl.col("k") == m.cutoff))
+                row = means.filter((pl.col("metric") == _metric(m)) & (pl.col("k") == m.cutoff))
                 value, n = (row["value"][0], row["n_users"][0]) if row.height else (float("nan"), 0)
                 value = 1.0 - value if m.family.transform == "one_minus" else value
             else:

@@ -305,18 +305,21 @@ def _aggregate(m, name: str) -> pl.Expr:
     return pl.when(n > 0).then(x.sum() / n)
 
 
-def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.DataFrame:
+def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=()) -> pl.DataFrame:
     """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
-    their number and the sample standard deviation (rows in (k, user) order: the same sums every run)."""
-    present = [m for m in METRIC_COLUMNS if m in per_user_long.columns]  # the metrics computed
+    their number and the sample standard deviation (rows in (k, user) order: the same sums every run);
+    ``params`` (MetricRequest.params): their columns too, each summarised as its metric is."""
+    of = {m: BY_NAME[m] for m in METRIC_COLUMNS if m in per_user_long.columns}  # the metrics computed
+    of |= {p.column: BY_NAME[p.metric] for p in params}
+    present = list(of)
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
     per_k = per_user_long.group_by("k", maintain_order=True).agg(
         # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
         # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
-        *[_aggregate(BY_NAME[m], m).alias(f"value:{m}") for m in present],
+        *[_aggregate(of[m], m).alias(f"value:{m}") for m in present],
         *[pl.col(m).count().alias(f"n_users:{m}") for m in present],
         # a sum or a geometric mean is not a mean over users: no sd (summary.sql's NULL)
-        *[(pl.col(m).std(ddof=1) if BY_NAME[m].summary == "mean" else pl.lit(None, dtype=pl.Float64))
+        *[(pl.col(m).std(ddof=1) if of[m].summary == "mean" else pl.lit(None, dtype=pl.Float64))
           .alias(f"sd:{m}") for m in present],
     )
     out = pl.concat([
@@ -341,16 +344,59 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float) -> pl.Da
     return out
 
 
+# a parameter family's statistic (the column its declared formula reads) per value, over a user's relevant
+# recommended items at ranks <= k numbered j = 1, 2, ... in rank order (sql/param_families.sql's twin):
+#   iprec_at_recall (level l): iprec_max = the largest j / rank over j >= r, r = knobs.iprec_count(l) (null: none)
+#   rprec_mult (multiplier m): mult_hits = the items at rank <= c, c = knobs.rprec_cut(m)
+_PARAM_STATS = {
+    "iprec_at_recall": ("iprec_max", lambda conv, value: (pl.col("j").cast(pl.Float64) / pl.col(RANK))
+                        .filter(pl.col("j") >= knobs.iprec_count(pl.col("n_rel"), conv, value)).max()),
+    "rprec_mult": ("mult_hits", lambda conv, value: (pl.col(RANK) <= knobs.rprec_cut(pl.col("n_rel"), conv, value))
+                   .sum()),
+}
+
+
+def param_columns(prep: Prepared, rows: pl.DataFrame, request: MetricRequest, conv: Convention) -> pl.DataFrame:
+    """The per-user columns of ``request.params`` beside ``rows`` (per_user's rows, in their order), from one
+    pass: each user's relevant recommended items within max(k), against every k at or above their rank,
+    grouped per (user, k) into every value's statistic (_PARAM_STATS); each value is then its metric's
+    declared formula with its knob at that value, under the convention's empty rules."""
+    users = rows.lazy().filter(pl.col("k") == pl.col("k").min()).select(USER, "n_rel")
+    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
+    hits = (
+        prep.recs.filter(pl.col(RANK) <= max(request.ks)).select(USER, ITEM, RANK)
+        .join(prep.truth.filter(pl.col(ITEM).is_not_null() & relevant).select(USER, ITEM), on=[USER, ITEM],
+              how="inner", nulls_equal=True)
+        .join(users, on=USER, how="inner", nulls_equal=True)
+        .sort(USER, RANK)
+        .with_columns(j=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
+    )
+    cutoffs = pl.LazyFrame({"k": sorted(set(request.ks))}, schema={"k": pl.Int64})
+    per_k = hits.join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k")).group_by(USER, "k").agg(
+        _PARAM_STATS[p.metric][1](conv, p.value).alias(f"_p{i}") for i, p in enumerate(request.params))
+    grid = rows.lazy().select(USER, "k", "n_recs", "n_rel").join(
+        per_k, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left").collect()
+    empty, out = knobs.empty_value(conv), []
+    for i, p in enumerate(request.params):
+        metric = BY_NAME[p.metric]
+        value = metric.build(conv.replace(**{p.knob: p.value}), request.beta)
+        stat = pl.col(f"_p{i}").fill_null(0).cast(pl.Float64).alias(_PARAM_STATS[p.metric][0])
+        out.append(grid.with_columns(stat).select((empty(value) if metric.empty_rules else value).alias(p.column)))
+    return pl.concat(out, how="horizontal") if out else pl.DataFrame()
+
+
 class PolarsEngine(Engine):
     """The lazy plan above, then its summary, in one process (see rankwise.engines.protocol)."""
 
     name = "polars"
-    capabilities = Capabilities(memory_limit=True)
+    capabilities = Capabilities(memory_limit=True, params=True)
 
     def run(self, prep: Prepared, request: MetricRequest, conv: Convention, *,
             memory_limit: int | None = None, collect: bool = True) -> Output:
         rows = per_user(prep, request.ks, conv, request.beta, memory_limit, computed_columns(request))
-        return polars_output(rows, summary(rows, conv, request.beta), conv)
+        if request.params:
+            rows = rows.hstack(param_columns(prep, rows, request, conv))
+        return polars_output(rows, summary(rows, conv, request.beta, request.params), conv)
 
     def beyond(self, recs, truth, names, side, ks, conv: Convention, *, source, empty, want_catalog,
                memory_limit):

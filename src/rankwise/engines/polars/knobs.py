@@ -68,9 +68,11 @@ def empty_value(conv: Convention):
     )
 
 
-def rprec_cut(n_rel, conv: Convention):
-    """rprec_mult's cutoff c = floor(m n_rel + 0.9) (trec_eval's Rprec_mult; sql: running.mult_hits)."""
-    return (conv.rprec_multiplier * n_rel + 0.9).floor()
+def rprec_cut(n_rel, conv: Convention, multiplier: float | None = None):
+    """rprec_mult's cutoff c = floor(m n_rel + 0.9) (trec_eval's Rprec_mult; sql: running.mult_hits), m the
+    convention's rprec_multiplier unless ``multiplier`` is given."""
+    multiplier = conv.rprec_multiplier if multiplier is None else multiplier
+    return (multiplier * n_rel + 0.9).floor()
 
 
 IPT11_LEVELS = tuple(i / 10 for i in range(11))  # trec_eval's 11pt_avg levels 0.0, 0.1, ..., 1.0
