@@ -124,22 +124,23 @@ def _blocks(path: str):
 
 
 def _fast(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
-    """The block's fields when every line is ``n_fields`` single-space-separated fields (and, unless
-    ``exact``, perhaps more): Polars' CSV reader splits it. None when any line is otherwise (tabs,
-    runs of spaces, blank lines, comments): the caller then splits by regular expression."""
+    """The block's first ``n_fields`` fields when every line is ``n_fields`` single-space-separated
+    fields (and, unless ``exact``, perhaps more): Polars' CSV reader splits it. None when any line is
+    otherwise (tabs, runs of spaces, blank lines, comments): the caller then splits by regular expression."""
     if any(c in block for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
         return None
     rows = block.count(b"\n")
     if exact and block.count(b" ") != (n_fields - 1) * rows:
         return None  # with the null checks below: exactly n_fields - 1 spaces on every line
+    read = n_fields + 1 if exact else n_fields  # exact: one more column, which must stay empty
     schema = {f"f{i}": pl.String for i in range(n_fields + 1)}
     df = pl.read_csv(io.BytesIO(block), separator=" ", has_header=False, quote_char=None,
-                     truncate_ragged_lines=True, schema=schema, missing_columns="insert")
-    ok = pl.all_horizontal(pl.col(f"f{i}").is_not_null() for i in range(n_fields))
-    ok = ok & ~pl.col("f0").str.starts_with("#")
-    if exact:
-        ok = ok & pl.col(f"f{n_fields}").is_null()
-    if df.height != rows or not df.select(ok.all()).item():
+                     truncate_ragged_lines=True, schema=schema, missing_columns="insert",
+                     columns=list(range(read)))
+    nulls = df.null_count().row(0)  # an empty field (two spaces, a leading blank) or a short line
+    if df.height != rows or any(nulls[:n_fields]) or (exact and nulls[n_fields] != rows):
+        return None
+    if df.select(pl.col("f0").str.starts_with("#").any()).item():
         return None
     return df
 
@@ -196,13 +197,17 @@ def _malformed(path, bad: pl.DataFrame, what: str, fmt: str, why: str) -> InputF
                           hint=f"Each line of a TREC {what} file: {fmt}; '#' starts a comment line.")
 
 
-def _check_duplicates(path, df: pl.DataFrame, keys: list[str], what: str, reparse) -> None:
+def _check_duplicates(path, df: pl.DataFrame, keys: list[str], what: str, reparse,
+                      same_keys: list[str] | None = None) -> None:
     """DuplicateItemError when a key repeats: a 64-bit hash count first (cheap), then, only if it
-    finds a repeat, the exact rows, read again from the file with their line numbers and text."""
-    hashes = pl.reduce(lambda a, b: a ^ b, [pl.col(c).hash(seed) for seed, c in enumerate(keys, 1)]).sort()
-    if not df.select((hashes == hashes.shift(1)).any()).item():
+    finds a repeat, the exact rows, read again from the file with their line numbers and text.
+    ``same_keys``: columns of ``df`` equal where ``keys`` are (e.g. an integer code for several
+    string keys), checked in their place."""
+    check = same_keys or keys
+    hashes = pl.reduce(lambda a, b: a ^ b, [pl.col(c).hash(seed) for seed, c in enumerate(check, 1)])
+    if df.select(hashes.n_unique()).item() == df.height:
         return
-    if not df.select(pl.struct(keys).is_duplicated().any()).item():
+    if not df.select(pl.struct(check).is_duplicated().any()).item():
         return  # a hash collision, no repeat
     full = reparse()
     dup = full.filter(pl.struct(keys).is_duplicated()).sort([*keys, "line"])
@@ -247,15 +252,44 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
         full = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, keep=True)
         return full if tag is None else full.filter(pl.col("run") == tag)
 
-    _check_duplicates(os.fspath(path), df, ["run", "user", "item"], "run", reparse)
     # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
-    df = df.with_columns(pl.col("score") + 0.0)
-    df = df.sort(["run", "user", "score", "item"], descending=[False, False, True, True], maintain_order=False)
-    # sorted, so each (run, user) is one stretch of rows: rank = row - the stretch's first row + 1
+    df = df.with_columns(pl.col("score") + 0.0, _query_codes(df).alias("query"))
+    _check_duplicates(os.fspath(path), df, ["run", "user", "item"], "run", reparse, same_keys=["query", "item"])
+    df = _trec_eval_order(df)
+    # each query is one stretch of rows: rank = row - the stretch's first row + 1
     row = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = ((pl.col("user") != pl.col("user").shift(1)) | (pl.col("run") != pl.col("run").shift(1))).fill_null(True)
+    first = _changes("query")
     rank = row - pl.when(first).then(row).forward_fill() + 1
     return df.select("run", "user", "item", rank.alias("rank"), "score")
+
+
+def _changes(*columns: str) -> pl.Expr:
+    """True on each row where any of ``columns`` differs from the row before (and on the first row)."""
+    return pl.any_horizontal(pl.col(c) != pl.col(c).shift(1) for c in columns).fill_null(True)
+
+
+def _query_codes(df: pl.DataFrame) -> pl.Series:
+    """Each row's (run, user) as an integer, numbered in (run, user) byte order. Worked out on the
+    stretches of rows with equal (run, user), one per query in the usual file: only their first rows
+    are sorted."""
+    new_stretch = _changes("run", "user")
+    stretch = df.select(new_stretch.cum_sum().cast(pl.UInt32) - 1).to_series()
+    firsts = df.filter(new_stretch).select("run", "user").with_row_index("stretch").sort("run", "user")
+    codes = firsts.select("stretch", code=new_stretch.cum_sum().cast(pl.UInt32) - 1).sort("stretch")
+    return codes.get_column("code").gather(stretch)
+
+
+def _trec_eval_order(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` by query code, score descending, docno descending (trec_eval's order); untouched when
+    already so (a file written in that order), else sorted on the integer code, the score and the docno."""
+    same_query = pl.col("query") == pl.col("query").shift(1)
+    score_before = pl.col("score").shift(1)
+    in_order = ((pl.col("query") > pl.col("query").shift(1))
+                | (same_query & ((pl.col("score") < score_before)
+                                 | ((pl.col("score") == score_before) & (pl.col("item") < pl.col("item").shift(1))))))
+    if df.select(in_order.fill_null(True).all()).item():
+        return df
+    return df.sort(["query", "score", "item"], descending=[False, True, True], maintain_order=False)
 
 
 def read_qrels(path) -> pl.DataFrame:
