@@ -31,6 +31,7 @@ import bz2
 import gzip
 import io
 import lzma
+import mmap
 import os
 
 import polars as pl
@@ -123,26 +124,71 @@ def _blocks(path: str):
         stream.close()
 
 
+_NOT_SIMPLE = (b"\t", b"\r", b"\x0b", b"\x0c")  # blanks other than the space: the regular expression's job
+
+
 def _fast(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
     """The block's first ``n_fields`` fields when every line is ``n_fields`` single-space-separated
     fields (and, unless ``exact``, perhaps more): Polars' CSV reader splits it. None when any line is
     otherwise (tabs, runs of spaces, blank lines, comments): the caller then splits by regular expression."""
-    if any(c in block for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
+    if any(c in block for c in _NOT_SIMPLE):
         return None
     rows = block.count(b"\n")
     if exact and block.count(b" ") != (n_fields - 1) * rows:
         return None  # with the null checks below: exactly n_fields - 1 spaces on every line
+    df = _split(block, n_fields, exact)
+    return df if df is not None and df.height == rows else None
+
+
+def _split(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
+    """``block`` split at single spaces by Polars' CSV reader, its first ``n_fields`` fields
+    (``exact``: no more); None when a line has an empty field (a run of spaces, a leading blank, a
+    blank line), too few or (``exact``) too many fields, or starts with '#'."""
     read = n_fields + 1 if exact else n_fields  # exact: one more column, which must stay empty
-    schema = {f"f{i}": pl.String for i in range(n_fields + 1)}
-    df = pl.read_csv(io.BytesIO(block), separator=" ", has_header=False, quote_char=None,
-                     truncate_ragged_lines=True, schema=schema, missing_columns="insert",
-                     columns=list(range(read)))
-    nulls = df.null_count().row(0)  # an empty field (two spaces, a leading blank) or a short line
-    if df.height != rows or any(nulls[:n_fields]) or (exact and nulls[n_fields] != rows):
+    df = pl.read_csv(io.BytesIO(block), columns=list(range(read)), **_csv_options(n_fields))
+    nulls = df.null_count().row(0)
+    if any(nulls[:n_fields]) or (exact and nulls[n_fields] != df.height):
         return None
     if df.select(pl.col("f0").str.starts_with("#").any()).item():
         return None
     return df
+
+
+def _csv_options(n_fields: int) -> dict:
+    """Polars' CSV reader as a splitter at single spaces: fields f0, f1, ... as strings, no quoting."""
+    return dict(separator=" ", has_header=False, quote_char=None, truncate_ragged_lines=True,
+                schema={f"f{i}": pl.String for i in range(n_fields + 1)}, missing_columns="insert")
+
+
+def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple) -> pl.DataFrame | None:
+    """A plain file's ``fields`` (expressions on f0, f1, ...), then ``convert``, from one streaming,
+    multi-threaded Polars scan of the whole file, when its first block passes :func:`_fast`'s test and
+    no line holds a tab, CR, VT, FF or NUL; otherwise (a compressed file, any other line, text that is
+    not UTF-8) None, and the caller reads it block by block."""
+    stream, kind = _open(path)
+    with stream:
+        if kind is not None:
+            return None
+        head = stream.read(_BLOCK)
+        cut = head.rfind(b"\n") + 1
+        if cut == 0 or b"\x00" in head or _fast(head[:cut], n_fields, exact) is None:
+            return None
+        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as text:
+            if any(text.find(c) >= 0 for c in (*_NOT_SIMPLE, b"\x00")):
+                return None
+    # the checks of _split, row by row within the scan, so the skipped fields are never held
+    bad = pl.any_horizontal(pl.col(f"f{i}").is_null() for i in range(n_fields)) | pl.col("f0").str.starts_with("#")
+    if exact:
+        bad = bad | pl.col(f"f{n_fields}").is_not_null()
+    scan = pl.scan_csv(os.path.abspath(path), glob=False, **_csv_options(n_fields))  # named as it is: no globbing
+    scan = scan.select(*fields, bad.alias("\x00bad"))
+    try:
+        df = (scan.with_columns(*convert) if convert else scan).collect(engine="streaming")
+    except pl.exceptions.PolarsError:  # e.g. not UTF-8: the block reader says where
+        return None
+    if df.get_column("\x00bad").any():
+        return None
+    return df.drop("\x00bad")
 
 
 def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: bool = False,
@@ -152,6 +198,11 @@ def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: boo
     line's number ``line`` and text ``text`` (for error messages)."""
     path = os.fspath(path)
     run = what == "run"
+    cols = ["f0", "f2", "f4", "f5"] if run else ["f0", "f2", "f3"]
+    fields = [pl.col(c).alias(n) for c, n in zip(cols, names)]
+    whole = None if keep else _whole_file(path, 6 if run else 4, not run, fields, convert)
+    if whole is not None:
+        return whole
     frames = []
     for first, block in _blocks(path):
         if b"\x00" in block:
@@ -161,8 +212,7 @@ def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: boo
         try:
             fast = None if keep else _fast(block, 6 if run else 4, exact=not run)
             if fast is not None:
-                cols = ["f0", "f2", "f4", "f5"] if run else ["f0", "f2", "f3"]
-                fast = fast.select(pl.col(c).alias(n) for c, n in zip(cols, names))
+                fast = fast.select(fields)
                 frames.append(fast.with_columns(*convert) if convert else fast)
                 continue
             lines = pl.read_csv(io.BytesIO(block), separator="\x00", has_header=False, quote_char=None,
@@ -253,43 +303,55 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
         return full if tag is None else full.filter(pl.col("run") == tag)
 
     # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
-    df = df.with_columns(pl.col("score") + 0.0, _query_codes(df).alias("query"))
+    queries, query, stretches = _query_codes(df)
+    df = df.select(query.alias("query"), "item", pl.col("score") + 0.0)  # run and user: from `queries`
     _check_duplicates(os.fspath(path), df, ["run", "user", "item"], "run", reparse, same_keys=["query", "item"])
-    df = _trec_eval_order(df)
+    df = _trec_eval_order(df, one_stretch_per_query=stretches == queries.height)
+    query = df.get_column("query")
     # each query is one stretch of rows: rank = row - the stretch's first row + 1
     row = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = _changes("query")
-    rank = row - pl.when(first).then(row).forward_fill() + 1
-    return df.select("run", "user", "item", rank.alias("rank"), "score")
+    rank = row - pl.when(_changes("query")).then(row).forward_fill() + 1
+    return pl.DataFrame([queries.get_column("run").gather(query), queries.get_column("user").gather(query),
+                         df.get_column("item"), df.select(rank.alias("rank")).to_series(), df.get_column("score")])
 
 
-def _changes(*columns: str) -> pl.Expr:
-    """True on each row where any of ``columns`` differs from the row before (and on the first row)."""
-    return pl.any_horizontal(pl.col(c) != pl.col(c).shift(1) for c in columns).fill_null(True)
+def _changes(column: str) -> pl.Expr:
+    """True on each row where ``column`` differs from the row before (and on the first row)."""
+    return (pl.col(column) != pl.col(column).shift(1)).fill_null(True)
 
 
-def _query_codes(df: pl.DataFrame) -> pl.Series:
-    """Each row's (run, user) as an integer, numbered in (run, user) byte order. Worked out on the
-    stretches of rows with equal (run, user), one per query in the usual file: only their first rows
-    are sorted."""
-    new_stretch = _changes("run", "user")
-    stretch = df.select(new_stretch.cum_sum().cast(pl.UInt32) - 1).to_series()
-    firsts = df.filter(new_stretch).select("run", "user").with_row_index("stretch").sort("run", "user")
-    codes = firsts.select("stretch", code=new_stretch.cum_sum().cast(pl.UInt32) - 1).sort("stretch")
-    return codes.get_column("code").gather(stretch)
+def _query_codes(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, int]:
+    """The queries, one (run, user) row each in byte order; each row's query as its number there
+    (UInt32); the number of stretches of rows with equal (run, user). Worked out on the stretches,
+    one per query in the usual file: only their first rows are sorted."""
+    stretch = df.select(pl.struct("run", "user").rle_id()).to_series()
+    firsts = df.select("run", "user").with_columns(stretch=stretch).filter(_changes("stretch"))
+    firsts = firsts.sort("run", "user").with_columns(query=pl.struct("run", "user").rle_id())
+    queries = firsts.filter(_changes("query")).select("run", "user")
+    return queries, firsts.sort("stretch").get_column("query").gather(stretch), firsts.height
 
 
-def _trec_eval_order(df: pl.DataFrame) -> pl.DataFrame:
-    """``df`` by query code, score descending, docno descending (trec_eval's order); untouched when
-    already so (a file written in that order), else sorted on the integer code, the score and the docno."""
-    same_query = pl.col("query") == pl.col("query").shift(1)
-    score_before = pl.col("score").shift(1)
-    in_order = ((pl.col("query") > pl.col("query").shift(1))
-                | (same_query & ((pl.col("score") < score_before)
-                                 | ((pl.col("score") == score_before) & (pl.col("item") < pl.col("item").shift(1))))))
-    if df.select(in_order.fill_null(True).all()).item():
-        return df
-    return df.sort(["query", "score", "item"], descending=[False, True, True], maintain_order=False)
+def _trec_eval_order(df: pl.DataFrame, one_stretch_per_query: bool) -> pl.DataFrame:
+    """``df`` (query, item, score) in trec_eval's order: query code, score descending, docno descending.
+
+    The usual file (each query one stretch of rows, scores descending) keeps its rows but for the
+    documents of tied scores, sorted by docno stretch by stretch, and its queries put in order by a
+    stable sort on their code; nothing moves when it is already in order. Any other file is sorted
+    on all three columns."""
+    query, score, item = pl.col("query"), pl.col("score"), pl.col("item")
+    descending = ((query != query.shift(1)) | (score <= score.shift(1))).fill_null(True).all()
+    if not (one_stretch_per_query and df.select(descending).item()):
+        return df.sort(["query", "score", "item"], descending=[False, True, True], maintain_order=False)
+    ties = df.select(pl.struct("query", "score").rle_id().alias("tie"), "item").with_row_index("row")
+    tied_to_previous = pl.col("tie") == pl.col("tie").shift(1)
+    if ties.select((tied_to_previous & (item > item.shift(1))).any()).item():
+        ties = ties.filter((tied_to_previous | tied_to_previous.shift(-1)).fill_null(False))
+        by_docno = ties.sort(["tie", "item"], descending=[False, True], maintain_order=False)
+        # the tied rows keep their places; each stretch of ties takes its docnos in order
+        df = df.with_columns(df.get_column("item").scatter(ties.get_column("row"), by_docno.get_column("item")))
+    if not df.select((query >= query.shift(1)).fill_null(True).all()).item():
+        df = df.sort("query", maintain_order=True)
+    return df
 
 
 def read_qrels(path) -> pl.DataFrame:
