@@ -285,14 +285,17 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
     """
     names = ["user", "item", "score_text", "run"]
     score = pl.col("score_text").cast(pl.Float64, strict=False)
-    df = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, convert=(score.alias("score_text"),))
+    # qid and tag as Categorical while reading (4 bytes a row, not a string each): strings again at the end
+    labels = pl.col("user", "run").cast(pl.Categorical)
+    # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
+    df = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, convert=((score + 0.0).alias("score_text"), labels))
     df = df.select("run", "user", "item", pl.col("score_text").alias("score"))
     if df.select((pl.col("score").is_null() | pl.col("score").is_nan()).any()).item():
         full = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, keep=True)
         bad = full.filter(score.is_null() | score.is_nan())
         raise _malformed(os.fspath(path), bad, "run", _RUN_FORMAT, "the score (5th field) is not a number")
     if tag is not None:
-        tags = df.get_column("run").unique().sort().to_list()
+        tags = df.get_column("run").unique().cast(pl.String).sort().to_list()
         if tag not in tags:
             raise ParameterError(
                 f"tag={tag!r}: {os.fspath(path)!r} holds no run with that tag (its tags: {tags[:20]}).",
@@ -302,9 +305,8 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
         full = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, keep=True)
         return full if tag is None else full.filter(pl.col("run") == tag)
 
-    # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
     queries, query, stretches = _query_codes(df)
-    df = df.select(query.alias("query"), "item", pl.col("score") + 0.0)  # run and user: from `queries`
+    df = df.select(query.alias("query"), "item", "score").rechunk()  # run and user: from `queries`
     _check_duplicates(os.fspath(path), df, ["run", "user", "item"], "run", reparse, same_keys=["query", "item"])
     df = _trec_eval_order(df, one_stretch_per_query=stretches == queries.height)
     query = df.get_column("query")
@@ -326,7 +328,8 @@ def _query_codes(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, int]:
     one per query in the usual file: only their first rows are sorted."""
     stretch = df.select(pl.struct("run", "user").rle_id()).to_series()
     firsts = df.select("run", "user").with_columns(stretch=stretch).filter(_changes("stretch"))
-    firsts = firsts.sort("run", "user").with_columns(query=pl.struct("run", "user").rle_id())
+    firsts = firsts.with_columns(pl.col("run", "user").cast(pl.String)).sort("run", "user")
+    firsts = firsts.with_columns(query=pl.struct("run", "user").rle_id())
     queries = firsts.filter(_changes("query")).select("run", "user")
     return queries, firsts.sort("stretch").get_column("query").gather(stretch), firsts.height
 
@@ -342,16 +345,20 @@ def _trec_eval_order(df: pl.DataFrame, one_stretch_per_query: bool) -> pl.DataFr
     descending = ((query != query.shift(1)) | (score <= score.shift(1))).fill_null(True).all()
     if not (one_stretch_per_query and df.select(descending).item()):
         return df.sort(["query", "score", "item"], descending=[False, True, True], maintain_order=False)
-    ties = df.select(pl.struct("query", "score").rle_id().alias("tie"), "item").with_row_index("row")
+    rows = pl.int_range(df.height, dtype=pl.UInt32, eager=True).alias("row")  # where each output row comes from
+    ties = df.select(pl.struct("query", "score").rle_id().alias("tie"), "item").with_columns(rows)
     tied_to_previous = pl.col("tie") == pl.col("tie").shift(1)
     if ties.select((tied_to_previous & (item > item.shift(1))).any()).item():
         ties = ties.filter((tied_to_previous | tied_to_previous.shift(-1)).fill_null(False))
         by_docno = ties.sort(["tie", "item"], descending=[False, True], maintain_order=False)
-        # the tied rows keep their places; each stretch of ties takes its docnos in order
-        df = df.with_columns(df.get_column("item").scatter(ties.get_column("row"), by_docno.get_column("item")))
+        # the tied rows keep their places; each stretch of ties takes its rows in docno order
+        rows = rows.scatter(ties.get_column("row"), by_docno.get_column("row"))
+    del ties
     if not df.select((query >= query.shift(1)).fill_null(True).all()).item():
-        df = df.sort("query", maintain_order=True)
-    return df
+        rows = rows.gather(df.select(pl.arg_sort_by("query", maintain_order=True)).to_series())
+    if rows.is_sorted():  # a permutation: sorted is no move
+        return df
+    return df.select(pl.all().gather(rows))
 
 
 def read_qrels(path) -> pl.DataFrame:
