@@ -21,8 +21,12 @@ trec_eval rejects a blank qrels line and reads a second consecutive ``#`` qrels 
 both are skipped; trec_eval checks duplicates only in the queries it evaluates, here in every query.
 
 Files may be plain or compressed with gzip, bzip2, xz or zstd (told by their first bytes, whatever
-their name). They are read in blocks of about 16 MiB and split by Polars, with no Python loop over
-lines, so a 100M-line run needs memory for its columns, not for its text.
+their name). A plain file of single-space-separated lines is split by one streaming, multi-threaded
+Polars scan; any other file is read in blocks of about 16 MiB, split by Polars (or, for blanks other
+than single spaces, comments and blank lines, by a regular expression). There is no Python loop over
+lines and no copy of the whole text: a 100M-line run needs memory for its columns. A run's qid
+and tag are held as one integer per row while it is checked and ordered; a file already grouped by
+query with scores descending (the usual layout) only has its tied documents sorted.
 """
 
 from __future__ import annotations
