@@ -331,3 +331,34 @@ def test_every_layout_gives_trec_evals_order(tmp_path, seed, monkeypatch):
             assert read_trec_run(gz).equals(got), layout  # blocks of a line or two
             m.setattr(trec, "_fast", lambda *a, **k: None)
             assert read_trec_run(path).equals(got), layout  # the regular expression only
+
+
+@pytest.mark.parametrize("text", [
+    b"\xef\xbb\xbf1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r\n",  # a byte-order mark
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r\n# a comment at the end\n",
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r\n\n",  # a blank line at the end
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r",  # no newline at the end
+    b"1 Q0 a 1 5.0 r x y\n2 Q0 b 1 4.0 r\n",  # fields after the tag, two of them on the first line
+    b"1 Q0 a 1 5.0 r \n2 Q0 b 1 4.0 r\n",  # a trailing blank
+    b"1 Q0 a 1 5.0 r\n2  Q0 b 1 4.0 r\n",  # a run of spaces (an empty field to the CSV reader)
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0\n",  # a short line after a good one
+    b"1 Q0 a 1 +5 r\n2 Q0 b 1 1e400 r\n3 Q0 c 1 -inf r\n",
+    b"1 Q0 \xc3\xa9 1 5 r\n1 Q0 e 1 5 r\n1 Q0 E 1 5 r\n",  # UTF-8 docnos: byte order
+    b"1 Q0 \xc3\xa9 1 5 r\n1 Q0 \xff 1 5 r\n",  # not UTF-8
+])
+def test_the_whole_file_scan_and_the_regular_expression_agree(tmp_path, monkeypatch, text):
+    """Plain files at the edges of the whole-file scan: the same frame, or the same error, as the
+    regular expression alone gives."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(text)
+
+    def outcome():
+        try:
+            return read_trec_run(path)
+        except InputError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    whole = outcome()
+    monkeypatch.setattr(trec, "_fast", lambda *a, **k: None)
+    general = outcome()
+    assert whole.equals(general) if isinstance(whole, pl.DataFrame) else whole == general

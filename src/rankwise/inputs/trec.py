@@ -37,6 +37,7 @@ import io
 import lzma
 import mmap
 import os
+import stat
 
 import polars as pl
 
@@ -161,7 +162,8 @@ def _split(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
 def _csv_options(n_fields: int) -> dict:
     """Polars' CSV reader as a splitter at single spaces: fields f0, f1, ... as strings, no quoting."""
     return dict(separator=" ", has_header=False, quote_char=None, truncate_ragged_lines=True,
-                schema={f"f{i}": pl.String for i in range(n_fields + 1)}, missing_columns="insert")
+                schema={f"f{i}": pl.String for i in range(n_fields + 1)}, missing_columns="insert",
+                extra_columns="ignore")  # without it, a first line of n_fields + 2 fields is a SchemaError
 
 
 def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple) -> pl.DataFrame | None:
@@ -173,9 +175,14 @@ def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tu
     with stream:
         if kind is not None:
             return None
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            return None
         head = stream.read(_BLOCK)
         cut = head.rfind(b"\n") + 1
-        if cut == 0 or b"\x00" in head or _fast(head[:cut], n_fields, exact) is None:
+        try:
+            if cut == 0 or b"\x00" in head or _fast(head[:cut], n_fields, exact) is None:
+                return None
+        except pl.exceptions.PolarsError:  # e.g. not UTF-8: the block reader says where
             return None
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as text:
             if any(text.find(c) >= 0 for c in (*_NOT_SIMPLE, b"\x00")):
