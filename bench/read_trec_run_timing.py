@@ -1,7 +1,7 @@
 """read_trec_run alone, two source trees alternated (issue 38: the TREC reader before and after).
 
-Each measurement is a fresh process, ``read_trec_run(RUN)`` under ``/usr/bin/time -f "%e %M"`` (wall s,
-peak RSS KB; the call alone timed inside too), the CPU lock held, the 1-minute load average read before and after. Repetition r runs the
+Each measurement is a fresh process, ``read_trec_run(RUN)`` under ``/usr/bin/time -f "%e %M %U %S"`` (wall
+s, peak RSS KB, user and system CPU s; the call alone timed inside too), the CPU lock held, the 1-minute load average read before and after. Repetition r runs the
 trees in the order given when r is even, reversed when odd. The run files are bench/trec_speed.py's
 (bench/data/trec_<Q>x1000/run.txt, generated when missing).
 
@@ -32,16 +32,16 @@ def load1() -> float:
 
 def measure(src: str, run: Path, lock: bool) -> dict:
     """One fresh process reading ``run`` with rankwise from ``src``: wall s (the process, and the call
-    alone), peak RSS MB, loads."""
-    cmd = ["/usr/bin/time", "-f", "%e %M", sys.executable, "-c", READ, str(run)]
+    alone), CPU s (user + system), peak RSS MB, loads."""
+    cmd = ["/usr/bin/time", "-f", "%e %M %U %S", sys.executable, "-c", READ, str(run)]
     if lock:
         cmd = ["flock", LOCK, *cmd]
     before = load1()
     out = subprocess.run(["nice", *cmd], env=os.environ | {"PYTHONPATH": src}, capture_output=True, text=True,
                          check=True)
-    wall, kb = out.stderr.strip().splitlines()[-1].split()
-    return {"wall_s": float(wall), "read_s": float(out.stdout.split()[-1]), "peak_rss_mb": round(int(kb) / 1024),
-            "load1_before": before,
+    wall, kb, user, system = out.stderr.strip().splitlines()[-1].split()
+    return {"wall_s": float(wall), "read_s": float(out.stdout.split()[-1]), "cpu_s": round(float(user) + float(system), 2),
+            "peak_rss_mb": round(int(kb) / 1024), "load1_before": before,
             "load1_after": load1()}
 
 
