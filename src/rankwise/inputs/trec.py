@@ -51,6 +51,7 @@ from rankwise.errors import (
 __all__ = ["read_qrels", "read_trec_run"]
 
 _BLOCK = 16 << 20
+_HEAD = 1 << 20  # the start of a plain file, tested before it is scanned whole
 _SHOW = 5  # offending lines shown in an error
 
 _B = r"[\t\x0B\x0C\r ]"  # C isspace() minus the newline
@@ -168,7 +169,7 @@ def _csv_options(n_fields: int) -> dict:
 
 def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple) -> pl.DataFrame | None:
     """A plain file's ``fields`` (expressions on f0, f1, ...), then ``convert``, from one streaming,
-    multi-threaded Polars scan of the whole file, when its first block passes :func:`_fast`'s test and
+    multi-threaded Polars scan of the whole file, when its first lines pass :func:`_fast`'s test and
     no line holds a tab, CR, VT, FF or NUL; otherwise (a compressed file, any other line, text that is
     not UTF-8) None, and the caller reads it block by block."""
     stream, kind = _open(path)
@@ -177,7 +178,7 @@ def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tu
             return None
         if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
             return None
-        head = stream.read(_BLOCK)
+        head = stream.read(_HEAD)
         cut = head.rfind(b"\n") + 1
         try:
             if cut == 0 or b"\x00" in head or _fast(head[:cut], n_fields, exact) is None:
@@ -361,7 +362,7 @@ def _trec_eval_order(df: pl.DataFrame, one_stretch_per_query: bool) -> pl.DataFr
     tied_to_previous = pl.col("tie") == pl.col("tie").shift(1)
     if ties.select((tied_to_previous & (item > item.shift(1))).any()).item():
         ties = ties.filter((tied_to_previous | tied_to_previous.shift(-1)).fill_null(False))
-        by_docno = ties.sort(["tie", "item"], descending=[False, True], maintain_order=False)
+        by_docno = ties.select(pl.col("row").gather(pl.arg_sort_by(["tie", "item"], descending=[False, True])))
         # the tied rows keep their places; each stretch of ties takes its rows in docno order
         rows = rows.scatter(ties.get_column("row"), by_docno.get_column("row"))
     del ties
