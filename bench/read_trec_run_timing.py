@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from trec_speed import LOCK, SIZES, generate  # noqa: E402
+from trec_speed import LOCK, SIZES, generate
 
 READ = ("import sys, time; from rankwise.inputs.trec import read_trec_run; t = time.perf_counter(); "
         "read_trec_run(sys.argv[1]); print(round(time.perf_counter() - t, 3))")

@@ -162,9 +162,9 @@ def _split(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
 
 def _csv_options(n_fields: int) -> dict:
     """Polars' CSV reader as a splitter at single spaces: fields f0, f1, ... as strings, no quoting."""
-    return dict(separator=" ", has_header=False, quote_char=None, truncate_ragged_lines=True,
-                schema={f"f{i}": pl.String for i in range(n_fields + 1)}, missing_columns="insert",
-                extra_columns="ignore")  # without it, a first line of n_fields + 2 fields is a SchemaError
+    return {"separator": " ", "has_header": False, "quote_char": None, "truncate_ragged_lines": True,
+            "schema": {f"f{i}": pl.String for i in range(n_fields + 1)}, "missing_columns": "insert",
+            "extra_columns": "ignore"}  # without it, a first line of n_fields + 2 fields is a SchemaError
 
 
 def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple) -> pl.DataFrame | None:
