@@ -362,3 +362,10 @@ def test_the_whole_file_scan_and_the_regular_expression_agree(tmp_path, monkeypa
     monkeypatch.setattr(trec, "_fast", lambda *a, **k: None)
     general = outcome()
     assert whole.equals(general) if isinstance(whole, pl.DataFrame) else whole == general
+
+
+def test_a_path_given_as_bytes_or_with_blanks_is_read_as_a_path(tmp_path):
+    """The whole-file scan is handed the file's name, never its name as CSV text."""
+    path = _write(tmp_path, "a b c d e f g.txt", TIES)
+    assert read_trec_run(os.fsencode(path))["item"].to_list() == TIES_ORDER
+    assert read_trec_run(path)["item"].to_list() == TIES_ORDER

@@ -192,7 +192,8 @@ def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tu
     bad = pl.any_horizontal(pl.col(f"f{i}").is_null() for i in range(n_fields)) | pl.col("f0").str.starts_with("#")
     if exact:
         bad = bad | pl.col(f"f{n_fields}").is_not_null()
-    scan = pl.scan_csv(os.path.abspath(path), glob=False, **_csv_options(n_fields))  # named as it is: no globbing
+    # a str (a bytes path would be read as CSV text), absolute, not globbed: the file named as it is
+    scan = pl.scan_csv(os.fsdecode(os.path.abspath(path)), glob=False, **_csv_options(n_fields))
     scan = scan.select(*fields, bad.alias("\x00bad"))
     try:
         df = (scan.with_columns(*convert) if convert else scan).collect(engine="streaming")
