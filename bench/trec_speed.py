@@ -174,18 +174,22 @@ def child(tool: str, run: str, qrels: str, backend: str, values: bool) -> None:
 
         t["import_s"] = time.perf_counter() - c0
         names = ["user", "item", "score_text", "run"]
-        score = pl.col("score_text").cast(pl.Float64, strict=False)
+        score = (pl.col("score_text").cast(pl.Float64, strict=False) + 0.0).alias("score_text")
+        labels = pl.col("user", "run").cast(pl.Categorical)
         c = time.perf_counter()
-        df = trec._parse(run, trec._RUN_RX, names, "run", trec._RUN_FORMAT, convert=(score.alias("score_text"),))
+        df = trec._parse(run, trec._RUN_RX, names, "run", trec._RUN_FORMAT, convert=(score, labels))
         df = df.select("run", "user", "item", pl.col("score_text").alias("score"))
         t["parse_s"], t["parse_peak_mb"], t["parsed_mb"] = time.perf_counter() - c, peak_mb(), df.estimated_size() / 2**20
         c = time.perf_counter()
-        trec._check_duplicates(run, df, ["run", "user", "item"], "run", None)
+        queries, query, stretches = trec._query_codes(df)
+        df = df.select(query.alias("query"), "item", "score").rechunk()
+        t["query_codes_s"], t["query_codes_peak_mb"] = time.perf_counter() - c, peak_mb()
+        c = time.perf_counter()
+        trec._check_duplicates(run, df, ["run", "user", "item"], "run", None, same_keys=["query", "item"])
         t["repeat_check_s"], t["repeat_check_peak_mb"] = time.perf_counter() - c, peak_mb()
         c = time.perf_counter()
-        df = df.with_columns(pl.col("score") + 0.0).sort(["run", "user", "score", "item"],
-                                                          descending=[False, False, True, True])
-        t["sort_s"], t["sort_peak_mb"] = time.perf_counter() - c, peak_mb()
+        df = trec._trec_eval_order(df, one_stretch_per_query=stretches == queries.height)
+        t["order_s"], t["order_peak_mb"] = time.perf_counter() - c, peak_mb()
         summary, version = {}, "read_trec_run stages"
     elif tool == "pytrec_eval":
         import importlib.metadata
@@ -339,8 +343,8 @@ def check(run: Path, qrels: Path, a) -> list[str]:
 
 
 def profile(size: str, a) -> None:
-    """rankwise's stages at one size, each in a fresh process: read_trec_run's steps (parse, repeat check,
-    sort) with the peak RSS after each, then rankwise-python (read_trec_run, read_qrels, each evaluate()
+    """rankwise's stages at one size, each in a fresh process: read_trec_run's steps (parse, query codes,
+    repeat check, trec_eval's order) with the peak RSS after each, then rankwise-python (read_trec_run, read_qrels, each evaluate()
     batch the CLI makes)."""
     run, qrels = generate(SIZES[size], a.docs, a.data_dir / f"trec_{SIZES[size]}x{a.docs}")
     for tool in ("rankwise-read-stages", "rankwise-python"):

@@ -266,3 +266,106 @@ def test_the_fast_split_and_the_general_split_agree(name, monkeypatch):
     fast = read(SUITE_DIR / name)
     monkeypatch.setattr(trec, "_fast", lambda *a, **k: None)
     assert read(SUITE_DIR / name).equals(fast)
+
+
+def _random_run_lines(rng):
+    """Distinct (tag, qid, docno) rows: qids and docnos whose byte order differs from their numeric
+    order, few score values (ties everywhere, -0.0 beside 0), one to three tags."""
+    tags = rng.sample(["bm25", "dense", "Run_B", "a_very_long_run_tag_name"], rng.randint(1, 3))
+    rows = []
+    for tag in tags:
+        for qid in rng.sample(["1", "2", "10", "q9", "Q10", "301"], rng.randint(1, 4)):
+            docs = rng.sample(["d1", "d10", "d2", "D1", "a", "b", "B", "9", "10", "z-1", "clueweb12-0000tw"], rng.randint(1, 9))
+            rows += [(tag, qid, doc, rng.choice(["1", "1.0", "0.5", "-0.0", "0", "2e-1", "-3"])) for doc in docs]
+    return rows
+
+
+def _trec_eval_order_by_hand(rows):
+    """The oracle, with Python's sorted(): runs and qids in byte order, score descending, equal
+    scores by docno descending in byte order, ranks 1..n per (run, qid)."""
+    by_docno = sorted(rows, key=lambda r: r[2].encode(), reverse=True)
+    ordered = sorted(by_docno, key=lambda r: (r[0].encode(), r[1].encode(), -float(r[3])))
+    out, rank = [], 0
+    for i, (tag, qid, doc, score) in enumerate(ordered):
+        rank = 1 if i == 0 or ordered[i - 1][:2] != (tag, qid) else rank + 1
+        out.append((tag, qid, doc, rank, float(score) + 0.0))
+    return out
+
+
+def _layouts(rng, rows):
+    """The same rows in the layouts the reader treats apart: shuffled; each query one stretch with
+    scores descending and ties in any order (only ties sorted); already in trec_eval's order (nothing
+    moves); a query in two stretches; messy blanks (split block by block)."""
+    shuffled = rng.sample(rows, len(rows))
+    by_query = sorted(shuffled, key=lambda r: (r[1], r[0]))  # qids grouped, not in byte order
+    grouped = sorted(by_query, key=lambda r: (r[1], r[0], -float(r[3])))
+    ordered = [(t, q, d, s) for t, q, d, _, s in _trec_eval_order_by_hand(rows)]
+    half = len(grouped) // 2
+    split = grouped[half:] + grouped[:half]
+    line = "{1} Q0 {2} 0 {3} {0}\n".format
+    messy = "".join("  {1}\t Q0 {2}  7 {3} {0} extra\r\n".format(*r) for r in shuffled)
+    return {"shuffled": "".join(line(*r) for r in shuffled), "grouped": "".join(line(*r) for r in grouped),
+            "ordered": "".join(line(*r) for r in ordered), "split": "".join(line(*r) for r in split),
+            "messy": messy}
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_layout_gives_trec_evals_order(tmp_path, seed, monkeypatch):
+    """Random small runs with ties, tags and shuffled lines, in every layout: the reader's rows equal
+    an independent sort by hand (Python's sorted() with trec_eval's key), read as a whole (plain
+    files of simple lines), block by block (compressed) and by the regular expression alone."""
+    import random
+
+    rng = random.Random(seed)
+    rows = _random_run_lines(rng)
+    expected = _trec_eval_order_by_hand(rows)
+    for layout, text in _layouts(rng, rows).items():
+        path = _write(tmp_path, f"{layout}.txt", text)
+        got = read_trec_run(path)
+        assert got.rows() == expected, layout
+        if layout != "messy":
+            assert trec._whole_file(os.fspath(path), 6, False, [pl.col("f0")], ()) is not None, layout
+        gz = _write(tmp_path, f"{layout}.gz", text, gzip.open)  # compressed: block by block
+        with monkeypatch.context() as m:
+            m.setattr(trec, "_BLOCK", 64)
+            assert read_trec_run(gz).equals(got), layout  # blocks of a line or two
+            m.setattr(trec, "_fast", lambda *a, **k: None)
+            assert read_trec_run(path).equals(got), layout  # the regular expression only
+
+
+@pytest.mark.parametrize("text", [
+    b"\xef\xbb\xbf1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r\n",  # a byte-order mark
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r\n# a comment at the end\n",
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r\n\n",  # a blank line at the end
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0 r",  # no newline at the end
+    b"1 Q0 a 1 5.0 r x y\n2 Q0 b 1 4.0 r\n",  # fields after the tag, two of them on the first line
+    b"1 Q0 a 1 5.0 r \n2 Q0 b 1 4.0 r\n",  # a trailing blank
+    b"1 Q0 a 1 5.0 r\n2  Q0 b 1 4.0 r\n",  # a run of spaces (an empty field to the CSV reader)
+    b"1 Q0 a 1 5.0 r\n2 Q0 b 1 4.0\n",  # a short line after a good one
+    b"1 Q0 a 1 +5 r\n2 Q0 b 1 1e400 r\n3 Q0 c 1 -inf r\n",
+    b"1 Q0 \xc3\xa9 1 5 r\n1 Q0 e 1 5 r\n1 Q0 E 1 5 r\n",  # UTF-8 docnos: byte order
+    b"1 Q0 \xc3\xa9 1 5 r\n1 Q0 \xff 1 5 r\n",  # not UTF-8
+])
+def test_the_whole_file_scan_and_the_regular_expression_agree(tmp_path, monkeypatch, text):
+    """Plain files at the edges of the whole-file scan: the same frame, or the same error, as the
+    regular expression alone gives."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(text)
+
+    def outcome():
+        try:
+            return read_trec_run(path)
+        except InputError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    whole = outcome()
+    monkeypatch.setattr(trec, "_fast", lambda *a, **k: None)
+    general = outcome()
+    assert whole.equals(general) if isinstance(whole, pl.DataFrame) else whole == general
+
+
+def test_a_path_given_as_bytes_or_with_blanks_is_read_as_a_path(tmp_path):
+    """The whole-file scan is handed the file's name, never its name as CSV text."""
+    path = _write(tmp_path, "a b c d e f g.txt", TIES)
+    assert read_trec_run(os.fsencode(path))["item"].to_list() == TIES_ORDER
+    assert read_trec_run(path)["item"].to_list() == TIES_ORDER

@@ -21,8 +21,12 @@ trec_eval rejects a blank qrels line and reads a second consecutive ``#`` qrels 
 both are skipped; trec_eval checks duplicates only in the queries it evaluates, here in every query.
 
 Files may be plain or compressed with gzip, bzip2, xz or zstd (told by their first bytes, whatever
-their name). They are read in blocks of about 16 MiB and split by Polars, with no Python loop over
-lines, so a 100M-line run needs memory for its columns, not for its text.
+their name). A plain file of single-space-separated lines is split by one streaming, multi-threaded
+Polars scan; any other file is read in blocks of about 16 MiB, split by Polars (or, for blanks other
+than single spaces, comments and blank lines, by a regular expression). There is no Python loop over
+lines and no copy of the whole text: a 100M-line run needs memory for its columns. A run's qid
+and tag are held as one integer per row while it is checked and ordered; a file already grouped by
+query with scores descending (the usual layout) only has its tied documents sorted.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ import bz2
 import gzip
 import io
 import lzma
+import mmap
 import os
+import stat
 
 import polars as pl
 
@@ -45,6 +51,7 @@ from rankwise.errors import (
 __all__ = ["read_qrels", "read_trec_run"]
 
 _BLOCK = 16 << 20
+_HEAD = 1 << 20  # the start of a plain file, tested before it is scanned whole
 _SHOW = 5  # offending lines shown in an error
 
 _B = r"[\t\x0B\x0C\r ]"  # C isspace() minus the newline
@@ -123,25 +130,78 @@ def _blocks(path: str):
         stream.close()
 
 
+_NOT_SIMPLE = (b"\t", b"\r", b"\x0b", b"\x0c")  # blanks other than the space: the regular expression's job
+
+
 def _fast(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
-    """The block's fields when every line is ``n_fields`` single-space-separated fields (and, unless
-    ``exact``, perhaps more): Polars' CSV reader splits it. None when any line is otherwise (tabs,
-    runs of spaces, blank lines, comments): the caller then splits by regular expression."""
-    if any(c in block for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
+    """The block's first ``n_fields`` fields when every line is ``n_fields`` single-space-separated
+    fields (and, unless ``exact``, perhaps more): Polars' CSV reader splits it. None when any line is
+    otherwise (tabs, runs of spaces, blank lines, comments): the caller then splits by regular expression."""
+    if any(c in block for c in _NOT_SIMPLE):
         return None
     rows = block.count(b"\n")
     if exact and block.count(b" ") != (n_fields - 1) * rows:
         return None  # with the null checks below: exactly n_fields - 1 spaces on every line
-    schema = {f"f{i}": pl.String for i in range(n_fields + 1)}
-    df = pl.read_csv(io.BytesIO(block), separator=" ", has_header=False, quote_char=None,
-                     truncate_ragged_lines=True, schema=schema, missing_columns="insert")
-    ok = pl.all_horizontal(pl.col(f"f{i}").is_not_null() for i in range(n_fields))
-    ok = ok & ~pl.col("f0").str.starts_with("#")
-    if exact:
-        ok = ok & pl.col(f"f{n_fields}").is_null()
-    if df.height != rows or not df.select(ok.all()).item():
+    df = _split(block, n_fields, exact)
+    return df if df is not None and df.height == rows else None
+
+
+def _split(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
+    """``block`` split at single spaces by Polars' CSV reader, its first ``n_fields`` fields
+    (``exact``: no more); None when a line has an empty field (a run of spaces, a leading blank, a
+    blank line), too few or (``exact``) too many fields, or starts with '#'."""
+    read = n_fields + 1 if exact else n_fields  # exact: one more column, which must stay empty
+    df = pl.read_csv(io.BytesIO(block), columns=list(range(read)), **_csv_options(n_fields))
+    nulls = df.null_count().row(0)
+    if any(nulls[:n_fields]) or (exact and nulls[n_fields] != df.height):
+        return None
+    if df.select(pl.col("f0").str.starts_with("#").any()).item():
         return None
     return df
+
+
+def _csv_options(n_fields: int) -> dict:
+    """Polars' CSV reader as a splitter at single spaces: fields f0, f1, ... as strings, no quoting."""
+    return {"separator": " ", "has_header": False, "quote_char": None, "truncate_ragged_lines": True,
+            "schema": {f"f{i}": pl.String for i in range(n_fields + 1)}, "missing_columns": "insert",
+            "extra_columns": "ignore"}  # without it, a first line of n_fields + 2 fields is a SchemaError
+
+
+def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple) -> pl.DataFrame | None:
+    """A plain file's ``fields`` (expressions on f0, f1, ...), then ``convert``, from one streaming,
+    multi-threaded Polars scan of the whole file, when its first lines pass :func:`_fast`'s test and
+    no line holds a tab, CR, VT, FF or NUL; otherwise (a compressed file, any other line, text that is
+    not UTF-8) None, and the caller reads it block by block."""
+    stream, kind = _open(path)
+    with stream:
+        if kind is not None:
+            return None
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            return None
+        head = stream.read(_HEAD)
+        cut = head.rfind(b"\n") + 1
+        try:
+            if cut == 0 or b"\x00" in head or _fast(head[:cut], n_fields, exact) is None:
+                return None
+        except pl.exceptions.PolarsError:  # e.g. not UTF-8: the block reader says where
+            return None
+        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as text:
+            if any(text.find(c) >= 0 for c in (*_NOT_SIMPLE, b"\x00")):
+                return None
+    # the checks of _split, row by row within the scan, so the skipped fields are never held
+    bad = pl.any_horizontal(pl.col(f"f{i}").is_null() for i in range(n_fields)) | pl.col("f0").str.starts_with("#")
+    if exact:
+        bad = bad | pl.col(f"f{n_fields}").is_not_null()
+    # a str (a bytes path would be read as CSV text), absolute, not globbed: the file named as it is
+    scan = pl.scan_csv(os.fsdecode(os.path.abspath(path)), glob=False, **_csv_options(n_fields))
+    scan = scan.select(*fields, bad.alias("\x00bad"))
+    try:
+        df = (scan.with_columns(*convert) if convert else scan).collect(engine="streaming")
+    except pl.exceptions.PolarsError:  # e.g. not UTF-8: the block reader says where
+        return None
+    if df.get_column("\x00bad").any():
+        return None
+    return df.drop("\x00bad")
 
 
 def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: bool = False,
@@ -151,6 +211,11 @@ def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: boo
     line's number ``line`` and text ``text`` (for error messages)."""
     path = os.fspath(path)
     run = what == "run"
+    cols = ["f0", "f2", "f4", "f5"] if run else ["f0", "f2", "f3"]
+    fields = [pl.col(c).alias(n) for c, n in zip(cols, names)]
+    whole = None if keep else _whole_file(path, 6 if run else 4, not run, fields, convert)
+    if whole is not None:
+        return whole
     frames = []
     for first, block in _blocks(path):
         if b"\x00" in block:
@@ -160,8 +225,7 @@ def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: boo
         try:
             fast = None if keep else _fast(block, 6 if run else 4, exact=not run)
             if fast is not None:
-                cols = ["f0", "f2", "f4", "f5"] if run else ["f0", "f2", "f3"]
-                fast = fast.select(pl.col(c).alias(n) for c, n in zip(cols, names))
+                fast = fast.select(fields)
                 frames.append(fast.with_columns(*convert) if convert else fast)
                 continue
             lines = pl.read_csv(io.BytesIO(block), separator="\x00", has_header=False, quote_char=None,
@@ -196,13 +260,17 @@ def _malformed(path, bad: pl.DataFrame, what: str, fmt: str, why: str) -> InputF
                           hint=f"Each line of a TREC {what} file: {fmt}; '#' starts a comment line.")
 
 
-def _check_duplicates(path, df: pl.DataFrame, keys: list[str], what: str, reparse) -> None:
+def _check_duplicates(path, df: pl.DataFrame, keys: list[str], what: str, reparse,
+                      same_keys: list[str] | None = None) -> None:
     """DuplicateItemError when a key repeats: a 64-bit hash count first (cheap), then, only if it
-    finds a repeat, the exact rows, read again from the file with their line numbers and text."""
-    hashes = pl.reduce(lambda a, b: a ^ b, [pl.col(c).hash(seed) for seed, c in enumerate(keys, 1)]).sort()
-    if not df.select((hashes == hashes.shift(1)).any()).item():
+    finds a repeat, the exact rows, read again from the file with their line numbers and text.
+    ``same_keys``: columns of ``df`` equal where ``keys`` are (e.g. an integer code for several
+    string keys), checked in their place."""
+    check = same_keys or keys
+    hashes = pl.reduce(lambda a, b: a ^ b, [pl.col(c).hash(seed) for seed, c in enumerate(check, 1)])
+    if df.select(hashes.n_unique()).item() == df.height:
         return
-    if not df.select(pl.struct(keys).is_duplicated().any()).item():
+    if not df.select(pl.struct(check).is_duplicated().any()).item():
         return  # a hash collision, no repeat
     full = reparse()
     dup = full.filter(pl.struct(keys).is_duplicated()).sort([*keys, "line"])
@@ -230,14 +298,17 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
     """
     names = ["user", "item", "score_text", "run"]
     score = pl.col("score_text").cast(pl.Float64, strict=False)
-    df = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, convert=(score.alias("score_text"),))
+    # qid and tag as Categorical while reading (4 bytes a row, not a string each): strings again at the end
+    labels = pl.col("user", "run").cast(pl.Categorical)
+    # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
+    df = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, convert=((score + 0.0).alias("score_text"), labels))
     df = df.select("run", "user", "item", pl.col("score_text").alias("score"))
     if df.select((pl.col("score").is_null() | pl.col("score").is_nan()).any()).item():
         full = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, keep=True)
         bad = full.filter(score.is_null() | score.is_nan())
         raise _malformed(os.fspath(path), bad, "run", _RUN_FORMAT, "the score (5th field) is not a number")
     if tag is not None:
-        tags = df.get_column("run").unique().sort().to_list()
+        tags = df.get_column("run").unique().cast(pl.String).sort().to_list()
         if tag not in tags:
             raise ParameterError(
                 f"tag={tag!r}: {os.fspath(path)!r} holds no run with that tag (its tags: {tags[:20]}).",
@@ -247,15 +318,60 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
         full = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, keep=True)
         return full if tag is None else full.filter(pl.col("run") == tag)
 
-    _check_duplicates(os.fspath(path), df, ["run", "user", "item"], "run", reparse)
-    # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
-    df = df.with_columns(pl.col("score") + 0.0)
-    df = df.sort(["run", "user", "score", "item"], descending=[False, False, True, True], maintain_order=False)
-    # sorted, so each (run, user) is one stretch of rows: rank = row - the stretch's first row + 1
+    queries, query, stretches = _query_codes(df)
+    df = df.select(query.alias("query"), "item", "score").rechunk()  # run and user: from `queries`
+    _check_duplicates(os.fspath(path), df, ["run", "user", "item"], "run", reparse, same_keys=["query", "item"])
+    df = _trec_eval_order(df, one_stretch_per_query=stretches == queries.height)
+    query = df.get_column("query")
+    # each query is one stretch of rows: rank = row - the stretch's first row + 1
     row = pl.int_range(pl.len(), dtype=pl.Int64)
-    first = ((pl.col("user") != pl.col("user").shift(1)) | (pl.col("run") != pl.col("run").shift(1))).fill_null(True)
-    rank = row - pl.when(first).then(row).forward_fill() + 1
-    return df.select("run", "user", "item", rank.alias("rank"), "score")
+    rank = row - pl.when(_changes("query")).then(row).forward_fill() + 1
+    return pl.DataFrame([queries.get_column("run").gather(query), queries.get_column("user").gather(query),
+                         df.get_column("item"), df.select(rank.alias("rank")).to_series(), df.get_column("score")])
+
+
+def _changes(column: str) -> pl.Expr:
+    """True on each row where ``column`` differs from the row before (and on the first row)."""
+    return (pl.col(column) != pl.col(column).shift(1)).fill_null(True)
+
+
+def _query_codes(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, int]:
+    """The queries, one (run, user) row each in byte order; each row's query as its number there
+    (UInt32); the number of stretches of rows with equal (run, user). Worked out on the stretches,
+    one per query in the usual file: only their first rows are sorted."""
+    stretch = df.select(pl.struct("run", "user").rle_id()).to_series()
+    firsts = df.select("run", "user").with_columns(stretch=stretch).filter(_changes("stretch"))
+    firsts = firsts.with_columns(pl.col("run", "user").cast(pl.String)).sort("run", "user")
+    firsts = firsts.with_columns(query=pl.struct("run", "user").rle_id())
+    queries = firsts.filter(_changes("query")).select("run", "user")
+    return queries, firsts.sort("stretch").get_column("query").gather(stretch), firsts.height
+
+
+def _trec_eval_order(df: pl.DataFrame, one_stretch_per_query: bool) -> pl.DataFrame:
+    """``df`` (query, item, score) in trec_eval's order: query code, score descending, docno descending.
+
+    The usual file (each query one stretch of rows, scores descending) keeps its rows but for the
+    documents of tied scores, sorted by docno stretch by stretch, and its queries put in order by a
+    stable sort on their code; nothing moves when it is already in order. Any other file is sorted
+    on all three columns."""
+    query, score, item = pl.col("query"), pl.col("score"), pl.col("item")
+    descending = ((query != query.shift(1)) | (score <= score.shift(1))).fill_null(True).all()
+    if not (one_stretch_per_query and df.select(descending).item()):
+        return df.sort(["query", "score", "item"], descending=[False, True, True], maintain_order=False)
+    rows = pl.int_range(df.height, dtype=pl.UInt32, eager=True).alias("row")  # where each output row comes from
+    ties = df.select(pl.struct("query", "score").rle_id().alias("tie"), "item").with_columns(rows)
+    tied_to_previous = pl.col("tie") == pl.col("tie").shift(1)
+    if ties.select((tied_to_previous & (item > item.shift(1))).any()).item():
+        ties = ties.filter((tied_to_previous | tied_to_previous.shift(-1)).fill_null(False))
+        by_docno = ties.select(pl.col("row").gather(pl.arg_sort_by(["tie", "item"], descending=[False, True])))
+        # the tied rows keep their places; each stretch of ties takes its rows in docno order
+        rows = rows.scatter(ties.get_column("row"), by_docno.get_column("row"))
+    del ties
+    if not df.select((query >= query.shift(1)).fill_null(True).all()).item():
+        rows = rows.gather(df.select(pl.arg_sort_by("query", maintain_order=True)).to_series())
+    if rows.is_sorted():  # a permutation: sorted is no move
+        return df
+    return df.select(pl.all().gather(rows))
 
 
 def read_qrels(path) -> pl.DataFrame:
