@@ -525,9 +525,11 @@ def markdown() -> str:
         "trec_eval and ir_measures write them. Each name is a rankwise metric at a cutoff (*whole list*: the",
         "metric over every retrieved document, as trec_eval's `map`, `ndcg`, `recip_rank` and `Rprec` are) and",
         "the convention knob values the name implies: a convention with other values is refused with the",
-        "preset or knob to use (the `trec_eval` preset has trec_eval's). ir_measures' `rel=` sets",
-        "`relevance_threshold`, `p=` sets `rbp_persistence`. *waits*: the metric is not in rankwise yet",
-        f"({ISSUE}, part 1); the name is refused with that message until it is.",
+        "preset or knob to use (the `trec_eval` preset has trec_eval's), except a parameter family's own",
+        "parameter (`iprec_at_recall_<level>`, `Rprec_mult_<m>`): every value asked for is computed in the same",
+        "evaluation, each its own column. ir_measures' `rel=` sets `relevance_threshold`, `p=` sets",
+        f"`rbp_persistence`. *waits*: the metric is not in rankwise yet ({ISSUE}, part 1); the name is refused",
+        "with that message until it is.",
         "",
     ]
     for style, title in (("trec_eval", "trec_eval 10.0"), ("ir_measures", "ir_measures")):
