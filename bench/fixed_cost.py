@@ -93,7 +93,7 @@ def wrap_by_name(names: dict[str, str]) -> None:
 
 
 def _sql_files() -> dict[str, str]:
-    """{normalised text: file name} of the shipped SQL files (sql/ of the repository or the package)."""
+    """{normalised first line: file name} of the shipped SQL files (sql/ of the repository or the package)."""
     from pathlib import Path
 
     import rankwise
@@ -102,7 +102,9 @@ def _sql_files() -> dict[str, str]:
     package = Path(rankwise.__file__).resolve().parent  # the rankwise imported (a snapshot on PYTHONPATH too)
     for d in (package / "_sql", package / "sql", package.parents[1] / "sql"):
         for f in d.glob("*.sql") if d.is_dir() else ():
-            out[" ".join(f.read_text().split())] = f.name
+            # the first line names the file: the engine runs per_user.sql and summary.sql restricted to a
+            # request's metrics, so the whole text is not in the statement
+            out[" ".join(f.read_text().split("\n", 1)[0].split())] = f.name
     return out
 
 
@@ -114,8 +116,8 @@ def tag(sql: str) -> str:
     if not _FILES:
         _FILES.update(_sql_files())
     s = " ".join(str(sql).split())
-    if "CREATE TEMP TABLE per_user" in s:
-        return "duckdb per_user.sql (CREATE TEMP TABLE per_user)"
+    if "CREATE TEMP TABLE per_user_rows" in s:
+        return "duckdb per_user.sql (CREATE TEMP TABLE per_user_rows)"
     for text, name in _FILES.items():
         if text and text in s:
             return f"duckdb {name}"
@@ -158,6 +160,9 @@ class Con:
             r = self._con.sql(sql, *a, **k)
         return Rel(r, name)
 
+    def cursor(self):  # the engine's session: a cursor on the process's one database
+        return Con(self._con.cursor())
+
     def register(self, *a, **k):
         with clock("duckdb register inputs"):
             return self._con.register(*a, **k)
@@ -188,6 +193,9 @@ def instrument() -> None:
         return Con(con)
 
     duckdb.connect = connect
+    import rankwise.engines.duckdb as engine
+
+    engine._SHARED.clear()  # the process's database, opened by the calls before: opened again, through the proxy
     wrap_by_name({"prepare": "input checks (prepare)", "prepare_truth": "input checks (truth)",
                   "read": "sql file read + bind", "bind": "sql file read + bind",
                   "resolve": "convention resolve", "_plan": "plan (incl. side inputs)"})

@@ -94,6 +94,63 @@ def test_the_shipped_summary_sql_is_generated_from_the_declarations():
         "sql/summary.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
+def test_a_request_restricts_the_shipped_sql_to_its_metrics_and_adds_no_line():
+    """The DuckDB engine runs per_user.sql and summary.sql restricted to the metrics it computes: every
+    metric kept is the same, no line is new (a select list's last comma aside), all metrics = the file."""
+    every = frozenset(m.name for m in USER_METRICS)
+    for name in ("per_user", "summary"):
+        text = _sql_files.read(name)
+        assert _sql_files.restricted(name, every) == text
+        shipped = {line.rstrip(",") for line in text.split("\n")}
+        for metric in every:
+            kept = _sql_files.restricted(name, frozenset({metric, "ndcg"}))
+            assert {line.rstrip(",") for line in kept.split("\n")} <= shipped, (name, metric)
+            assert re.search(rf"\bAS {metric}\b|'{metric}' AS metric|\$f_name AS metric", kept), (name, metric)
+
+
+@pytest.mark.parametrize("preset", ["default", "trec_eval"])
+def test_the_restricted_sql_gives_each_metric_bit_for_bit_what_the_whole_file_gives(preset):
+    """Each metric alone (with what computed_columns adds) through the restricted per_user.sql and
+    summary.sql against the whole files, on lists with ties of rank, empty lists, users only in one table,
+    graded, zero and negative labels; every optional stage on (as a request for those metrics binds it)."""
+    from rankwise.metrics.declarations import MetricRequest, computed_columns
+
+    rng = np.random.default_rng(7)
+    recs, truth = [], []
+    for user in range(60):
+        if user % 7 != 3:
+            n = int(rng.integers(0, 9))
+            recs += [(user, rank, int(rng.integers(0, 15))) for rank in range(1, n + 1)] or [(user, 1, None)]
+        if user % 7 != 5:
+            for item in rng.choice(15, int(rng.integers(0, 6)), replace=False):
+                truth.append((user, int(item), float(rng.choice([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0]))))
+    con = duckdb.connect()
+    con.register("recommendations", pl.DataFrame(recs, schema=["user_id", "rank", "item_id"], orient="row")
+                 .unique(["user_id", "item_id"], keep="first", maintain_order=True))
+    con.register("ground_truth", pl.DataFrame(truth, schema=["user_id", "item_id", "relevance"], orient="row"))
+    con.register("cutoffs", pl.DataFrame({"k": [1, 3, 5, 20]}))
+    con.execute("SET threads = 1")  # the summary's sums in one order (as the engine runs it)
+
+    def run(metrics):
+        per_user = _sql_files.restricted("per_user", metrics)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE per_user AS SELECT * FROM ({per_user}) AS p "
+                    "ORDER BY p.k, p.user_id", _sql_files.bind(per_user, preset))
+        summary = _sql_files.restricted("summary", metrics)
+        rows = con.sql("SELECT * FROM per_user ORDER BY k, user_id").pl()
+        return rows, con.sql(summary, params=_sql_files.bind(summary, preset)).pl().sort("metric", "k")
+
+    whole_rows, whole_summary = run(None)
+    for metric in USER_METRICS:
+        public = "f1" if metric.name == "fbeta" else metric.name
+        computed = frozenset(computed_columns(MetricRequest(names=(public,), ks=(1, 3, 5, 20), beta=1.0)))
+        rows, summary = run(computed)
+        assert rows.select("user_id", "k", *sorted(computed)).equals(
+            whole_rows.select("user_id", "k", *sorted(computed)), null_equal=True), metric.name
+        assert summary.equals(whole_summary.filter(pl.col("metric").is_in(summary["metric"].unique().to_list())),
+                              null_equal=True), metric.name
+        assert summary.height == len(computed) * 4, metric.name
+
+
 def test_every_formula_reads_only_statistics_terms_metrics_and_knobs():
     known = set(_formulas.STATISTICS) | set(_formulas.TERMS) | {m.name for m in USER_METRICS}
     for m in USER_METRICS:

@@ -112,12 +112,12 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
         else:
             con.register(name, getattr(prep, name))
     con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
-    sql = _sql_files.read("per_user")
-    # only the metrics computed are stored (DuckDB then leaves out the statistics only the others read);
-    # summary.sql reads every metric column, so `per_user` is a view adding the others as NULL (a stored
-    # NULL column per metric not asked for cost 1M users x 6 k x 8 bytes each, twice with the copy out)
+    # per_user.sql and summary.sql with only the metrics computed (their generated stages restricted: DuckDB
+    # binds, plans and stores no other metric); `per_user` is a view adding the others as NULL for the
+    # counts and examples (a stored NULL column per metric not asked for cost 1M users x 6 k x 8 bytes each)
     computed = computed_columns(request)
     kept = [m for m in USER_LEVEL if m in computed]
+    sql = _sql_files.restricted("per_user", frozenset(kept))
     nulls = "".join(f", CAST(NULL AS DOUBLE) AS {m}" for m in USER_LEVEL if m not in computed)
     con.execute(f"CREATE TEMP TABLE per_user_rows AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel"
                 f"{''.join(f', rows.{m}' for m in kept)} FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
@@ -127,7 +127,7 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
         _param_rows(con, request, conv)
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
-    summary_sql = _sql_files.read("summary")
+    summary_sql = _sql_files.restricted("summary", frozenset(kept))
     summary = con.sql(summary_sql, params=_sql_files.bind(summary_sql, conv, request.beta, f_name="fbeta")).pl()
     if request.params:
         summary = pl.concat([summary, _param_summary(con, request)], how="vertical_relaxed")

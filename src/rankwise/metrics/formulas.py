@@ -541,3 +541,80 @@ def render_per_user(text: str, metrics) -> str:
     """``per_user.sql``'s text with its generated part (from BEGIN to the end) written anew."""
     head = text.split(BEGIN, 1)[0]
     return head + BEGIN + "\n" + per_user_stages(metrics)
+
+
+# -- the shipped SQL restricted to some metrics (the DuckDB engine's request) ----------------------------
+# The generated text has one select-list item per metric (a line, or a CASE over a few lines ending in
+# `AS <name>`) and one summary branch per metric, so a request's SQL is the shipped file with the other
+# metrics' items left out: what DuckDB binds and plans grows with the metrics asked for, not the registry.
+# Every line kept is a line of the shipped file (the select lists' last commas aside).
+
+_ITEM_END = re.compile(r"\bAS ([a-z_][a-z0-9_]*),?\Z")
+_DEFINED = re.compile(r"(defined(?:_\d+)?) AS \(\Z")
+
+
+def _items(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """A select list's lines as (name, lines) items, each ending at the line that names it."""
+    items, current = [], []
+    for line in lines:
+        current.append(line)
+        end = _ITEM_END.search(line)
+        if end:
+            items.append((end[1], current))
+            current = []
+    if current:
+        raise ValueError(f"rankwise: a generated select list ends without a name: {current!r}")  # a bug
+    return items
+
+
+def _kept_list(header: str, lines: list[str], keep) -> list[str]:
+    """``header`` (``SELECT ...,``) and the items of ``lines`` whose name ``keep`` accepts, comma-separated."""
+    items = [(name, item) for name, item in _items(lines) if keep(name)]
+    for _, item in items:
+        item[-1] = item[-1].rstrip(",")
+    out = [header.rstrip(",") + ("," if items else "")]
+    for i, (_, item) in enumerate(items):
+        out += item[:-1] + [item[-1] + ("," if i < len(items) - 1 else "")]
+    return out
+
+
+def per_user_restricted(text: str, metrics) -> str:
+    """``sql/per_user.sql``'s text with only the metrics ``metrics`` (names) in its generated stages (the
+    ``defined`` CTEs and the final SELECT); the hand-written stages as they are."""
+    head, tail = text.split(BEGIN, 1)
+    wanted = set(metrics)
+    lines, out, i = tail.split("\n"), [], 0
+    while i < len(lines):
+        line = lines[i]
+        starts = _DEFINED.fullmatch(line) or line.startswith("SELECT f.user_id")
+        if not starts:
+            out.append(line)
+            i += 1
+            continue
+        if _DEFINED.fullmatch(line):  # "defined AS (" then its SELECT line
+            out.append(line)
+            i += 1
+        header, body, i = lines[i], [], i + 1
+        while not lines[i].lstrip().startswith("FROM "):
+            body.append(lines[i])
+            i += 1
+        out += _kept_list(header, body, lambda name: name in wanted)
+    return head + BEGIN + "\n".join(out)
+
+
+def summary_restricted(text: str, metrics) -> str:
+    """``sql/summary.sql``'s text with only the metrics ``metrics`` (names): their aggregates in ``per_k``
+    and their branches."""
+    wanted = set(metrics)
+    head, first = text.split("\n)\nSELECT ", 1)
+    branches = ("SELECT " + first).rstrip("\n").split("\nUNION ALL\n")
+    start = head.index("    SELECT p.k,")
+    stop = head.index("\n    FROM per_user AS p")
+    aggregates = [line for line in head[start:stop].split("\n")[1:]
+                  if re.search(r"\(p\.(\w+)\b", line)[1] in wanted]
+    head = head[:start] + "\n".join(_kept_list("    SELECT p.k,", aggregates, lambda name: True)) + head[stop:]
+    kept = [b for b in branches
+            if (re.match(r"SELECT (?:'(\w+)'|\$f_name) AS metric", b)[1] or "fbeta") in wanted]
+    if not kept:
+        raise ValueError("rankwise: no summary branch for " + ", ".join(sorted(wanted)))  # a bug
+    return head + "\n)\n" + "\nUNION ALL\n".join(kept) + "\n"

@@ -24,6 +24,19 @@ def read(name: str) -> str:
     return (sql_dir() / f"{name}.sql").read_text()
 
 
+@cache
+def restricted(name: str, metrics: frozenset | None) -> str:
+    """The text of ``per_user.sql`` or ``summary.sql`` with only the metric columns ``metrics`` in its
+    generated stages (None: the whole file): DuckDB then binds and plans only what a request computes
+    (the engine's per-request SQL; rendered SQL, the dbt package and the other engines read every metric)."""
+    from rankwise.metrics.formulas import per_user_restricted, summary_restricted
+
+    text = read(name)
+    if metrics is None:
+        return text
+    return {"per_user": per_user_restricted, "summary": summary_restricted}[name](text, metrics)
+
+
 def bind(sql: str, convention="default", beta: float = 1.0, *, f_name: str | None = None, computed=None) -> dict:
     """The values of exactly the parameters ``sql`` uses: the convention's knobs, ``beta``,
     ``f_name``, the F-beta row's name in summary.sql (default ``f<beta>``: "f1", "f2", "f0.5", as
