@@ -18,7 +18,7 @@ import pytest
 import rankwise
 from rankwise.engines.polars import positions as _polars_positions
 from rankwise.conventions import resolve
-from rankwise.metrics.declarations import USER_LEVEL
+from rankwise.metrics.declarations import USER_LEVEL, stage_switches
 
 PRESETS = [name for name in rankwise.PRESETS if resolve(name).min_score is None]  # lists carry no scores
 
@@ -53,7 +53,7 @@ def test_list_path_equals_long_form_sql(monkeypatch, convention, graded):
     monkeypatch.setattr(_polars_positions, "per_user", lambda *a, **kw: ran.append(1) or real(*a, **kw))
     # every metric the list positions hold (the gain statistics' metrics send the Polars engine to the long plan)
     metrics = [{"fbeta": "f1"}.get(m, m) for m in (conv.metrics or USER_LEVEL)
-               if m in USER_LEVEL and m not in _polars_positions.gain_metrics()]
+               if m in USER_LEVEL and not stage_switches({m})["gain_statistics"]]
     want = rankwise.evaluate(long, labels, k=ks, backend="duckdb", convention=convention, metrics=metrics).per_user
     for backend in ("polars", "duckdb"):
         got = rankwise.evaluate(lists, labels, k=ks, backend=backend, convention=convention, metrics=metrics).per_user

@@ -16,7 +16,7 @@ from rankwise.engines.polars import positions
 from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
 from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Prepared
 from rankwise.conventions import Convention
-from rankwise.metrics.declarations import BY_NAME, REGISTRY, USER_LEVEL, MetricRequest, computed_columns
+from rankwise.metrics.declarations import BY_NAME, REGISTRY, USER_LEVEL, MetricRequest, computed_columns, stage_switches
 
 METRIC_COLUMNS = USER_LEVEL
 
@@ -31,8 +31,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
-    pool = bool(computed & pool_metrics())  # the judged-aware statistics: only when one of their metrics is asked for
-    gain_stats = bool(computed & gain_metrics())  # so the gain statistics (G, binG, ndcg_rel, Rndcg, rbp_resid)
+    # the optional statistics (per_user.sql's $pool_statistics, $gain_statistics): only for a metric that reads them
+    switches = stage_switches(computed)
+    pool, gain_stats = bool(switches["pool_statistics"]), bool(switches["gain_statistics"])
     if (prep.rec_lists is not None and positions.applies_to(conv, ks, computed)
             and (levels := positions.levels(prep)) is not None):
         return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
@@ -242,8 +243,7 @@ def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cuto
     return (found.sort(USER, "k", "pos")
             .with_columns((pl.col("_dcg").fill_null(0.0) / pl.col("idcg")).cum_sum().over(USER, "k").alias("rndcg_sum"))
             .group_by(USER, "k", maintain_order=True).agg(pl.col("rndcg_sum").last()))
-# the metrics that read the judged-aware statistics (sql/per_user.sql: pool_labels .. pooled_at_k)
-pool_metrics, gain_metrics, INFAP_EPSILON = positions.pool_metrics, positions.gain_metrics, positions.INFAP_EPSILON
+INFAP_EPSILON = positions.INFAP_EPSILON
 
 
 def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,

@@ -31,24 +31,13 @@ import polars as pl
 from rankwise.inputs.normalize import ITEM, REL, USER, Prepared
 from rankwise.engines.polars import knobs
 from rankwise.conventions import Convention
-from rankwise.metrics.declarations import OPTIONAL_STATISTICS, REGISTRY, readers
+from rankwise.metrics.declarations import REGISTRY, stage_switches
 
 METRICS = [m for m in REGISTRY if m.level == "user"]
 RUNNING = ["_c", "_precision_sum", "_hits_sum", "_r_hits", "_dcg", "_rbp_sum", "_err_sum", "_first", "_mult_hits",
            "_iprec_max", "_ipt11_sum"]
 
 INFAP_EPSILON = 0.00001  # trec_eval.h
-
-
-def pool_metrics() -> set[str]:
-    """The metrics that read the judged-aware statistics (bpref, infAP, ...)."""
-    return readers(OPTIONAL_STATISTICS["pool_statistics"])
-
-
-def gain_metrics() -> set[str]:
-    """The metrics that read the gain statistics (G, binG, ndcg_rel, Rndcg, rbp_resid): every judged row and the
-    labels' ideal at each rank, which the positions here do not hold (asked for, the long-form plan runs)."""
-    return readers(OPTIONAL_STATISTICS["gain_statistics"])
 
 
 POOL_RUNNING = ["_nonrel_ret", "_pooled_ret", "_bpref_sum", "_infap_sum"]
@@ -65,11 +54,11 @@ def levels(prep: Prepared) -> list[float] | None:
 
 def applies_to(conv: Convention, ks, computed=()) -> bool:
     """A cutoff the position columns can hold, RR within k (a first hit anywhere needs the whole list),
-    no precision over candidates (it needs the whole list too), none of the gain_metrics() among the
-    ``computed`` columns, and gain_levels giving no gain to level 0 and no gain <= 0 (the positions hold
+    no precision over candidates (it needs the whole list too), no metric of the gain statistics among the
+    ``computed`` columns (every judged row and the labels' ideal at each rank, which the positions do not hold), and gain_levels giving no gain to level 0 and no gain <= 0 (the positions hold
     only the labels of positive relevance, and the ideal here keeps every nonzero gain)."""
     return (max(ks) <= MAX_POSITIONS and conv.rr_cutoff and conv.precision_denominator != "min_k_candidates"
-            and not gain_metrics() & set(computed)
+            and not stage_switches(computed)["gain_statistics"]
             and not any(level == 0 or gain <= 0 for level, gain in conv.gain_levels))
 
 
@@ -144,7 +133,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     frame = users.with_columns(**{
         f"_f{i}_{j}": pl.col(f"_found{i}").list.contains(top.list.get(j - 1, null_on_oob=True)).fill_null(False)
         for i in used for j in positions})
-    pool = computed is None or bool(computed & pool_metrics())
+    pool = bool(stage_switches(computed)["pool_statistics"])
     if pool:  # item j judged non-relevant / pooled (sql: pool_labels), looked up among those within the first K
         frame = frame.with_columns(_found_nonrel=_within(pl.col("_nonrel"), top),
                                    _found_pool=_within(pl.col("_pool"), top))
