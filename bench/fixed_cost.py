@@ -116,8 +116,8 @@ def tag(sql: str) -> str:
     if not _FILES:
         _FILES.update(_sql_files())
     s = " ".join(str(sql).split())
-    if "CREATE TEMP TABLE per_user_rows" in s:
-        return "duckdb per_user.sql (CREATE TEMP TABLE per_user_rows)"
+    if "CREATE TEMP TABLE per_user" in s:
+        return "duckdb per_user.sql (CREATE TEMP TABLE per_user)"
     for text, name in _FILES.items():
         if text and text in s:
             return f"duckdb {name}"

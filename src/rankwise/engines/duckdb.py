@@ -113,16 +113,13 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
             con.register(name, getattr(prep, name))
     con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
     # per_user.sql and summary.sql with only the metrics computed (their generated stages restricted: DuckDB
-    # binds, plans and stores no other metric); `per_user` is a view adding the others as NULL for the
-    # counts and examples (a stored NULL column per metric not asked for cost 1M users x 6 k x 8 bytes each)
+    # binds, plans and stores no other metric; the summary, counts and examples read no other column)
     computed = computed_columns(request)
     kept = [m for m in USER_LEVEL if m in computed]
     sql = _sql_files.restricted("per_user", frozenset(kept))
-    nulls = "".join(f", CAST(NULL AS DOUBLE) AS {m}" for m in USER_LEVEL if m not in computed)
-    con.execute(f"CREATE TEMP TABLE per_user_rows AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel"
+    con.execute(f"CREATE TEMP TABLE per_user AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel"
                 f"{''.join(f', rows.{m}' for m in kept)} FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
                 _sql_files.bind(sql, conv, request.beta, computed=computed))
-    con.execute(f"CREATE TEMP VIEW per_user AS SELECT p.*{nulls} FROM per_user_rows AS p")
     if request.params:
         _param_rows(con, request, conv)
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
@@ -137,7 +134,7 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
     examples = {knob: con.sql(examples_sql("per_user", condition)).pl().with_columns(typed)
                 for knob, condition, _, _ in error_rules(conv)}
     con.execute(f"SET threads = {int(threads)}")
-    rows = con.sql("SELECT * FROM per_user_rows").pl().with_columns(typed)
+    rows = con.sql("SELECT * FROM per_user").pl().with_columns(typed)
     if request.params:
         rows = rows.hstack(_param_columns(con, request, rows))
     return Output(rows, summary, counts, examples)
@@ -164,8 +161,8 @@ def param_sql(request: MetricRequest) -> str:
 
 def _param_rows(con, request: MetricRequest, conv: Convention) -> None:
     """The values of ``request.params`` (param_sql) over the registered inputs and the per-user rows, into
-    ``param_rows`` (user_id, k, p<i>) in the order of ``per_user_rows``."""
-    con.execute("CREATE TEMP VIEW evaluated AS SELECT p.user_id, p.k, p.n_recs, p.n_rel FROM per_user_rows AS p")
+    ``param_rows`` (user_id, k, p<i>) in the order of ``per_user``."""
+    con.execute("CREATE TEMP VIEW evaluated AS SELECT p.user_id, p.k, p.n_recs, p.n_rel FROM per_user AS p")
     sql = param_sql(request)
     values = {f"value_{i}": float(p.value) for i, p in enumerate(request.params)}
     knobs = _sql_files.bind("\n".join(f"${n}" for n in _sql_files.parameters(sql) if n not in values), conv)
@@ -184,7 +181,7 @@ def _param_summary(con, request: MetricRequest) -> pl.DataFrame:
 
 
 def _param_columns(con, request: MetricRequest, rows: pl.DataFrame) -> pl.DataFrame:
-    """Each param's values as a column beside ``rows`` (per_user_rows, in its order)."""
+    """Each param's values as a column beside ``rows`` (per_user, in its order)."""
     values = con.sql("SELECT * FROM param_rows").pl()
     if values.height != rows.height:
         raise RuntimeError("rankwise: the parameter rows do not line up with the per-user rows")  # a bug
