@@ -113,6 +113,13 @@ def _marker_text(value, dialect: str) -> str:
 def _template(text: str, dialect: str, markers: dict) -> list:
     """``text`` split at every marker into [str | (group, key)] (slots: ("rel", name), ("text", name),
     ("col", name), ("knob", name), ("beta",), ("f_name",), ("k",))."""
+    # the same text recurs (the per-user body of every variant, ~40 kB): split once
+    return list(_template_once(text, dialect, tuple(markers.items())))
+
+
+@functools.lru_cache(maxsize=64)
+def _template_once(text: str, dialect: str, markers: tuple) -> tuple:
+    markers = dict(markers)
     patterns = [
         (re.escape(_string_literal(_F_NAME, dialect)), ("f_name",)),
         (re.escape(_BETA), ("beta",)),
@@ -137,7 +144,7 @@ def _template(text: str, dialect: str, markers: dict) -> list:
     for piece in out:
         if isinstance(piece, str) and re.search(r"\{[{%#]|rwk_|rwcol_|rwrel_|98765\d{4}", piece):
             raise RankwiseError(f"dbt generation: a marker or Jinja delimiter is left in {piece[:200]!r}.")
-    return [p for p in out if p != ""]
+    return tuple(p for p in out if p != "")
 
 
 def fill(template: list, ctx: dict) -> str:

@@ -7,6 +7,8 @@ of :mod:`rankwise.inputs.normalize`, which raises the same codes as typed errors
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import polars as pl
 
 from rankwise.sqlgen import files as _sql_files
@@ -24,6 +26,14 @@ def checks_query(conv: Convention, by_score: bool, dialect: str, names: dict,
     text = _sql_files.read(file)
     values = {"by_score": int(by_score), "duplicates": conv.duplicates, "negative_relevance": conv.sql_parameters()["negative_relevance"],
               "null_item_marks_empty": int(null_item_marks_empty)}
+    # (name, type, value): 1 and 1.0 are different literals
+    return _checks_query(text, tuple((k, type(v), v) for k, v in values.items()), dialect, tuple(names.items()))
+
+
+@lru_cache(maxsize=64)
+def _checks_query(text: str, values: tuple, dialect: str, names: tuple) -> str:
+    """:func:`checks_query`'s text, made once per (file text, parameter values, dialect, names)."""
+    values, names = {k: v for k, _, v in values}, dict(names)
     _, exp = _sqlgen.sqlglot_api()
     tree = _sqlgen.parsed(text)
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}

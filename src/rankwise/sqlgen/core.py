@@ -128,17 +128,42 @@ def queries(ks, convention, beta: float, dialect: str, names: dict, metrics=None
 
 @lru_cache(maxsize=256)
 def _queries(texts, conv, beta, dialect, names, metrics, f_name):
-    names = dict(names)
     # every stage switch on (computed=None): the dbt package's templates hold one per-user body for every
     # request, and a rendered script is what a user runs as is; only the DuckDB engine binds them per request
-    per_user = shipped(texts[0], "per_user", conv, beta, dialect, names, f_name)
-    summary = shipped(texts[1], "summary", conv, beta, dialect, names, f_name)
-    output = [s.alias_or_name for s in per_user.selects]
+    per_user_sql, output = _per_user_query(texts[0], _values_key(texts[0], conv, beta, f_name), dialect, names)
+    summary = _summary_tree(texts[1], _values_key(texts[1], conv, beta, f_name), dialect, names)
     if metrics is not None:
         summary = _prune_summary(summary, set(metrics))
     needed = {c.name for c in summary.find_all(sqlglot_api()[1].Column)}
     keep = [c for c in output if c in OUTPUT_COLUMNS or c in needed or (metrics is None or c in metrics)]
-    return generate(per_user, dialect), generate(summary, dialect), keep
+    return per_user_sql, generate(summary, dialect), keep
+
+
+# The per-user SELECT does not depend on the metrics asked for (every stage switch on), nor does the
+# summary before pruning, and each is a function of the values of the parameters its file uses (not of
+# the whole convention, beta and F-beta row name): made once per (file text, those values, dialect,
+# names) and shared, e.g. by the 37 one-metric scripts per dialect the dbt generator renders.
+
+
+def _values_key(text: str, conv, beta: float, f_name: str) -> tuple:
+    """The values :func:`shipped` binds in ``text``, as a cache key: (name, type, value), so that 1 and 1.0
+    (an integer literal and a DOUBLE cast) do not share an entry."""
+    values = _sql_files.bind(text, conv, beta, f_name=f_name)
+    return tuple((k, type(v), v) for k, v in values.items())
+
+
+@lru_cache(maxsize=64)
+def _per_user_query(text, values, dialect, names):
+    """(the per-user SELECT as ``dialect`` text, its output column names)."""
+    tree = _bound_tree(text, "per_user", {k: v for k, _, v in values}, dialect, dict(names))
+    return generate(tree, dialect), tuple(s.alias_or_name for s in tree.selects)
+
+
+@lru_cache(maxsize=16)
+def _summary_tree(text, values, dialect, names):
+    """The summary's tree before pruning; shared by the callers, so read-only: :func:`_prune_summary`
+    copies what it keeps and :func:`generate` copies before it writes."""
+    return _bound_tree(text, "summary", {k: v for k, _, v in values}, dialect, dict(names))
 
 
 def shared_ctes(query: str, dialect: str, prefix: str) -> tuple[list[tuple[str, str]], str]:
@@ -213,8 +238,13 @@ def shipped(text: str, name: str, conv: Convention, beta: float, dialect: str, n
             computed=None):
     """Parse the text of ``sql/<name>.sql``, bind literals (the stage switches for the metric columns
     ``computed``, None = all), rename relations, adapt to ``dialect``."""
-    sqlglot, exp = sqlglot_api()
     values = _sql_files.bind(text, conv, beta, f_name=f_name, computed=computed)
+    return _bound_tree(text, name, values, dialect, names)
+
+
+def _bound_tree(text: str, name: str, values: dict, dialect: str, names: dict):
+    """:func:`shipped` once the parameter values are bound: the tree depends on nothing else."""
+    sqlglot, exp = sqlglot_api()
     tree = parsed(text)
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
 
@@ -332,7 +362,7 @@ def _prune_summary(tree, metrics: set):
         raise ParameterError("No summary rows for the requested metrics.")
     out = kept[0].copy()
     for branch in kept[1:]:
-        out = exp.union(out, branch.copy(), distinct=False)
+        out = exp.union(out, branch.copy(), distinct=False, copy=False)  # both are copies already
     if with_ is not None:
         used = {t.name for t in out.find_all(exp.Table)}
         read = {c.name for c in out.find_all(exp.Column)}
