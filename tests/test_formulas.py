@@ -46,7 +46,7 @@ def test_the_parameter_families_statistics_are_generated_from_one_declaration():
     assert _formulas.render_param_families(families, FAMILIES) == families, "run python -m rankwise.generate.sql"
     assert per_user.count("-- >>> param ") == 2 and families.count("-- >>> param ") == 2
     for text in (per_user, families):
-        hand = re.sub(r"-- >>> param .*?-- <<< param [a-z ]+", "", text, flags=re.S).split(_formulas.BEGIN)[0]
+        hand = re.sub(r"-- >>> param .*?-- <<< param [a-z ]+", "", text, flags=re.DOTALL).split(_formulas.BEGIN)[0]
         for fragment in ("FLOOR($rprec_multiplier", "FLOOR($iprec_recall_level", "FLOOR($value_",
                          "j.hits_so_far >= FLOOR(", "h.hits_so_far >= FLOOR(",
                          "a.mult_hits", "a.iprec_max", "a.s{i}"):

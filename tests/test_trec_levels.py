@@ -114,7 +114,8 @@ def _oracle(rels: list[bool], num_rel: int, levels, count) -> float:
 
 
 def _lround(x: float) -> int:
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+    """C's lround (x >= 0 here): halves away from zero, exactly (x - floor(x) has no rounding error)."""
+    return math.floor(x) + (x - math.floor(x) >= 0.5)
 
 
 COUNTS = {"round": _lround, "truncate_plus_0.9": lambda x: int(x + 0.9)}  # trec_eval 10.0, trec_eval 9
@@ -223,3 +224,35 @@ def test_bad_levels_are_refused(name, problem):
         rankwise.evaluate(recs, recs.with_columns(relevance=pl.lit(1)).drop("rank"), measures=[name],
                           convention="trec_eval")
     assert "from 0 to 1" in err.value.hint and "11pt_avg_0.25,0.5,0.75" in err.value.hint
+
+
+@pytest.mark.parametrize("conv", [
+    rankwise.PRESETS["trec_eval"].replace(users="union"),
+    rankwise.PRESETS["trec_eval"].replace(users="union", empty_labels="nan", empty_predictions="one",
+                                          iprec_recall_count="truncate_plus_0.9"),
+], ids=["trec_eval-union", "other-rules"])
+def test_users_without_labels_or_lists_and_every_engine_alike(seeded, conv, backend):
+    """A user with labels and no list, one with a list and no relevant label: the empty rules' value (0, NaN or
+    1 as the convention says); the others the oracle's; every engine the same bits as Polars."""
+    recs, truth, lists = seeded
+    recs = pl.concat([recs, pl.DataFrame({"user": ["x1", "x1"], "item": ["a", "b"], "rank": [1, 2]},
+                                         schema=recs.schema)])
+    truth = pl.concat([truth, pl.DataFrame({"user": ["x1", "x2"], "item": ["a", "c"], "relevance": [0, 1]},
+                                           schema=truth.schema)])
+    asked = ["11pt_avg_0.25,0.5,0.75", "11pt_avg_1.0,0.0,0.35,0.35,0.9,0.6"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CutoffWarning)
+        res, ref = (rankwise.evaluate(recs, truth, measures=asked, convention=conv, backend=b)
+                    for b in (backend, "polars"))
+    got = {row[0]: row[1:] for row in res.per_measure.iter_rows()}
+    no_labels = {"zero": 0.0, "nan": float("nan"), "one": 1.0}[conv.empty_labels]
+    no_list = {"zero": 0.0, "nan": float("nan"), "one": 1.0}[conv.empty_predictions]
+    assert _bits(got["x1"]) == _bits([no_labels] * 2) and _bits(got["x2"]) == _bits([no_list] * 2)
+    for i, name in enumerate(asked):
+        levels = [float(x) for x in name.removeprefix("11pt_avg_").split(",")]
+        for user, (rels, n_rel) in lists.items():
+            assert _bits([got[user][i]]) == _bits([_oracle(rels, n_rel, levels, COUNTS[conv.iprec_recall_count])])
+    assert res.per_measure.sort("user").equals(ref.per_measure.sort("user"))
+    mine, theirs = (r.measure_summary.select("measure", "value", "n_users") for r in (res, ref))
+    assert _bits(mine["value"]) == _bits(theirs["value"]) and mine["n_users"].equals(theirs["n_users"])
+    assert mine["n_users"].to_list() == ([61, 61] if conv.empty_labels == "nan" else [62, 62])
