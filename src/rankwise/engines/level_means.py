@@ -20,9 +20,11 @@ def add(out: Output, request: MetricRequest, conv: Convention) -> Output:
     for m in request.means:
         rows = rows.with_columns(_value(m, rows, conv).alias(m.column))
     columns = [m.column for m in request.means]
-    # as the Polars engine's summary (sql/summary.sql's twin): sum / n over the defined values, rows in (k, user)
-    # order, and their sample standard deviation
-    per_k = rows.group_by("k", maintain_order=True).agg(
+    # as the Polars engine's summary (sql/summary.sql's twin): sum / n over the defined values and their sample
+    # standard deviation, over the rows sorted by (k, user) in one chunk: the same additions whatever order and
+    # chunks the engine returned its rows in
+    ordered = rows.select("k", "user_id", *columns).sort("k", "user_id").rechunk()
+    per_k = ordered.group_by("k", maintain_order=True).agg(
         *[(pl.col(c).sum() / pl.col(c).count()).alias(f"value:{c}") for c in columns],
         *[pl.col(c).count().alias(f"n_users:{c}") for c in columns],
         *[pl.col(c).std(ddof=1).alias(f"sd:{c}") for c in columns])
