@@ -213,49 +213,23 @@ running AS (
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS dcg,
            SUM(CASE WHEN j.is_rel = 1 THEN POWER($rbp_persistence, j.rank - 1) ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS rbp_sum,
-           -- rprec_mult: the hits within the first c = floor(m n_rel + 0.9) ranks (trec_eval's Rprec_mult cutoff)
-           SUM(CASE WHEN j.is_rel = 1 AND j.rank <= FLOOR($rprec_multiplier * j.n_rel + 0.9) THEN 1 ELSE 0 END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mult_hits,
-           -- iprec_at_recall: the largest precision at a hit from the r-th hit on (r = the recall level as a count
-           -- of relevant items; the hits from the r-th on are a prefix of the rows after it, so a running MAX)
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR($iprec_recall_level * j.n_rel
-                         + (CASE WHEN $iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS iprec_max,
-           -- ipt11_avg: iprec_max at the 11 levels 0.0, 0.1, ..., 1.0 (trec_eval's 11pt_avg), summed in running_err
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt0,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt1,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt2,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt3,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt4,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt5,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt6,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt7,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt8,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt9,
-           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * j.n_rel + j.iprec_half)
-                    THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END)
-               OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt10,
+           -- rprec_mult's and iprec_at_recall's statistics at the convention's value, and iprec_max at trec_eval's
+           -- 11 levels 0.0, 0.1, ..., 1.0 (ipt0 .. ipt10: ipt11_avg, summed in running_err)
+           -- >>> param running (generated from rankwise.metrics.formulas.PARAM_STATISTICS by python -m rankwise.generate.sql: do not edit)
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR($iprec_recall_level * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS iprec_max,
+           SUM(CASE WHEN j.is_rel = 1 AND j.rank <= FLOOR($rprec_multiplier * j.n_rel + 0.9) THEN 1 ELSE 0 END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mult_hits,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt0,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt1,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt2,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt3,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt4,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt5,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt6,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt7,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt8,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt9,
+           MAX(CASE WHEN j.is_rel = 1 AND j.hits_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * j.n_rel + j.iprec_half) THEN CAST(j.hits_so_far AS DOUBLE) / j.rank END) OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ipt10,
+           -- <<< param running
            -- binG: 1 / log2(2 + items above that are not relevant) at each relevant item
            SUM(CASE WHEN j.is_rel = 1 THEN 1.0 / (LN(2.0 + (j.rank - j.hits_so_far)) / LN(2.0)) ELSE 0.0 END)
                OVER (PARTITION BY j.user_id ORDER BY j.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bing_sum,
@@ -447,8 +421,10 @@ stats AS (
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE 0.0 END AS dcg,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE 0.0 END AS rbp_sum,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE 0.0 END AS err_sum,
-           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
+           -- >>> param at k (generated from rankwise.metrics.formulas.PARAM_STATISTICS by python -m rankwise.generate.sql: do not edit)
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN COALESCE(a.iprec_max, 0.0) ELSE 0.0 END AS iprec_max,
+           CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
+           -- <<< param at k
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE 0.0 END AS ipt11_sum,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.bing_sum ELSE 0.0 END AS bing_sum,
            CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.g_sum ELSE 0.0 END AS g_sum,

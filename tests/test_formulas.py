@@ -34,6 +34,27 @@ def test_the_shipped_per_user_sql_is_generated_from_the_declarations():
         "sql/per_user.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
 
 
+def test_the_parameter_families_statistics_are_generated_from_one_declaration():
+    """per_user.sql's rprec_mult / iprec_at_recall statistics (and ipt0 .. ipt10) and param_families.sql's
+    template lines are what formulas.PARAM_STATISTICS and the declared formulas give, and neither file holds a
+    copy of them outside those generated lines."""
+    from rankwise.generate.sql import FAMILIES
+
+    per_user = (_sql_files.sql_dir() / "per_user.sql").read_text()
+    families = (_sql_files.sql_dir() / "param_families.sql").read_text()
+    assert _formulas.render_per_user_params(per_user, FAMILIES) == per_user, "run python -m rankwise.generate.sql"
+    assert _formulas.render_param_families(families, FAMILIES) == families, "run python -m rankwise.generate.sql"
+    assert per_user.count("-- >>> param ") == 2 and families.count("-- >>> param ") == 2
+    for text in (per_user, families):
+        hand = re.sub(r"-- >>> param .*?-- <<< param [a-z ]+", "", text, flags=re.DOTALL).split(_formulas.BEGIN)[0]
+        for fragment in ("FLOOR($rprec_multiplier", "FLOOR($iprec_recall_level", "FLOOR($value_",
+                         "j.hits_so_far >= FLOOR(", "h.hits_so_far >= FLOOR(",
+                         "a.mult_hits", "a.iprec_max", "a.s{i}"):
+            assert fragment not in hand, fragment
+    rendered = _formulas.render_param_families(families.replace("h.iprec_half", "h.half"), FAMILIES)
+    assert rendered == families  # (a hand edit inside the generated lines is written over)
+
+
 def test_the_shipped_beyond_user_sql_ends_in_the_declared_formulas():
     """The per-user beyond-accuracy values (novelty, arp, long_tail_share, ild, serendipity) are their
     declarations' formulas over beyond_user.sql's sums, as the Polars engine evaluates them."""

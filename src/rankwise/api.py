@@ -18,6 +18,7 @@ from rankwise.conventions import PRESETS, Convention, resolve
 from rankwise.engines import ENGINES, able, require_metrics
 from rankwise.engines import beyond as _beyond
 from rankwise.engines import engine as _engine
+from rankwise.engines import level_means as _level_means
 from rankwise.engines import shape as _shape
 from rankwise.engines.protocol import Engine
 from rankwise.errors import CutoffWarning, ParameterError, naming_run, warn
@@ -133,16 +134,16 @@ def evaluate(
     └──────┴─────────────┴───────┘
     """
     conv = resolve(convention)
-    asked, params = (), ()
+    asked, params, means = (), (), ()
     if measures is not None:
-        metrics, k, asked, params = _measures(measures, metrics, k, conv)
+        metrics, k, asked, params, means = _measures(measures, metrics, k, conv)
     elif k is None:
         k = 10
     only_params = measures is not None and not metrics  # every measure asked is a Param: no metric of its own
     request, beyond = _plan([params[0].metric] if only_params else metrics, k, conv, ground_truth is not None,
                             lambda: prepare_side_inputs(train, items, item_features, item_col=item_col,
                                                         user_col=user_col))
-    request = dataclasses.replace(request, names=() if only_params else request.names, params=params)
+    request = dataclasses.replace(request, names=() if only_params else request.names, params=params, means=means)
     check_cutoffs(conv, request.ks, request.names)
     engine = _engine(backend)
     _require_metrics(engine, request, beyond)
@@ -202,10 +203,10 @@ def _require_metrics(engine: Engine, request: MetricRequest, beyond) -> None:
     require_metrics(engine, [internal_name(n) for n in request.names] + list(beyond.names if beyond else ()))
 
 
-def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple, tuple]:
-    """(metrics, ks, the parsed measures, the parameter values beside the convention's) of a ``measures=``
-    argument, checked against ``conv``: iprec_at_recall_0.10 and _0.20 in one call are two Params
-    (names.params), computed in the same pass as the metrics."""
+def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[int], tuple, tuple, tuple]:
+    """(metrics, ks, the parsed measures, the parameter values beside the convention's, the LevelMeans) of a
+    ``measures=`` argument, checked against ``conv``: iprec_at_recall_0.10 and _0.20 in one call are two Params
+    (names.params), computed in the same pass as the metrics; 11pt_avg_0.1,0.2 is a LevelMean of those two."""
     from rankwise.metrics import names as _names
 
     if metrics is not None or k is not None:
@@ -216,10 +217,10 @@ def _measures(measures, metrics, k, conv: Convention) -> tuple[list[str], list[i
         raise ParameterError("measures is empty: nothing to compute.", hint="Name at least one, e.g. measures=['P_10'].")
     parsed = tuple({m.name: m for m in map(_names.parse, given)}.values())  # a name asked twice: once
     _names.check(parsed, conv, PRESETS)
-    parsed, params = _names.params(parsed, conv)
+    parsed, params, means = _names.params(parsed, conv)
     # a metric only a Param reads (iprec_at_recall_0.50 alone) is not computed at the convention's value too
     metrics = list(dict.fromkeys(m.metric for m in parsed if m.output is None))
-    return metrics, sorted({m.cutoff for m in parsed}), parsed, params
+    return metrics, sorted({m.cutoff for m in parsed}), parsed, params, means
 
 
 def _with_segments(result: Result, segment_of: pl.DataFrame, segment_by: str) -> Result:
@@ -288,6 +289,8 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
         out = _params_one_by_one(prep, request, conv, engine, memory_limit)
     else:
         out = engine.run(prep, request, conv, memory_limit=memory_limit, collect=collect)
+    if request.means:  # (collect=False takes no Param: refused above)
+        out = _level_means.add(out, request, conv)
     request = _flat(request)
     try:
         _shape.check(out, conv, user_col)
@@ -312,7 +315,7 @@ def _run_one(prep, request: MetricRequest, conv: Convention, engine: Engine, use
 
 def _flat(request: MetricRequest) -> MetricRequest:
     """After the engine: each parameter value's column is one more metric name (shaping, Result)."""
-    return dataclasses.replace(request, names=request.outputs, params=()) if request.params else request
+    return dataclasses.replace(request, names=request.outputs, params=(), means=()) if request.params else request
 
 
 def _params_one_by_one(prep, request: MetricRequest, conv: Convention, engine: Engine, memory_limit):

@@ -340,14 +340,18 @@ class MetricRequest:
     # a parameter family's values other than the convention's (Rprec_mult_0.20, iprec_at_recall_0.50 beside
     # rprec_multiplier=1.0, iprec_recall_level=0.0): each one more per-user column and summary row, Param.column
     params: tuple[Param, ...] = ()
+    # trec_eval's 11pt_avg at given recall levels (11pt_avg_0.25,0.5,0.75): each one more per-user column and
+    # summary row, LevelMean.column, from the iprec_at_recall Params of its levels (in ``params``) after the engine
+    means: tuple[LevelMean, ...] = ()
 
     def column(self, name: str, k: int) -> str:
         return f"{name}@{k}"
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        """The per-user columns and summary rows the request yields: the metrics, then each Param.column."""
-        return (*self.names, *(p.column for p in self.params))
+        """The per-user columns and summary rows the request yields: the metrics, each Param.column, then each
+        LevelMean.column."""
+        return (*self.names, *(p.column for p in self.params), *(m.column for m in self.means))
 
 
 # the metrics whose knob is a parameter one evaluation can take several values of (metric -> knob); a
@@ -375,6 +379,38 @@ class Param:
 _PARAM_COLUMN = re.compile(r"(\w+)\(\w+=([0-9.e+-]+)\)\Z")  # Param.column, read back
 
 
+@dataclass(frozen=True)
+class LevelMean:
+    """trec_eval's ``11pt_avg`` at the recall levels l_1, ..., l_n as given (``-m 11pt_avg.0.25,0.5,0.75``,
+    m_11pt_avg.c), per user and k, from iprec_at_recall at each level (its Params, computed in the same pass):
+
+        value = (t_n + t_(n-1) + ... + t_1) / n      added from t_n down to t_1, then divided, as trec_eval does
+
+    With the levels in ascending order (duplicates allowed) t_i = iprec_at_recall at l_i. Otherwise trec_eval's
+    walk (the levels from the last one back, matched as its ranks pass the r_i-th relevant item, r_i = l_i n_rel
+    rounded by ``iprec_recall_count``) gives: t_i = 0 while every level from l_n back to l_i has r_i > R (R = the
+    relevant items retrieved within k); then t_i = iprec_at_recall at l_i while each level met since has
+    1 <= r_i <= r of the one before it (R for the first); from the first that has not, t_i = iprec_at_recall at 0
+    (trec_eval's precision left over when its walk ends), for it and every level before it."""
+
+    levels: tuple[float, ...]
+
+    @property
+    def ascending(self) -> bool:
+        return all(a <= b for a, b in zip(self.levels, self.levels[1:]))
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """The iprec_at_recall values it reads, once each: its levels, and 0 when they are not in ascending order."""
+        levels = self.levels if self.ascending else (*self.levels, 0.0)
+        return tuple(Param("iprec_at_recall", v) for v in dict.fromkeys(levels))
+
+    @property
+    def column(self) -> str:
+        """Its per-user column and summary metric: ``ipt11_avg(iprec_recall_levels=0.25,0.5,0.75)``."""
+        return f"ipt11_avg(iprec_recall_levels={','.join(map(repr, self.levels))})"
+
+
 K_ONES_MAX = 10_000  # the shipped SQL enumerates ideal slots 1..10000 (sql/per_user.sql, "slots")
 
 
@@ -395,7 +431,9 @@ def value_range(name: str, conv) -> tuple[float | None, float | None]:
     outside the registry or a catalog-level metric."""
     metric = _EVERY.get(internal_name(name))
     param = _PARAM_COLUMN.fullmatch(name) if metric is None else None
-    if param and param[1] in PARAM_KNOBS:  # a Param.column: its metric with the knob at the value
+    if metric is None and name.startswith("ipt11_avg(iprec_recall_levels="):  # a LevelMean.column
+        metric = _EVERY["ipt11_avg"]
+    elif param and param[1] in PARAM_KNOBS:  # a Param.column: its metric with the knob at the value
         metric, conv = _EVERY[param[1]], conv.replace(**{PARAM_KNOBS[param[1]]: float(param[2])})
     bounds = None if metric is None or metric.level == "catalog" else metric.bounds
     bounds = bounds(conv) if callable(bounds) else bounds

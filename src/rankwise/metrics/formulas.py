@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import cache
 
 import polars as pl
@@ -618,3 +619,126 @@ def summary_restricted(text: str, metrics) -> str:
     if not kept:
         raise ValueError("rankwise: no summary branch for " + ", ".join(sorted(wanted)))  # a bug
     return head + "\n)\n" + "\nUNION ALL\n".join(kept) + "\n"
+
+
+# -- a parameter family's statistic, written once for per_user.sql and param_families.sql -----------------------
+
+
+@dataclass(frozen=True)
+class ParamStatistic:
+    """A parameter family's running statistic (declarations.PARAM_KNOBS): per user in rank order, the window
+    ``aggregate`` of ``CASE WHEN <when> THEN <then> [ELSE <otherwise>] END`` over the relevant recommended items
+    (columns rank, hits_so_far, n_rel, iprec_half; the family's knob as its $placeholder); ``at_k``: its value at
+    a cutoff k (columns matched: 1 when an item lies at or above k, and the statistic). per_user.sql's running
+    stage (the convention's value; ipt0 .. ipt10: iprec_max at trec_eval's 11 levels) and its values at k, and
+    param_families.sql's (one per value) are generated from these (python -m rankwise.generate.sql)."""
+
+    name: str
+    aggregate: str
+    when: str
+    then: str
+    otherwise: str | None
+    at_k: str
+
+    @property
+    def knob(self) -> str:
+        (knob,) = placeholders(self.when)
+        return knob
+
+
+PARAM_STATISTICS = {
+    # trec_eval's Rprec_mult cutoff: the hits within the first c = floor(m n_rel + 0.9) ranks
+    "rprec_mult": ParamStatistic("mult_hits", "SUM", "rank <= FLOOR($rprec_multiplier * n_rel + 0.9)", "1", "0",
+                                 "CAST(CASE WHEN COALESCE(matched, 0) = 1 THEN mult_hits ELSE 0 END AS DOUBLE)"),
+    # iprec_at_recall: the largest precision at a hit from the r-th hit on, r = floor(l n_rel + half) (the hits
+    # from the r-th on are a prefix of the rows after it, so a running MAX)
+    "iprec_at_recall": ParamStatistic(
+        "iprec_max", "MAX", "hits_so_far >= FLOOR($iprec_recall_level * n_rel + iprec_half)",
+        "CAST(hits_so_far AS DOUBLE) / rank", None,
+        "CASE WHEN COALESCE(matched, 0) = 1 THEN COALESCE(iprec_max, 0.0) ELSE 0.0 END"),
+}
+_WINDOW = "OVER (PARTITION BY {a}.user_id ORDER BY {a}.rank ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+
+
+def _columns_of(alias: str, renamed: dict | None = None):
+    from sqlglot import exp
+
+    return lambda name: exp.column((renamed or {}).get(name, name), table=alias)
+
+
+def param_running(stat: ParamStatistic, alias: str, value: str, name: str, relevant: str | None = None) -> str:
+    """The statistic's window over ``alias``'s rows at the family value ``value`` (SQL text), as column ``name``;
+    ``relevant``: the column that is 1 at a relevant item, when the rows hold others too."""
+    when = substituted(stat.when, _columns_of(alias)).replace(f"${stat.knob}", value)
+    when = f"{alias}.{relevant} = 1 AND {when}" if relevant else when
+    otherwise = f" ELSE {stat.otherwise}" if stat.otherwise is not None else ""
+    then = substituted(stat.then, _columns_of(alias))
+    return f"{stat.aggregate}(CASE WHEN {when} THEN {then}{otherwise} END) {_WINDOW.format(a=alias)} AS {name}"
+
+
+def param_value(metric, stat: ParamStatistic, value: str, column: str, empty: tuple[str, str, str, str]) -> str:
+    """``metric``'s declared formula at the family value ``value``, its statistic read as ``at_k`` of ``column``
+    (alias-qualified), n_rel / n_recs and the empty rules' values from ``empty`` (n_rel, n_recs, no_labels,
+    no_predictions)."""
+    from sqlglot import exp
+
+    n_rel, n_recs, no_labels, no_predictions = empty
+    table, stat_column = column.split(".")
+    at_k = substituted_tree(stat.at_k, lambda n: exp.column(stat_column if n == stat.name else n, table=table))
+    of = {"n_rel": n_rel, "n_recs": n_recs}
+
+    def col(name):
+        return at_k.copy() if name == stat.name else exp.column(of[name].split(".")[1], table=of[name].split(".")[0])
+
+    formula = substituted(metric.sql, col).replace(f"${stat.knob}", value)
+    return (f"CASE WHEN {n_rel} = 0 THEN {no_labels} WHEN {n_recs} = 0 THEN {no_predictions} ELSE {formula} END"
+            if metric.empty_rules else formula)
+
+
+def render_blocks(text: str, blocks: dict[str, list[str]]) -> str:
+    """``text`` with the lines between ``-- >>> <name>`` and ``-- <<< <name>`` replaced by ``blocks[name]``, each
+    at the indentation of its opening marker."""
+    lines, out, skipping = text.split("\n"), [], None
+    for line in lines:
+        mark = line.strip()
+        if skipping is not None:
+            if mark == f"-- <<< {skipping}":
+                out.append(line)
+                skipping = None
+            continue
+        out.append(line)
+        if mark.startswith("-- >>> ") and mark[7:].split(" (")[0] in blocks:
+            skipping = mark[7:].split(" (")[0]
+            indent = line[:len(line) - len(line.lstrip())]
+            out += [indent + b for b in blocks[skipping]]
+    if skipping is not None:
+        raise ValueError(f"rankwise.metrics.formulas: no '-- <<< {skipping}' after its '-- >>>'")
+    return "\n".join(out)
+
+
+_IPT_LEVELS = tuple(f"{i / 10:.1f}" for i in range(11))  # trec_eval's 11pt_avg levels (per_user.sql's ipt0 .. ipt10)
+
+
+def render_per_user_params(text: str, metrics: dict) -> str:
+    """``per_user.sql``'s running statistics and their values at k (``-- >>> param running`` and ``-- >>> param at
+    k`` blocks) from PARAM_STATISTICS; ``metrics``: the families' Metric declarations by name."""
+    stats = [PARAM_STATISTICS[m] for m in metrics]
+    running = [param_running(s, "j", f"${s.knob}", s.name, relevant="is_rel") + "," for s in stats]
+    iprec = PARAM_STATISTICS["iprec_at_recall"]
+    running += [param_running(iprec, "j", f"CAST({lv} AS DOUBLE)", f"ipt{i}", relevant="is_rel") + ","
+                for i, lv in enumerate(_IPT_LEVELS)]
+    at_k = [substituted(s.at_k, _columns_of("a")) + f" AS {s.name}," for s in stats]
+    return render_blocks(text, {"param running": running, "param at k": at_k})
+
+
+def render_param_families(text: str, metrics: dict) -> str:
+    """``param_families.sql``'s template lines (``--@ <metric>``, then the line written once per value i) from
+    PARAM_STATISTICS and the families' declared formulas (``metrics``: their Metric declarations by name)."""
+    running, values = [], []
+    for name, metric in metrics.items():
+        stat = PARAM_STATISTICS[name]
+        running += [f"--@ {name}", ", " + param_running(stat, "h", "$value_{i}", "s{i}")]
+        value = param_value(metric, stat, "$value_{i}", "a.s__i", ("e.n_rel", "e.n_recs", "v.no_labels",
+                                                                  "v.no_predictions"))
+        values += [f"--@ {name}", ", " + value.replace("s__i", "s{i}") + " AS p{i}"]
+    return render_blocks(text, {"param running": running, "param values": values})

@@ -58,6 +58,7 @@ class Family:
         to 0.00001 as trec_eval does).
     transform: "" or "one_minus" (1 - the metric; no family needs it since Judged@k has its own metric).
     params: the ir_measures parameters it takes (``rel``, ``p``, ``dcg``).
+    levels: "" or what its list of levels is (``11pt_avg_0.25,0.5,0.75``: recall levels, declarations.LevelMean).
     """
 
     name: str
@@ -74,6 +75,7 @@ class Family:
     param: str = ""
     param_knob: str = ""
     defaults: tuple = ()  # trec_eval's default cutoffs or parameters (what -m <family> prints)
+    levels: str = ""
 
 
 def _t(name, metric, cutoff, doc, **kw) -> Family:
@@ -110,7 +112,9 @@ FAMILIES: tuple[Family, ...] = (
     _t("Rprec_mult", "rprec_mult", "required", "precision after m x |relevant| documents",
        param="multiplier", param_knob="rprec_multiplier", defaults=RPREC_MULTS),
     _t("utility", "utility", "none", "utility (trec_eval's coefficients 1, -1, 0, 0)", value="float"),
-    _t("11pt_avg", "ipt11_avg", "none", "11-point interpolated average precision"),
+    _t("11pt_avg", "ipt11_avg", "none", "11-point interpolated average precision; 11pt_avg_<l1>,<l2>,...: "
+       "interpolated precision averaged at those recall levels (trec_eval's -m 11pt_avg.<l1>,<l2>,...)",
+       levels="recall levels"),
     _t("binG", "bin_g", "none", "binary G"),
     _t("G", "g", "none", "G (normalised cumulative gain; G.<level>=<gain>,... sets gains)", knobs=_GAINS),
     _t("ndcg", "ndcg", "none", "nDCG over the whole list (gain = relevance level unless ndcg.<level>=<gain>,..., "
@@ -166,6 +170,7 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 _TREC = {f.name: f for f in FAMILIES if f.style == "trec_eval"}
+_LEVEL_LISTS = [f for f in FAMILIES if f.levels]
 _IR = {f.name: f for f in FAMILIES if f.style == "ir_measures"}
 _TREC_CUT = re.compile(r"(?P<family>.+?)_(?P<cut>\d+(?:\.\d+)?)\Z")
 _IR_NAME = re.compile(r"(?P<family>[A-Za-z_][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cut>\d+(?:\.\d+)?))?\Z")
@@ -183,6 +188,7 @@ class Measure:
     k: int | None
     knobs: dict
     param: float | None = None
+    levels: tuple[float, ...] | None = None  # a Family.levels list as given (11pt_avg_0.75,0.25: in that order)
     # the metric column holding it when its parameter is not the convention's (declarations.Param.column,
     # set by evaluate()); None: the metric's own column
     output: str | None = None
@@ -265,6 +271,9 @@ def _parse_pairs(name: str, text: str) -> Measure | None:
 def _parse_trec(name: str, text: str) -> Measure | None:
     if "=" in text:
         return _parse_pairs(name, text)
+    for family in _LEVEL_LISTS:  # 11pt_avg_0.25,0.5,0.75 (trec_eval's printed name) or 11pt_avg.0.25,0.5,0.75
+        if text.startswith(family.name) and text[len(family.name):len(family.name) + 1] in (".", "_"):
+            return Measure(name, family, None, dict(family.knobs), levels=_levels(name, family, text[len(family.name) + 1:]))
     family = _TREC.get(text)
     if family is not None and family.cutoff != "required":
         return Measure(name, family, None, dict(family.knobs))
@@ -280,6 +289,26 @@ def _parse_trec(name: str, text: str) -> Measure | None:
         raise ParameterError(f"Measure {name!r}: the cutoff after {family.name}_ is a positive integer.",
                              hint=f"For example {family.name}_10.")
     return Measure(name, family, int(cut), {**family.knobs, **family.cut_knobs})
+
+
+def _levels(name: str, family: Family, text: str) -> tuple[float, ...]:
+    """The comma-separated levels after ``<family>_``, in the order given (trec_eval keeps it and every
+    duplicate); each a number in [0, 1]."""
+    hint = (f"Give {family.name}'s {family.levels} as numbers from 0 to 1, comma-separated, in ascending order as "
+            f"trec_eval assumes, e.g. {family.name}_0.25,0.5,0.75 (trec_eval -m {family.name}.0.25,0.5,0.75).")
+    if not text.strip():
+        raise ParameterError(f"Measure {name!r} gives no {family.levels} after {family.name}_.", hint=hint)
+    levels = []
+    for part in text.split(","):
+        try:
+            level = float(part)
+        except ValueError:
+            level = None
+        if level is None or not 0.0 <= level <= 1.0:  # (NaN too)
+            raise ParameterError(f"Measure {name!r}: {part.strip()!r} is not a recall level (a number from 0 to 1).",
+                                 hint=hint)
+        levels.append(level)
+    return tuple(levels)
 
 
 def _parse_ir(name: str, text: str) -> Measure | None:
@@ -359,6 +388,8 @@ def expand_trec(option: str) -> list[str]:
         return [option]
     if family.name == "relstring":
         return [f"relstring_{params}" if dot else "relstring"]
+    if family.levels:  # 11pt_avg.0.25,0.5 prints as 11pt_avg_0.25,0.5 (the levels as given: trec_eval's name)
+        return [f"{family.name}_{params}" if dot else family.name]
     if dot:
         if "=" in params and family.cutoff == "none":
             return [f"{family.name}_{params}"]
@@ -446,12 +477,19 @@ def requirements(measures, conv):
     return conv.replace(**changes) if changes else conv
 
 
-def params(measures, conv) -> tuple[tuple, tuple]:
-    """(the measures, each one whose parameter is not ``conv``'s knob value pointed at its Param.column;
-    those Params, once each): a parameter family's values computed beside the convention's in one
-    evaluation, as a dimension like k."""
-    out, found = [], {}
+def params(measures, conv) -> tuple[tuple, tuple, tuple]:
+    """(the measures, each one whose parameter is not ``conv``'s knob value pointed at its Param.column and
+    each list of levels at its LevelMean.column; those Params, once each, with the iprec_at_recall Params the
+    LevelMeans read; the LevelMeans, once each): a parameter family's values computed beside the convention's
+    in one evaluation, as a dimension like k."""
+    out, found, means = [], {}, {}
     for m in measures:
+        if m.levels is not None:
+            mean = declarations.LevelMean(m.levels)
+            found.update((p.column, p) for p in mean.params if p.column not in found)
+            means.setdefault(mean.column, mean)
+            out.append(dataclasses.replace(m, output=mean.column))
+            continue
         knob = m.family.param_knob
         if knob and m.param is not None and not _same(getattr(conv, knob), m.param):
             p = declarations.Param(m.metric, float(m.param))
@@ -459,7 +497,7 @@ def params(measures, conv) -> tuple[tuple, tuple]:
             found.setdefault(p.column, p)
             m = dataclasses.replace(m, output=p.column)
         out.append(m)
-    return tuple(out), tuple(found.values())
+    return tuple(out), tuple(found.values()), tuple(means.values())
 
 
 # -- the values, named as asked ----------------------------------------------------------------------
@@ -527,7 +565,14 @@ def markdown() -> str:
         "the convention knob values the name implies: a convention with other values is refused with the",
         "preset or knob to use (the `trec_eval` preset has trec_eval's), except a parameter family's own",
         "parameter (`iprec_at_recall_<level>`, `Rprec_mult_<m>`): every value asked for is computed in the same",
-        "evaluation, each its own column. ir_measures' `rel=` sets `relevance_threshold`, `p=` sets",
+        "evaluation, each its own column. `11pt_avg_<l1>,<l2>,...` (trec_eval's `-m 11pt_avg.<l1>,<l2>,...`, named",
+        "as trec_eval prints it) averages the interpolated precision at the recall levels given, each a number",
+        "from 0 to 1: their `iprec_at_recall` values, computed in the same evaluation (the columns",
+        "`iprec_at_recall(iprec_recall_level=<l>)`), added from the last level down and divided by their number,",
+        "as trec_eval does. Levels given out of ascending order get trec_eval's values, which are not that mean",
+        "(trec_eval matches the levels to the relevant documents walking from the last level back:",
+        "`rankwise.metrics.declarations.LevelMean` has the rule); a level given twice counts twice.",
+        "ir_measures' `rel=` sets `relevance_threshold`, `p=` sets",
         f"`rbp_persistence`. *waits*: the metric is not in rankwise yet ({ISSUE}, part 1); the name is refused",
         "with that message until it is.",
         "",
@@ -562,6 +607,8 @@ def _example(f: Family) -> str:
 def _cut_doc(f: Family) -> str:
     if f.param:
         return f"{f.param} (knob `{f.param_knob}`)"
+    if f.levels:
+        return f"whole list; {f.levels} `{f.name}_<l1>,<l2>,...` (trec_eval's default 0.0, 0.1, ..., 1.0)"
     cut = {"required": "k", "none": "whole list", "optional": "k, or the whole list"}[f.cutoff]
     return cut + (f"; trec_eval's default {', '.join(map(_fmt, f.defaults))}" if f.defaults else "")
 

@@ -801,6 +801,17 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST({{ c.knob["iprec_recall_level"] }} AS Nullable(Float64)) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS Nullable(Float64)) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS iprec_max,
     SUM(
       CASE
         WHEN j.is_rel = 1
@@ -815,25 +826,6 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS mult_hits,
-    MAX(
-      CASE
-        WHEN j.is_rel = 1
-        AND j.hits_so_far >= FLOOR(
-          CAST({{ c.knob["iprec_recall_level"] }} AS Nullable(Float64)) * j.n_rel + (
-            CASE
-              WHEN {{ c.knob["iprec_recall_count"] }} = 'round'
-              THEN CAST(0.5 AS Nullable(Float64))
-              ELSE CAST(0.9 AS Nullable(Float64))
-            END
-          )
-        )
-        THEN CAST(j.hits_so_far AS Nullable(Float64)) / j.rank
-      END
-    ) OVER (
-      PARTITION BY j.user_id
-      ORDER BY j.rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS iprec_max,
     MAX(
       CASE
         WHEN j.is_rel = 1
@@ -1350,12 +1342,12 @@ WITH labels AS (
       THEN a.err_sum
       ELSE CAST(0.0 AS Nullable(Float64))
     END AS err_sum,
-    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS Nullable(Float64)) AS mult_hits,
     CASE
       WHEN COALESCE(a.matched, 0) = 1
       THEN COALESCE(a.iprec_max, CAST(0.0 AS Nullable(Float64)))
       ELSE CAST(0.0 AS Nullable(Float64))
     END AS iprec_max,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS Nullable(Float64)) AS mult_hits,
     CASE
       WHEN COALESCE(a.matched, 0) = 1
       THEN a.ipt11_sum

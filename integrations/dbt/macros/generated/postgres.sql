@@ -731,6 +731,17 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST({{ c.knob["iprec_recall_level"] }} AS DOUBLE PRECISION) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE PRECISION) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS iprec_max,
     SUM(
       CASE
         WHEN j.is_rel = 1
@@ -743,25 +754,6 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS mult_hits,
-    MAX(
-      CASE
-        WHEN j.is_rel = 1
-        AND j.hits_so_far >= FLOOR(
-          CAST({{ c.knob["iprec_recall_level"] }} AS DOUBLE PRECISION) * j.n_rel + (
-            CASE
-              WHEN {{ c.knob["iprec_recall_count"] }} = 'round'
-              THEN CAST(0.5 AS DOUBLE PRECISION)
-              ELSE CAST(0.9 AS DOUBLE PRECISION)
-            END
-          )
-        )
-        THEN CAST(j.hits_so_far AS DOUBLE PRECISION) / j.rank
-      END
-    ) OVER (
-      PARTITION BY j.user_id
-      ORDER BY j.rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS iprec_max,
     MAX(
       CASE
         WHEN j.is_rel = 1
@@ -1272,12 +1264,12 @@ WITH labels AS (
       THEN a.err_sum
       ELSE CAST(0.0 AS DOUBLE PRECISION)
     END AS err_sum,
-    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE PRECISION) AS mult_hits,
     CASE
       WHEN COALESCE(a.matched, 0) = 1
       THEN COALESCE(a.iprec_max, CAST(0.0 AS DOUBLE PRECISION))
       ELSE CAST(0.0 AS DOUBLE PRECISION)
     END AS iprec_max,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE PRECISION) AS mult_hits,
     CASE
       WHEN COALESCE(a.matched, 0) = 1
       THEN a.ipt11_sum

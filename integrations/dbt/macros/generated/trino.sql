@@ -795,6 +795,17 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS rbp_sum,
+    MAX(
+      CASE
+        WHEN j.is_rel = 1
+        AND j.hits_so_far >= FLOOR(CAST({{ c.knob["iprec_recall_level"] }} AS DOUBLE) * j.n_rel + j.iprec_half)
+        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
+      END
+    ) OVER (
+      PARTITION BY j.user_id
+      ORDER BY j.rank
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS iprec_max,
     SUM(
       CASE
         WHEN j.is_rel = 1
@@ -807,25 +818,6 @@ WITH labels AS (
       ORDER BY j.rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS mult_hits,
-    MAX(
-      CASE
-        WHEN j.is_rel = 1
-        AND j.hits_so_far >= FLOOR(
-          CAST({{ c.knob["iprec_recall_level"] }} AS DOUBLE) * j.n_rel + (
-            CASE
-              WHEN {{ c.knob["iprec_recall_count"] }} = 'round'
-              THEN CAST(0.5 AS DOUBLE)
-              ELSE CAST(0.9 AS DOUBLE)
-            END
-          )
-        )
-        THEN CAST(j.hits_so_far AS DOUBLE) / j.rank
-      END
-    ) OVER (
-      PARTITION BY j.user_id
-      ORDER BY j.rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS iprec_max,
     MAX(
       CASE
         WHEN j.is_rel = 1
@@ -1318,12 +1310,12 @@ WITH labels AS (
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.dcg ELSE CAST(0.0 AS DOUBLE) END AS dcg,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.rbp_sum ELSE CAST(0.0 AS DOUBLE) END AS rbp_sum,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.err_sum ELSE CAST(0.0 AS DOUBLE) END AS err_sum,
-    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
     CASE
       WHEN COALESCE(a.matched, 0) = 1
       THEN COALESCE(a.iprec_max, CAST(0.0 AS DOUBLE))
       ELSE CAST(0.0 AS DOUBLE)
     END AS iprec_max,
+    CAST(CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.mult_hits ELSE 0 END AS DOUBLE) AS mult_hits,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.ipt11_sum ELSE CAST(0.0 AS DOUBLE) END AS ipt11_sum,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.bing_sum ELSE CAST(0.0 AS DOUBLE) END AS bing_sum,
     CASE WHEN COALESCE(a.matched, 0) = 1 THEN a.g_sum ELSE CAST(0.0 AS DOUBLE) END AS g_sum,
