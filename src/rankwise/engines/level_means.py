@@ -10,6 +10,7 @@ from functools import reduce
 import polars as pl
 
 from rankwise.conventions import Convention
+from rankwise.engines.polars import summary as polars_summary
 from rankwise.engines.protocol import Output
 from rankwise.metrics.declarations import LevelMean, MetricRequest, Param
 
@@ -19,19 +20,11 @@ def add(out: Output, request: MetricRequest, conv: Convention) -> Output:
     rows = out.per_user
     for m in request.means:
         rows = rows.with_columns(_value(m, rows, conv).alias(m.column))
-    columns = [m.column for m in request.means]
-    # as the Polars engine's summary (sql/summary.sql's twin): sum / n over the defined values and their sample
-    # standard deviation, over the rows sorted by (k, user) in one chunk: the same additions whatever order and
-    # chunks the engine returned its rows in
-    ordered = rows.select("k", "user_id", *columns).sort("k", "user_id").rechunk()
-    per_k = ordered.group_by("k", maintain_order=True).agg(
-        *[(pl.col(c).sum() / pl.col(c).count()).alias(f"value:{c}") for c in columns],
-        *[pl.col(c).count().alias(f"n_users:{c}") for c in columns],
-        *[pl.col(c).std(ddof=1).alias(f"sd:{c}") for c in columns])
-    summary = [per_k.select(pl.lit(c).alias("metric"), "k", pl.when(pl.col(f"n_users:{c}") > 0)
-                            .then(pl.col(f"value:{c}")).alias("value"), pl.col(f"n_users:{c}").alias("n_users"),
-                            pl.col(f"sd:{c}").alias("sd")) for c in columns]
-    summary = pl.concat([out.summary, *summary], how="vertical_relaxed")
+    # the Polars engine's summary (sql/summary.sql's twin) of those columns alone, over the rows sorted by
+    # (k, user) in one chunk: the same additions whatever order and chunks the engine returned its rows in
+    ordered = rows.select("k", "user_id", *(m.column for m in request.means)).sort("k", "user_id").rechunk()
+    summary = pl.concat([out.summary, polars_summary(ordered, conv, request.beta, means=request.means)],
+                        how="vertical_relaxed")
     return dataclasses.replace(out, per_user=rows, summary=summary)
 
 

@@ -305,12 +305,13 @@ def _aggregate(m, name: str) -> pl.Expr:
     return pl.when(n > 0).then(x.sum() / n)
 
 
-def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=()) -> pl.DataFrame:
+def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(), means=()) -> pl.DataFrame:
     """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
     their number and the sample standard deviation (rows in (k, user) order: the same sums every run);
-    ``params`` (MetricRequest.params): their columns too, each summarised as its metric is."""
+    ``params`` (MetricRequest.params) and ``means`` (MetricRequest.means): their columns too, each summarised
+    as its metric is (a LevelMean as ipt11_avg)."""
     of = {m: BY_NAME[m] for m in METRIC_COLUMNS if m in per_user_long.columns}  # the metrics computed
-    of |= {p.column: BY_NAME[p.metric] for p in params}
+    of |= {p.column: BY_NAME[p.metric] for p in params} | {m.column: BY_NAME["ipt11_avg"] for m in means}
     present = list(of)
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
     per_k = per_user_long.group_by("k", maintain_order=True).agg(
