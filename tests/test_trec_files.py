@@ -170,6 +170,7 @@ def test_lines_across_block_boundaries(tmp_path, monkeypatch):
     ("1 Q0 a 1 5.0 r\n1 Q0 b 2 5.0\n", 2, "wrong number of fields"),
     ("1 Q0 a 1 5.0 r\n\n# c\n1 Q0 b 2 high r\n", 4, "score .* is not a number"),
     ("1 Q0 a 1 nan r\n", 1, "score .* is not a number"),
+    ("1 Q0 a 1 5.0 r\n1 Q0 b 2 0x10 r\n", 2, "score .* is not a number"),  # single spaces: the whole-file scan's case
 ])
 def test_a_malformed_run_line_names_file_line_and_text(tmp_path, text, line, why):
     path = _write(tmp_path, "run.txt", text)
@@ -179,6 +180,21 @@ def test_a_malformed_run_line_names_file_line_and_text(tmp_path, text, line, why
     assert "run.txt" in msg and f"line {line}" in msg
     assert repr(text.splitlines()[line - 1]) in msg
     assert "Hint: Each line of a TREC run file: qid Q0 docno rank score tag" in msg
+
+
+def test_the_whole_file_scan_reads_scores_as_the_block_reader_does(tmp_path, monkeypatch):
+    """The whole-file scan parses the score field as a number itself; the block reader casts its text:
+    the same doubles, spelling by spelling (signs, exponents, overflow, subnormals, -0 ties +0)."""
+    scores = ["1", "-0", "0", "+3", ".5", "5.", "1e5", "1E-3", "+.5e+2", "-inf", "Infinity", "1e400", "4.9e-324",
+              "2.2250738585072014e-308", "0.1000000000000000055511151231257827", "9007199254740993"]
+    path = _write(tmp_path, "run.txt", "".join(f"1 Q0 d{i} 1 {s} r\n" for i, s in enumerate(scores)))
+    whole = read_trec_run(path)
+    assert trec._whole_file(os.fspath(path), 6, False, [pl.col("f4")], (), {"f4": pl.Float64}) is not None
+    monkeypatch.setattr(trec, "_whole_file", lambda *a, **k: None)
+    blocks = read_trec_run(path)
+    assert whole.equals(blocks)
+    by_doc = dict(zip(blocks["item"], blocks["score"]))
+    assert [by_doc[f"d{i}"] for i in range(len(scores))] == [float(s) + 0.0 for s in scores]
 
 
 @pytest.mark.parametrize(("text", "line", "why"), [

@@ -160,18 +160,23 @@ def _split(block: bytes, n_fields: int, exact: bool) -> pl.DataFrame | None:
     return df
 
 
-def _csv_options(n_fields: int) -> dict:
-    """Polars' CSV reader as a splitter at single spaces: fields f0, f1, ... as strings, no quoting."""
+def _csv_options(n_fields: int, types: dict | None = None) -> dict:
+    """Polars' CSV reader as a splitter at single spaces: fields f0, f1, ... as strings (or as
+    ``types`` says, e.g. {"f4": pl.Float64}), no quoting."""
+    schema = {f"f{i}": (types or {}).get(f"f{i}", pl.String) for i in range(n_fields + 1)}
     return {"separator": " ", "has_header": False, "quote_char": None, "truncate_ragged_lines": True,
-            "schema": {f"f{i}": pl.String for i in range(n_fields + 1)}, "missing_columns": "insert",
+            "schema": schema, "missing_columns": "insert",
             "extra_columns": "ignore"}  # without it, a first line of n_fields + 2 fields is a SchemaError
 
 
-def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple) -> pl.DataFrame | None:
+def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tuple,
+                types: dict | None = None) -> pl.DataFrame | None:
     """A plain file's ``fields`` (expressions on f0, f1, ...), then ``convert``, from one streaming,
     multi-threaded Polars scan of the whole file, when its first lines pass :func:`_fast`'s test and
     no line holds a tab, CR, VT, FF or NUL; otherwise (a compressed file, any other line, text that is
-    not UTF-8) None, and the caller reads it block by block."""
+    not UTF-8, a field of ``types`` the reader cannot parse as its type) None, and the caller reads it
+    block by block. ``types`` are parsed by the reader itself (``convert`` then casts to the same type:
+    no work), which saves holding each field as text first."""
     stream, kind = _open(path)
     with stream:
         if kind is not None:
@@ -193,11 +198,11 @@ def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tu
     if exact:
         bad = bad | pl.col(f"f{n_fields}").is_not_null()
     # a str (a bytes path would be read as CSV text), absolute, not globbed: the file named as it is
-    scan = pl.scan_csv(os.fsdecode(os.path.abspath(path)), glob=False, **_csv_options(n_fields))
+    scan = pl.scan_csv(os.fsdecode(os.path.abspath(path)), glob=False, **_csv_options(n_fields, types))
     scan = scan.select(*fields, bad.alias("\x00bad"))
     try:
         df = (scan.with_columns(*convert) if convert else scan).collect(engine="streaming")
-    except pl.exceptions.PolarsError:  # e.g. not UTF-8: the block reader says where
+    except pl.exceptions.PolarsError:  # e.g. not UTF-8, or "abc" for a Float64: the block reader says where
         return None
     if df.get_column("\x00bad").any():
         return None
@@ -205,15 +210,16 @@ def _whole_file(path: str, n_fields: int, exact: bool, fields: list, convert: tu
 
 
 def _parse(path, regex: str, names: list[str], what: str, fmt: str, *, keep: bool = False,
-           convert: tuple = ()) -> pl.DataFrame:
+           convert: tuple = (), types: dict | None = None) -> pl.DataFrame:
     """Every data line of the file split into ``names`` (strings), then ``convert`` (expressions,
     applied block by block so the text of a number is dropped early); with ``keep``, also each
-    line's number ``line`` and text ``text`` (for error messages)."""
+    line's number ``line`` and text ``text`` (for error messages). ``types``: the fields (f0, f1, ...)
+    the whole-file scan may parse straight into the type ``convert`` gives them."""
     path = os.fspath(path)
     run = what == "run"
     cols = ["f0", "f2", "f4", "f5"] if run else ["f0", "f2", "f3"]
     fields = [pl.col(c).alias(n) for c, n in zip(cols, names)]
-    whole = None if keep else _whole_file(path, 6 if run else 4, not run, fields, convert)
+    whole = None if keep else _whole_file(path, 6 if run else 4, not run, fields, convert, types)
     if whole is not None:
         return whole
     frames = []
@@ -301,7 +307,8 @@ def read_trec_run(path, *, tag: str | None = None) -> pl.DataFrame:
     # qid and tag as Categorical while reading (4 bytes a row, not a string each): strings again at the end
     labels = pl.col("user", "run").cast(pl.Categorical)
     # -0.0 + 0.0 is +0.0: C compares -0.0 equal to 0.0, so they tie (and fall to the docno rule)
-    df = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, convert=((score + 0.0).alias("score_text"), labels))
+    df = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, convert=((score + 0.0).alias("score_text"), labels),
+                types={"f4": pl.Float64})
     df = df.select("run", "user", "item", pl.col("score_text").alias("score"))
     if df.select((pl.col("score").is_null() | pl.col("score").is_nan()).any()).item():
         full = _parse(path, _RUN_RX, names, "run", _RUN_FORMAT, keep=True)
