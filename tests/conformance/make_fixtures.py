@@ -35,7 +35,7 @@ BASE_PYTHON = os.environ.get("RANKWISE_CONFORMANCE_PYTHON", sys.executable)
 # venv name -> pip steps (each a list of pip install arguments, run in order)
 VENVS = {
     "live": [["ranx==0.3.21", "pytrec-eval-terrier==0.5.11", "scikit-learn==1.9.1", "torchmetrics==1.9.0",
-              "torch==2.13.0"]],
+              "torch==2.13.0", "ir-measures==0.4.3", "cwl-eval==1.0.12"]],
     "evidently": [["evidently==0.7.23", "pandas<3"]],
     "recommenders": [["recommenders==1.2.1"]],
     "replay": [["replay-rec==0.22.0"]],
@@ -85,7 +85,7 @@ def venv_python(name, venv_root=DEFAULT_VENV_ROOT):
 
 
 # venv name -> the modules whose import proves the venv is whole (a half-built one fails this and is rebuilt)
-IMPORTS = {"live": ["ranx", "pytrec_eval", "sklearn", "torchmetrics"]}
+IMPORTS = {"live": ["ranx", "pytrec_eval", "sklearn", "torchmetrics", "ir_measures", "cwl"]}
 
 
 def _venv_works(path, name):

@@ -77,6 +77,11 @@ class Family:
     defaults: tuple = ()  # trec_eval's default cutoffs or parameters (what -m <family> prints)
     levels: str = ""
 
+    @property
+    def reads_rel(self) -> bool:
+        """An ir_measures family whose value depends on ``rel=`` (NumRet only when given it: then NumRelRet)."""
+        return self.style == "ir_measures" and ("rel" in self.params or self.name == "NumRelRet") and self.name != "NumRet"
+
 
 def _t(name, metric, cutoff, doc, **kw) -> Family:
     return Family(name, "trec_eval", metric, cutoff, doc, **kw)
@@ -143,7 +148,9 @@ FAMILIES: tuple[Family, ...] = (
     _i("R", "recall", "required", "recall at k", params=("rel",)),
     _i("AP", "map", "optional", "AP, at k divided by |relevant|", knobs={"ap_denominator": ("n_rel", "min_k_nrel")},
        cut_knobs={"ap_denominator": ("n_rel",)}, params=("rel",)),
-    _i("RR", "mrr", "optional", "reciprocal rank (within the top k)", cut_knobs=_CUT, params=("rel",)),
+    _i("RR", "mrr", "optional", "reciprocal rank (within the top k; RR@k comes from ir_measures' msmarco provider, "
+       "which orders equal scores by docno ascending, RR from pytrec_eval's: descending)",
+       cut_knobs={**_CUT, "ties": ("item_asc",)}, params=("rel",)),
     _i("nDCG", "ndcg", "optional", "nDCG (dcg='log2': gain = relevance; dcg='exp-log2': 2^rel - 1)", knobs=_DCG,
        params=("dcg",)),
     _i("Rprec", "r_precision", "none", "precision after |relevant| documents", params=("rel",)),
@@ -153,7 +160,8 @@ FAMILIES: tuple[Family, ...] = (
     _i("ERR", "err", "required", "expected reciprocal rank (gdeval: grades up to 4)",
        knobs={"err_max_grade": (4.0,)}),
     _i("Judged", "judged", "required", "share of the top k (of the list, when shorter) with a qrels line, any "
-       "level (not 1 - unj_k: a level -1 counts as judged, a short list is not filled)"),
+       "level (not 1 - unj_k: a level -1 counts as judged, a short list is not filled; equal scores by docno "
+       "ascending, as ir_measures' judged provider orders them)", knobs={"ties": ("item_asc",)}),
     _i("NumRet", "num_ret", "none", "documents retrieved (NumRet(rel=1): relevant ones)", value="int",
        aggregate="sum", params=("rel",)),
     _i("NumRel", "num_rel", "none", "relevant documents", value="int", aggregate="sum", params=("rel",)),
@@ -175,6 +183,9 @@ _IR = {f.name: f for f in FAMILIES if f.style == "ir_measures"}
 _TREC_CUT = re.compile(r"(?P<family>.+?)_(?P<cut>\d+(?:\.\d+)?)\Z")
 _IR_NAME = re.compile(r"(?P<family>[A-Za-z_][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cut>\d+(?:\.\d+)?))?\Z")
 _IR_PARAM = {"rel": "relevance_threshold", "p": "rbp_persistence"}
+# ir_measures' rel= when a name gives none: 1 (relevant = level >= 1); a threshold of 0 (relevant = level > 0) is
+# the same on integer levels, the only ones ir_measures' qrels hold
+_IR_DEFAULT_REL = (1, 0)
 _IR_DCG = {"log2": "linear", "exp-log2": "exp2"}
 
 
@@ -351,6 +362,8 @@ def _parse_ir(name: str, text: str) -> Measure | None:
         if family.name == "NumRet" and key == "rel":  # ir_measures: NumRet(rel=1) counts relevant retrieved
             family = _IR["NumRelRet"]
         knobs[_IR_PARAM[key]] = (number,)
+    if family.reads_rel and "relevance_threshold" not in knobs:
+        knobs["relevance_threshold"] = _IR_DEFAULT_REL
     return Measure(name, family, k, knobs, param)
 
 
@@ -474,6 +487,11 @@ def requirements(measures, conv):
                                      f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
             if not any(_same(getattr(conv, knob), a) for a in allowed):
                 changes[knob] = allowed[0]
+    for m in measures:  # a measure the convention satisfied before another one changed the knob
+        for knob, allowed in m.knobs.items():
+            if knob in changes and knob != m.family.param_knob and not any(_same(changes[knob], a) for a in allowed):
+                raise ParameterError(f"Measure {m.name!r} needs {knob}={allowed[0]!r}, another measure asked "
+                                     f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
     return conv.replace(**changes) if changes else conv
 
 
@@ -572,8 +590,13 @@ def markdown() -> str:
         "as trec_eval does. Levels given out of ascending order get trec_eval's values, which are not that mean",
         "(trec_eval matches the levels to the relevant documents walking from the last level back:",
         "`rankwise.metrics.declarations.LevelMean` has the rule); a level given twice counts twice.",
-        "ir_measures' `rel=` sets `relevance_threshold`, `p=` sets",
-        f"`rbp_persistence`. *waits*: the metric is not in rankwise yet ({ISSUE}, part 1); the name is refused",
+        "ir_measures' `rel=` sets `relevance_threshold` (a name without it means ir_measures' `rel=1`: a",
+        "convention's threshold of 1, or of 0, the same on integer levels), `p=` sets `rbp_persistence`. Where",
+        "ir_measures' own provider of a measure orders equal scores its own way (`Judged@k`, `RR@k`: docno",
+        "ascending; its pytrec_eval measures: descending, as trec_eval), the name carries that `ties` value.",
+        "`tests/conformance/test_ir_measures_live.py` proves each family per query against ir_measures run live",
+        "(IPrec aside: its provider, pytrec-eval-terrier, counts recall levels by trec_eval 9's rule).",
+        f"*waits*: the metric is not in rankwise yet ({ISSUE}, part 1); the name is refused",
         "with that message until it is.",
         "",
     ]
