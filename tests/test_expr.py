@@ -253,6 +253,7 @@ def test_hand_values():
     got = df.select(expr.metrics("r", "t", k=4, convention="recommended_ideal", metrics="all")).row(0, named=True)
     dcg = 1 / math.log(3) + 1 / math.log(5)
     idcg = 1 / math.log(2) + 1 / math.log(3)  # predictions_topk: the two hits moved to the top
+    dcg2, ideal3 = 1 / math.log(3), 1 / math.log(2) + 1 / math.log(3) + 1 / math.log(4)  # DCG@2, the labels' IDCG@3
     want = {"precision@4": 2 / 4, "recall@4": 2 / 3, "f1@4": 2 * 0.5 * (2 / 3) / (0.5 + 2 / 3),
             "map@4": (1 / 2 + 2 / 4) / 2, "mar@4": (1 / 3 + 2 / 3) / 2, "mrr@4": 1 / 2, "dcg@4": dcg,
             "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3,
@@ -266,6 +267,22 @@ def test_hand_values():
             "iprec_at_recall@4": 1 / 2,  # level 0: any hit, the best of 1/2 and 2/4
             # levels 0.0-0.1 (r = 0): 1/2; 0.2-0.4 (r = 1): 1/2; 0.5-0.8 (r = 2): 2/4; 0.9-1.0 (r = 3 > 2 hits): 0
             "ipt11_avg@4": (9 * 0.5) / 11}
+    # trec_eval's judged-aware measures: the labels are all relevant (R = 3, no judged non-relevant one: N = 0);
+    # items 1 and 3 have no label (not judged)
+    e = 0.00001
+    want |= {"num_nonrel_judged_ret@4": 0.0, "bpref@4": 2 / 3, "gm_bpref@4": 2 / 3,  # each hit: 1 (none above)
+             # rank 2: 1/2 + (1/2)(0/1)(..) ; rank 4 (r = 1 above, n = p = 0): 1/4 + (3/4)(1/3)((1 + e)/(1 + 2e))
+             "infap@4": (1 / 2 + 1 / 4 + (3 / 4) * (1 / 3) * ((1 + e) / (1 + 2 * e))) / 3,
+             "unj@4": 2 / 4, "judged@4": 2 / 4,
+             # the gain measures: every gain 1, ideal [1, 1, 1]; G's cost 1 per position, so G = binG here:
+             # rank 2: 1 / log2(2 + 2 - 1), rank 4: 1 / log2(2 + 4 - 2), over the total gain 3 (binG: R = 3)
+             "g@4": (1 / math.log2(3) + 1 / 2) / 3, "bin_g@4": (1 / math.log2(3) + 1 / 2) / 3,
+             # DCG@2 / IDCG@2 and DCG@4 / IDCG@3 at the hits, DCG@4 / IDCG@3 for the label not retrieved
+             "ndcg_rel@4": (dcg2 / (ideal3 - 1 / math.log(4)) + 2 * dcg / ideal3) / 3,
+             # one run of equal gain ending at m = 3: DCG@3 / IDCG@3 (N = 4 is not past P + 1 = 4)
+             "rndcg@4": dcg2 / ideal3,
+             # p = 0.8: p^4 + (1 - p)(p^0 + p^2) over the unjudged ranks 1 and 3
+             "rbp_resid@4": 0.8 ** 4 + 0.2 * (1 + 0.8 ** 2)}
 
     assert got.keys() == want.keys()
     for key in want:
