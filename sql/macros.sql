@@ -102,10 +102,16 @@ CREATE OR REPLACE TEMP MACRO rankwise__finite(value, metric, rel, gain) AS
                                     || 'relevance 1023: use gain := ''linear'', or rescale the relevance.'
                                 ELSE 'Rescale the relevance values to a smaller range.' END)) END;
 
--- a graded row is invalid (NaN) when rel is not one finite number >= 0 per label
-CREATE OR REPLACE TEMP MACRO rankwise__bad_rel(truth, rel) AS
+-- a graded row is invalid (NaN) when rel is not one finite number per label, or holds a negative one under
+-- negative_relevance 'error' ('unjudged': trec_eval's pooled-but-unjudged label, as evaluate() reads it)
+CREATE OR REPLACE TEMP MACRO rankwise__bad_rel(truth, rel, negative_relevance) AS
     len(coalesce(rel, [])) <> len(coalesce(truth, []))
-    OR len(list_filter(coalesce(rel, []), lambda r: r IS NULL OR isnan(r) OR isinf(r) OR r < 0)) > 0;
+    OR len(list_filter(coalesce(rel, []), lambda r: r IS NULL OR isnan(r) OR isinf(r)
+                                                    OR (r < 0 AND negative_relevance = 'error'))) > 0;
+
+-- relevance 1 per label: a binary macro reads a graded statistic over it (with every label relevant)
+CREATE OR REPLACE TEMP MACRO rankwise__ones_like(truth) AS
+    list_transform(coalesce(truth, []), lambda x: 1.0);
 
 -- The statistics of one row (sql/per_user.sql's per-(user, k) statistics, rankwise.metrics.formulas.STATISTICS)
 -- from its lists: rankwise__stat_<name>, and rankwise__stat_<name>_graded where a relevance list changes it.
@@ -222,6 +228,148 @@ CREATE OR REPLACE TEMP MACRO rankwise__stat_ipt11_sum(recs, truth, k, iprec_reca
         lambda x, j: j >= floor(CAST(l AS DOUBLE) / 10.0 * len(coalesce(truth, []))
                                 + CASE WHEN iprec_recall_count = 'round' THEN 0.5 ELSE 0.9 END))), 0.0)));
 
+-- trec_eval's judged-aware and gain statistics (sql/per_user.sql's pool and gain stages; rankwise.expr's
+-- _Rows._judged_statistics), over the label relevance of each of the first k items (NULL: no label). An item is
+-- of kind 1 (relevant: relevance > 0 and >= the threshold), 0 (judged non-relevant: another relevance >= 0),
+-- -1 (pooled, not judged: a negative relevance) or NULL (no label: not judged).
+CREATE OR REPLACE TEMP MACRO rankwise__lrel(recs, truth, rel, k, duplicates) AS
+    list_transform(list_slice(rankwise__recs(recs, duplicates), 1, k),
+                   lambda x: coalesce(rel, [])[list_position(coalesce(truth, []), x)]);
+
+CREATE OR REPLACE TEMP MACRO rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    list_transform(rankwise__lrel(recs, truth, rel, k, duplicates), lambda r:
+        CASE WHEN r > 0 AND r >= relevance_threshold THEN 1 WHEN r >= 0 THEN 0 WHEN r < 0 THEN -1 END);
+
+-- the items of a kind among positions 1..i - 1 of a kinds list
+CREATE OR REPLACE TEMP MACRO rankwise__before(kinds, i, kind) AS
+    len(list_filter(list_slice(kinds, 1, i - 1), lambda y: y = kind));
+
+-- the gain of each of the first k items (0 without a label that earns), and the labels' ideal: their positive
+-- gains, descending
+CREATE OR REPLACE TEMP MACRO rankwise__gains(recs, truth, rel, k, gain, relevance_threshold, duplicates) AS
+    list_transform(rankwise__lrel(recs, truth, rel, k, duplicates), lambda r: rankwise__gain(r, gain, relevance_threshold));
+
+CREATE OR REPLACE TEMP MACRO rankwise__ideal(rel, gain, relevance_threshold) AS
+    list_reverse_sort(list_filter(list_transform(coalesce(rel, []), lambda r: rankwise__gain(r, gain, relevance_threshold)),
+                                  lambda g: g > 0));
+
+-- sum_i gains_i / log_b(i + 1)
+CREATE OR REPLACE TEMP MACRO rankwise__dcg_of(gains, log_base) AS
+    coalesce(list_sum(list_transform(gains, lambda x, j: x / (ln(j + 1.0) / ln(log_base)))), 0.0);
+
+-- hits@k: the relevant items among the first k
+CREATE OR REPLACE TEMP MACRO rankwise__stat_hits_graded(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    CAST(len(list_filter(rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates), lambda x: x = 1))
+         AS DOUBLE);
+
+-- the judged non-relevant items / the pooled items among the first k
+CREATE OR REPLACE TEMP MACRO rankwise__stat_nonrel_ret_graded(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    CAST(len(list_filter(rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates), lambda x: x = 0))
+         AS DOUBLE);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_pooled_ret_graded(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    CAST(len(list_filter(rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates), lambda x: x = -1))
+         AS DOUBLE);
+
+-- bpref: at each relevant item 1 - min(n, R) / min(N, R) (1 when n = 0), n = judged non-relevant items above it,
+-- R = relevant labels, N = judged non-relevant labels (m_bpref.c)
+CREATE OR REPLACE TEMP MACRO rankwise__bpref_of(kinds, n_rel, n_nonrel) AS
+    coalesce(list_sum(list_transform(kinds, lambda x, i: CASE WHEN x = 1 THEN
+        (CASE WHEN rankwise__before(kinds, i, 0) > 0
+              THEN 1.0 - CAST(least(rankwise__before(kinds, i, 0), n_rel) AS DOUBLE) / CAST(least(n_nonrel, n_rel) AS DOUBLE)
+              ELSE 1.0 END) ELSE 0.0 END)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_bpref_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    rankwise__bpref_of(rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates),
+                       len(list_filter(coalesce(rel, []), lambda r: r > 0 AND r >= relevance_threshold)),
+                       len(list_filter(coalesce(rel, []), lambda r: r >= 0 AND NOT (r > 0 AND r >= relevance_threshold))));
+
+-- infAP: at each relevant item at rank i, 1 if i = 1, else 1/i + ((i - 1)/i) ((r + n + p) / (i - 1))
+-- ((r + 0.00001) / (r + n + 0.00002)), r, n, p = the relevant, judged non-relevant and pooled items above it
+-- (m_infap.c)
+CREATE OR REPLACE TEMP MACRO rankwise__infap_of(kinds) AS
+    coalesce(list_sum(list_transform(kinds, lambda x, i: CASE WHEN x <> 1 OR x IS NULL THEN 0.0 WHEN i = 1 THEN 1.0
+        ELSE 1.0 / CAST(i AS DOUBLE) + CAST(i - 1 AS DOUBLE) / CAST(i AS DOUBLE)
+             * (CAST(rankwise__before(kinds, i, 1) + rankwise__before(kinds, i, 0) + rankwise__before(kinds, i, -1) AS DOUBLE)
+                / CAST(i - 1 AS DOUBLE))
+             * ((CAST(rankwise__before(kinds, i, 1) AS DOUBLE) + CAST(0.00001 AS DOUBLE))
+                / (CAST(rankwise__before(kinds, i, 1) + rankwise__before(kinds, i, 0) AS DOUBLE) + CAST(0.00002 AS DOUBLE)))
+        END)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_infap_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    rankwise__infap_of(rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates));
+
+-- binG: at each relevant item at rank i, 1 / log2(2 + the non-relevant items within 1..i) (m_binG.c)
+CREATE OR REPLACE TEMP MACRO rankwise__bing_of(kinds) AS
+    coalesce(list_sum(list_transform(kinds, lambda x, i: CASE WHEN x = 1
+        THEN 1.0 / (ln(2.0 + CAST(i - rankwise__before(kinds, i + 1, 1) AS DOUBLE)) / ln(2.0)) ELSE 0.0 END)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_bing_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) AS
+    rankwise__bing_of(rankwise__kinds(recs, truth, rel, k, relevance_threshold, duplicates));
+
+-- G: at each item of nonzero gain g_i / log2(2 + C_i - S_i), S_i = the gains of items 1..i, C_i = the ideal's
+-- gains at 1..i each at least 1, and 1 per position past the ideal (m_G.c)
+CREATE OR REPLACE TEMP MACRO rankwise__g_of(gains, ideal) AS
+    coalesce(list_sum(list_transform(gains, lambda x, i: CASE WHEN x <> 0
+        THEN x / (ln(2.0 + (coalesce(list_sum(list_transform(list_slice(ideal, 1, i), lambda c: greatest(c, 1.0))), 0.0)
+                           + CAST(greatest(i - len(ideal), 0) AS DOUBLE)) - list_sum(list_slice(gains, 1, i))) / ln(2.0))
+        ELSE 0.0 END)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_g_sum_graded(recs, truth, rel, k, gain, relevance_threshold, duplicates) AS
+    rankwise__g_of(rankwise__gains(recs, truth, rel, k, gain, relevance_threshold, duplicates),
+                   rankwise__ideal(rel, gain, relevance_threshold));
+
+-- ndcg_rel: at each item of positive gain at rank i, DCG@i / IDCG@min(i, P) (m_ndcg_rel.c)
+CREATE OR REPLACE TEMP MACRO rankwise__ndcg_rel_of(gains, ideal, log_base) AS
+    coalesce(list_sum(list_transform(gains, lambda x, i: CASE WHEN x > 0
+        THEN rankwise__dcg_of(list_slice(gains, 1, i), log_base) / rankwise__dcg_of(list_slice(ideal, 1, i), log_base)
+        ELSE 0.0 END)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_ndcg_rel_sum_graded(recs, truth, rel, k, gain, log_base, relevance_threshold,
+                                                                duplicates) AS
+    rankwise__ndcg_rel_of(rankwise__gains(recs, truth, rel, k, gain, relevance_threshold, duplicates),
+                          rankwise__ideal(rel, gain, relevance_threshold), log_base);
+
+-- Rndcg: at each end m of a run of equal gain in the ideal, DCG@min(m, N) / IDCG@m (m_Rndcg.c)
+CREATE OR REPLACE TEMP MACRO rankwise__rndcg_of(gains, ideal, log_base) AS
+    coalesce(list_sum(list_transform(ideal, lambda x, m: CASE WHEN m = len(ideal) OR x <> ideal[m + 1]
+        THEN rankwise__dcg_of(list_slice(gains, 1, m), log_base) / rankwise__dcg_of(list_slice(ideal, 1, m), log_base)
+        ELSE 0.0 END)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_rndcg_sum_graded(recs, truth, rel, k, gain, log_base, relevance_threshold,
+                                                             duplicates) AS
+    rankwise__rndcg_of(rankwise__gains(recs, truth, rel, k, gain, relevance_threshold, duplicates),
+                       rankwise__ideal(rel, gain, relevance_threshold), log_base);
+
+-- the items of positive gain, and the judged items (a label >= 0) among the first k; the judged items'
+-- p^(i - 1) summed (rbp_resid, m_rbp_resid.c)
+CREATE OR REPLACE TEMP MACRO rankwise__stat_pos_ret_graded(recs, truth, rel, k, gain, relevance_threshold, duplicates) AS
+    CAST(len(list_filter(rankwise__gains(recs, truth, rel, k, gain, relevance_threshold, duplicates), lambda g: g > 0))
+         AS DOUBLE);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_judged_ret_graded(recs, truth, rel, k, duplicates) AS
+    CAST(len(list_filter(rankwise__lrel(recs, truth, rel, k, duplicates), lambda r: r >= 0)) AS DOUBLE);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_judged_rbp_graded(recs, truth, rel, k, rbp_persistence, duplicates) AS
+    coalesce(list_sum(list_transform(rankwise__lrel(recs, truth, rel, k, duplicates), lambda r, i:
+        CASE WHEN r >= 0 THEN pow(CAST(rbp_persistence AS DOUBLE), i - 1.0) ELSE 0.0 END)), 0.0);
+
+-- the labels' ideal: its length P, total gain, DCG, and the number of runs of equal gain
+CREATE OR REPLACE TEMP MACRO rankwise__stat_n_pos_graded(rel, gain, relevance_threshold) AS
+    len(rankwise__ideal(rel, gain, relevance_threshold));
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_gain_total_graded(rel, gain, relevance_threshold) AS
+    coalesce(list_sum(rankwise__ideal(rel, gain, relevance_threshold)), 0.0);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_idcg_all_graded(rel, gain, log_base, relevance_threshold) AS
+    rankwise__dcg_of(rankwise__ideal(rel, gain, relevance_threshold), log_base);
+
+CREATE OR REPLACE TEMP MACRO rankwise__runs_of(ideal) AS
+    CAST(len(list_filter(ideal, lambda x, m: m = len(ideal) OR x <> ideal[m + 1])) AS DOUBLE);
+
+CREATE OR REPLACE TEMP MACRO rankwise__stat_n_bounds_graded(rel, gain, relevance_threshold) AS
+    rankwise__runs_of(rankwise__ideal(rel, gain, relevance_threshold));
+
 -- Beyond accuracy on one row, as rankwise.expr.novelty / arp: popularity = each recommended item's
 -- train popularity, a list parallel to the recommendations (NULL or 0: a cold item); n_users = U_T.
 --   SELECT rankwise_novelty(pop, 10, 5000), rankwise_arp(pop, 10) FROM t
@@ -323,6 +471,16 @@ CREATE OR REPLACE TEMP MACRO rankwise__term_ap_den(recs, truth, k, ap_denominato
               WHEN ap_denominator = 'min_k_nrel' THEN LEAST(k, rankwise__stat_n_rel(truth))
               WHEN ap_denominator = 'k' THEN k
               ELSE LEAST(k, rankwise__stat_n_recs(recs, duplicates)) END AS DOUBLE);
+
+-- the term rndcg_tail (rankwise.metrics.formulas.TERMS), read by other formulas
+CREATE OR REPLACE TEMP MACRO rankwise__term_rndcg_tail(recs, truth, k, log_base, duplicates) AS
+    CASE WHEN LEAST(k, rankwise__stat_n_recs(recs, duplicates)) > rankwise__stat_n_pos_graded(rankwise__ones_like(truth), 'binary', 0.0) + 1 AND rankwise__stat_idcg_all_graded(rankwise__ones_like(truth), 'binary', log_base, 0.0) > 0 THEN 1.0
+         ELSE 0.0 END;
+
+-- the term rndcg_tail (rankwise.metrics.formulas.TERMS), read by other formulas
+CREATE OR REPLACE TEMP MACRO rankwise__term_rndcg_tail_graded(recs, rel, k, gain, log_base, relevance_threshold, duplicates) AS
+    CASE WHEN LEAST(k, rankwise__stat_n_recs(recs, duplicates)) > rankwise__stat_n_pos_graded(rel, gain, relevance_threshold) + 1 AND rankwise__stat_idcg_all_graded(rel, gain, log_base, relevance_threshold) > 0 THEN 1.0
+         ELSE 0.0 END;
 
 -- Precision@k: hits@k / den, den by `precision_denominator`
 CREATE OR REPLACE TEMP MACRO rankwise_precision(recs, truth, k, precision_denominator := 'k', empty_labels := 'zero',
@@ -583,6 +741,60 @@ CREATE OR REPLACE TEMP MACRO rankwise_utility(recs, truth, k, utility_relevant_r
         CAST(utility_relevant_retrieved AS DOUBLE) * rankwise__stat_hits(recs, truth, k, duplicates) + CAST(utility_nonrelevant_retrieved AS DOUBLE) * (LEAST(k, rankwise__stat_n_recs(recs, duplicates)) - rankwise__stat_hits(recs, truth, k, duplicates)) + CAST(utility_relevant_missed AS DOUBLE) * (rankwise__stat_n_rel(truth) - rankwise__stat_hits(recs, truth, k, duplicates)) + CAST(utility_nonrelevant_missed AS DOUBLE) * (CAST(collection_size AS DOUBLE) + rankwise__stat_hits(recs, truth, k, duplicates) - LEAST(k, rankwise__stat_n_recs(recs, duplicates)) - rankwise__stat_n_rel(truth)),
         duplicates) END;
 
+-- Binary G@k (trec_eval's binG): sum over relevant items i <= k of 1 / log2(2 + non-relevant items above i), over n_rel
+CREATE OR REPLACE TEMP MACRO rankwise_bin_g(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_bing_sum_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- G@k (trec_eval's normalized gain G): sum over items i <= k of nonzero gain of g_i / log2(2 + C_i - S_i), over the
+-- total gain of the labels; S_i = the gains of items 1..i, C_i = the ideal's gains at 1..i each at least 1 (1 past the
+-- labels of positive gain); 0 without a positive gain
+CREATE OR REPLACE TEMP MACRO rankwise_g(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                        duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_gain_total_graded(rankwise__ones_like(truth), 'binary', 0.0) > 0 THEN rankwise__stat_g_sum_graded(recs, truth, rankwise__ones_like(truth), k, 'binary', 0.0, duplicates) / rankwise__stat_gain_total_graded(rankwise__ones_like(truth), 'binary', 0.0)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- NDCG averaged over relevant items@k (trec_eval's ndcg_rel): over the P labels of positive gain: at each retrieved one
+-- (rank i <= k) DCG@i / IDCG@min(i, P), each other one DCG@N / IDCG@P; their sum over P (0 when not positive); the
+-- ideal from the labels
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg_rel(recs, truth, k, log_base := 2.0, empty_labels := 'zero',
+                                               empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1') THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_n_pos_graded(rankwise__ones_like(truth), 'binary', 0.0) > 0 AND rankwise__stat_ndcg_rel_sum_graded(recs, truth, rankwise__ones_like(truth), k, 'binary', log_base, 0.0, duplicates) + (rankwise__stat_n_pos_graded(rankwise__ones_like(truth), 'binary', 0.0) - rankwise__stat_pos_ret_graded(recs, truth, rankwise__ones_like(truth), k, 'binary', 0.0, duplicates)) * rankwise__stat_dcg(recs, truth, k, log_base, duplicates) / NULLIF(rankwise__stat_idcg_all_graded(rankwise__ones_like(truth), 'binary', log_base, 0.0), 0.0) > 0 THEN (rankwise__stat_ndcg_rel_sum_graded(recs, truth, rankwise__ones_like(truth), k, 'binary', log_base, 0.0, duplicates) + (rankwise__stat_n_pos_graded(rankwise__ones_like(truth), 'binary', 0.0) - rankwise__stat_pos_ret_graded(recs, truth, rankwise__ones_like(truth), k, 'binary', 0.0, duplicates)) * rankwise__stat_dcg(recs, truth, k, log_base, duplicates) / NULLIF(rankwise__stat_idcg_all_graded(rankwise__ones_like(truth), 'binary', log_base, 0.0), 0.0)) / rankwise__stat_n_pos_graded(rankwise__ones_like(truth), 'binary', 0.0)
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- NDCG at the R levels@k (trec_eval's Rndcg): the mean of DCG@min(m, N) / IDCG@m over the ends m of the runs of equal
+-- positive gain in the ideal order, and DCG@N / IDCG@P when N > P + 1 (P = labels of positive gain); 0 without such a
+-- point
+CREATE OR REPLACE TEMP MACRO rankwise_rndcg(recs, truth, k, log_base := 2.0, empty_labels := 'zero',
+                                            empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1') THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        CASE WHEN rankwise__stat_n_bounds_graded(rankwise__ones_like(truth), 'binary', 0.0) + rankwise__term_rndcg_tail(recs, truth, k, log_base, duplicates) > 0 THEN (rankwise__stat_rndcg_sum_graded(recs, truth, rankwise__ones_like(truth), k, 'binary', log_base, 0.0, duplicates) + CASE WHEN rankwise__term_rndcg_tail(recs, truth, k, log_base, duplicates) > 0 THEN rankwise__stat_dcg(recs, truth, k, log_base, duplicates) / NULLIF(rankwise__stat_idcg_all_graded(rankwise__ones_like(truth), 'binary', log_base, 0.0), 0.0) ELSE 0.0 END) / (rankwise__stat_n_bounds_graded(rankwise__ones_like(truth), 'binary', 0.0) + rankwise__term_rndcg_tail(recs, truth, k, log_base, duplicates))
+             ELSE 0.0 END,
+        empty_labels, empty_predictions, duplicates) END;
+
+-- RBP residual@k (trec_eval's rbp_resid): p^N + (1 - p) sum over unjudged items i <= k (no ground-truth row) of p^(i -
+-- 1), written 1 - (1 - p) sum over judged items i <= k of p^(i - 1); 0 when every item is judged; p = `rbp_persistence`
+CREATE OR REPLACE TEMP MACRO rankwise_rbp_resid(recs, truth, k, rbp_persistence := 0.8, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('rbp_persistence', rbp_persistence, rbp_persistence > 0 AND rbp_persistence < 1,
+                           'a number strictly between 0 and 1') THEN
+    rankwise__count(recs, truth,
+        CASE WHEN rankwise__stat_judged_ret_graded(recs, truth, rankwise__ones_like(truth), k, duplicates) < LEAST(k, rankwise__stat_n_recs(recs, duplicates)) THEN 1.0 - (1.0 - CAST(rbp_persistence AS DOUBLE)) * rankwise__stat_judged_rbp_graded(recs, truth, rankwise__ones_like(truth), k, rbp_persistence, duplicates)
+             ELSE 0.0 END,
+        duplicates) END;
+
 -- GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k): per user AP@k (as map); the summary is exp(mean ln
 -- max(AP@k, 0.00001)), trec_eval's floor
 CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := 'min_k_nrel', empty_labels := 'zero',
@@ -594,25 +806,81 @@ CREATE OR REPLACE TEMP MACRO rankwise_gm_map(recs, truth, k, ap_denominator := '
              ELSE 0.0 END,
         empty_labels, empty_predictions, duplicates) END;
 
+-- Judged non-relevant retrieved@k (trec_eval's num_nonrel_judged_ret): the judged non-relevant items (relevance >= 0,
+-- not relevant) in the top k; summed over users
+CREATE OR REPLACE TEMP MACRO rankwise_num_nonrel_judged_ret(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth,
+        rankwise__stat_nonrel_ret_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates),
+        duplicates) END;
+
+-- bpref@k (Buckley and Voorhees 2004; trec_eval's bpref over the top k): (1 / R) sum over the relevant items r in the
+-- top k of 1 - min(n_r, R) / min(N, R) (1 when n_r = 0), n_r = judged non-relevant items above r, R = n_rel, N = the
+-- user's judged non-relevant labels
+CREATE OR REPLACE TEMP MACRO rankwise_bpref(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_bpref_sum_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- infAP@k (Yilmaz and Aslam 2006; trec_eval's infAP over the top k): (1 / R) sum over the relevant items in the top k
+-- at rank i = j + 1 of 1 if i = 1, else 1/i + (j/i) ((r + n + p) / j) ((r + e) / (r + n + 2e)): r, n, p = the relevant,
+-- judged non-relevant and pooled (relevance < 0) items above it, e = 0.00001 (trec_eval's INFAP_EPSILON)
+CREATE OR REPLACE TEMP MACRO rankwise_infap(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                            duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_infap_sum_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
+-- Unjudged@k (trec_eval's unj_k; not 1 - Judged@k, which counts a pooled item as judged): the items in the top k
+-- without a judgement (no label row, or relevance < 0) / k (a list shorter than k is filled with judged items, as
+-- trec_eval)
+CREATE OR REPLACE TEMP MACRO rankwise_unj(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth,
+        (LEAST(k, rankwise__stat_n_recs(recs, duplicates)) - rankwise__stat_hits(recs, truth, k, duplicates) - rankwise__stat_nonrel_ret_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates)) / CAST(k AS DOUBLE),
+        duplicates) END;
+
+-- Judged@k (ir_measures' Judged@k): the items in the top k with a label row (any relevance, a negative one too) /
+-- min(k, list length); undefined for an empty list
+CREATE OR REPLACE TEMP MACRO rankwise_judged(recs, truth, k, duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates) THEN
+    rankwise__count(recs, truth,
+        (rankwise__stat_hits(recs, truth, k, duplicates) + rankwise__stat_nonrel_ret_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates) + rankwise__stat_pooled_ret_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates)) / NULLIF(CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates)) AS DOUBLE), 0.0),
+        duplicates) END;
+
+-- GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k): per user bpref@k (as bpref); the summary is
+-- exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor
+CREATE OR REPLACE TEMP MACRO rankwise_gm_bpref(recs, truth, k, empty_labels := 'zero', empty_predictions := 'zero',
+                                               duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates) THEN
+    rankwise__finish(recs, truth, rankwise__stat_n_rel(truth),
+        rankwise__stat_bpref_sum_graded(recs, truth, rankwise__ones_like(truth), k, 0.0, duplicates) / NULLIF(CAST(rankwise__stat_n_rel(truth) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END;
+
 -- DCG@k: sum_{i <= k} gain(rel_i) / log_b(i + 1)
 CREATE OR REPLACE TEMP MACRO rankwise_dcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
-                                                 relevance_threshold := 0.0, empty_labels := 'zero',
-                                                 empty_predictions := 'zero', duplicates := 'error') AS
+                                                 relevance_threshold := 0.0, negative_relevance := 'error',
+                                                 empty_labels := 'zero', empty_predictions := 'zero',
+                                                 duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
       AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
       AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
-                           'a finite number >= 0') THEN
-    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
-        rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_dcg_graded'),
+        rankwise__finite(rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_dcg_graded'), 'rankwise_dcg_graded', rel, gain),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- NDCG@k: DCG@k / IDCG@k, the ideal by `ideal`; IDCG = 0 gives `zero_ideal`
 CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
                                                   ideal := 'labels', zero_ideal := 'zero', relevance_threshold := 0.0,
-                                                  empty_labels := 'zero', empty_predictions := 'zero',
-                                                  duplicates := 'error') AS
+                                                  negative_relevance := 'error', empty_labels := 'zero',
+                                                  empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
       AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
@@ -620,22 +888,192 @@ CREATE OR REPLACE TEMP MACRO rankwise_ndcg_graded(recs, truth, rel, k, gain := '
       AND rankwise__knob('zero_ideal', zero_ideal, ['zero', 'nan'])
       AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
                            'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged'])
       AND rankwise__number('k', k, ideal <> 'k_ones' OR k <= 10000, 'at most 10000 with ideal := ''k_ones''') THEN
-    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
-        CASE WHEN rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') > 0 THEN rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_ndcg_graded') / rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') * (rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') / rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded'))
+        rankwise__finite(CASE WHEN rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') > 0 THEN rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_ndcg_graded') / rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') * (rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded') / rankwise__stat_idcg_graded(recs, truth, rel, k, gain, log_base, ideal, relevance_threshold, duplicates, 'rankwise_ndcg_graded'))
              WHEN zero_ideal = 'zero' THEN 0.0
-             ELSE CAST(NULL AS DOUBLE) END,
+             ELSE CAST(NULL AS DOUBLE) END, 'rankwise_ndcg_graded', rel, gain),
         empty_labels, empty_predictions, duplicates) END END;
 
 -- ERR@k (expected reciprocal rank, Chapelle et al. 2009): sum_{r <= k} R_r / r prod_{i < r} (1 - R_i), R = (2^g - 1) /
 -- 2^g_max, g_max by `err_max_grade`
-CREATE OR REPLACE TEMP MACRO rankwise_err_graded(recs, truth, rel, k, err_max_grade := 0.0, empty_labels := 'zero',
+CREATE OR REPLACE TEMP MACRO rankwise_err_graded(recs, truth, rel, k, err_max_grade := 0.0,
+                                                 negative_relevance := 'error', empty_labels := 'zero',
                                                  empty_predictions := 'zero', duplicates := 'error') AS
     CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
       AND rankwise__number('err_max_grade', err_max_grade, err_max_grade > 0,
-                           'the top grade of the scale, > 0 (a macro sees one row, not the whole ground truth)') THEN
-    CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE
+                           'the top grade of the scale, > 0 (a macro sees one row, not the whole ground truth)')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
     rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, 0.0),
         rankwise__stat_err_sum_graded(recs, truth, rel, k, err_max_grade, duplicates),
         empty_labels, empty_predictions, duplicates) END END;
+
+-- Judged non-relevant retrieved@k (trec_eval's num_nonrel_judged_ret): the judged non-relevant items (relevance >= 0,
+-- not relevant) in the top k; summed over users
+CREATE OR REPLACE TEMP MACRO rankwise_num_nonrel_judged_ret_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                                   negative_relevance := 'error',
+                                                                   duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__count(recs, truth,
+        rankwise__stat_nonrel_ret_graded(recs, truth, rel, k, relevance_threshold, duplicates),
+        duplicates) END END;
+
+-- bpref@k (Buckley and Voorhees 2004; trec_eval's bpref over the top k): (1 / R) sum over the relevant items r in the
+-- top k of 1 - min(n_r, R) / min(N, R) (1 when n_r = 0), n_r = judged non-relevant items above r, R = n_rel, N = the
+-- user's judged non-relevant labels
+CREATE OR REPLACE TEMP MACRO rankwise_bpref_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                   negative_relevance := 'error', empty_labels := 'zero',
+                                                   empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__stat_bpref_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) / NULLIF(CAST(rankwise__stat_n_rel_graded(rel, relevance_threshold) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- infAP@k (Yilmaz and Aslam 2006; trec_eval's infAP over the top k): (1 / R) sum over the relevant items in the top k
+-- at rank i = j + 1 of 1 if i = 1, else 1/i + (j/i) ((r + n + p) / j) ((r + e) / (r + n + 2e)): r, n, p = the relevant,
+-- judged non-relevant and pooled (relevance < 0) items above it, e = 0.00001 (trec_eval's INFAP_EPSILON)
+CREATE OR REPLACE TEMP MACRO rankwise_infap_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                   negative_relevance := 'error', empty_labels := 'zero',
+                                                   empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__stat_infap_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) / NULLIF(CAST(rankwise__stat_n_rel_graded(rel, relevance_threshold) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- Unjudged@k (trec_eval's unj_k; not 1 - Judged@k, which counts a pooled item as judged): the items in the top k
+-- without a judgement (no label row, or relevance < 0) / k (a list shorter than k is filled with judged items, as
+-- trec_eval)
+CREATE OR REPLACE TEMP MACRO rankwise_unj_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                 negative_relevance := 'error', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__count(recs, truth,
+        (LEAST(k, rankwise__stat_n_recs(recs, duplicates)) - rankwise__stat_hits_graded(recs, truth, rel, k, relevance_threshold, duplicates) - rankwise__stat_nonrel_ret_graded(recs, truth, rel, k, relevance_threshold, duplicates)) / CAST(k AS DOUBLE),
+        duplicates) END END;
+
+-- Judged@k (ir_measures' Judged@k): the items in the top k with a label row (any relevance, a negative one too) /
+-- min(k, list length); undefined for an empty list
+CREATE OR REPLACE TEMP MACRO rankwise_judged_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                    negative_relevance := 'error', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__count(recs, truth,
+        (rankwise__stat_hits_graded(recs, truth, rel, k, relevance_threshold, duplicates) + rankwise__stat_nonrel_ret_graded(recs, truth, rel, k, relevance_threshold, duplicates) + rankwise__stat_pooled_ret_graded(recs, truth, rel, k, relevance_threshold, duplicates)) / NULLIF(CAST(LEAST(k, rankwise__stat_n_recs(recs, duplicates)) AS DOUBLE), 0.0),
+        duplicates) END END;
+
+-- GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k): per user bpref@k (as bpref); the summary is
+-- exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor
+CREATE OR REPLACE TEMP MACRO rankwise_gm_bpref_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                      negative_relevance := 'error', empty_labels := 'zero',
+                                                      empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__stat_bpref_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) / NULLIF(CAST(rankwise__stat_n_rel_graded(rel, relevance_threshold) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- Binary G@k (trec_eval's binG): sum over relevant items i <= k of 1 / log2(2 + non-relevant items above i), over n_rel
+CREATE OR REPLACE TEMP MACRO rankwise_bin_g_graded(recs, truth, rel, k, relevance_threshold := 0.0,
+                                                   negative_relevance := 'error', empty_labels := 'zero',
+                                                   empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__stat_bing_sum_graded(recs, truth, rel, k, relevance_threshold, duplicates) / NULLIF(CAST(rankwise__stat_n_rel_graded(rel, relevance_threshold) AS DOUBLE), 0.0),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- G@k (trec_eval's normalized gain G): sum over items i <= k of nonzero gain of g_i / log2(2 + C_i - S_i), over the
+-- total gain of the labels; S_i = the gains of items 1..i, C_i = the ideal's gains at 1..i each at least 1 (1 past the
+-- labels of positive gain); 0 without a positive gain
+CREATE OR REPLACE TEMP MACRO rankwise_g_graded(recs, truth, rel, k, gain := 'linear', relevance_threshold := 0.0,
+                                               negative_relevance := 'error', empty_labels := 'zero',
+                                               empty_predictions := 'zero', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__finite(CASE WHEN rankwise__stat_gain_total_graded(rel, gain, relevance_threshold) > 0 THEN rankwise__stat_g_sum_graded(recs, truth, rel, k, gain, relevance_threshold, duplicates) / rankwise__stat_gain_total_graded(rel, gain, relevance_threshold)
+             ELSE 0.0 END, 'rankwise_g_graded', rel, gain),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- NDCG averaged over relevant items@k (trec_eval's ndcg_rel): over the P labels of positive gain: at each retrieved one
+-- (rank i <= k) DCG@i / IDCG@min(i, P), each other one DCG@N / IDCG@P; their sum over P (0 when not positive); the
+-- ideal from the labels
+CREATE OR REPLACE TEMP MACRO rankwise_ndcg_rel_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
+                                                      relevance_threshold := 0.0, negative_relevance := 'error',
+                                                      empty_labels := 'zero', empty_predictions := 'zero',
+                                                      duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__finite(CASE WHEN rankwise__stat_n_pos_graded(rel, gain, relevance_threshold) > 0 AND rankwise__stat_ndcg_rel_sum_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates) + (rankwise__stat_n_pos_graded(rel, gain, relevance_threshold) - rankwise__stat_pos_ret_graded(recs, truth, rel, k, gain, relevance_threshold, duplicates)) * rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_ndcg_rel_graded') / NULLIF(rankwise__stat_idcg_all_graded(rel, gain, log_base, relevance_threshold), 0.0) > 0 THEN (rankwise__stat_ndcg_rel_sum_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates) + (rankwise__stat_n_pos_graded(rel, gain, relevance_threshold) - rankwise__stat_pos_ret_graded(recs, truth, rel, k, gain, relevance_threshold, duplicates)) * rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_ndcg_rel_graded') / NULLIF(rankwise__stat_idcg_all_graded(rel, gain, log_base, relevance_threshold), 0.0)) / rankwise__stat_n_pos_graded(rel, gain, relevance_threshold)
+             ELSE 0.0 END, 'rankwise_ndcg_rel_graded', rel, gain),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- NDCG at the R levels@k (trec_eval's Rndcg): the mean of DCG@min(m, N) / IDCG@m over the ends m of the runs of equal
+-- positive gain in the ideal order, and DCG@N / IDCG@P when N > P + 1 (P = labels of positive gain); 0 without such a
+-- point
+CREATE OR REPLACE TEMP MACRO rankwise_rndcg_graded(recs, truth, rel, k, gain := 'linear', log_base := 2.0,
+                                                   relevance_threshold := 0.0, negative_relevance := 'error',
+                                                   empty_labels := 'zero', empty_predictions := 'zero',
+                                                   duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, empty_labels, empty_predictions, duplicates)
+      AND rankwise__knob('gain', gain, ['binary', 'linear', 'exp2'])
+      AND rankwise__number('log_base', log_base, log_base > 1, 'a finite number > 1')
+      AND rankwise__number('relevance_threshold', relevance_threshold, relevance_threshold >= 0,
+                           'a finite number >= 0')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__finish(recs, truth, rankwise__stat_n_rel_graded(rel, relevance_threshold),
+        rankwise__finite(CASE WHEN rankwise__stat_n_bounds_graded(rel, gain, relevance_threshold) + rankwise__term_rndcg_tail_graded(recs, rel, k, gain, log_base, relevance_threshold, duplicates) > 0 THEN (rankwise__stat_rndcg_sum_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates) + CASE WHEN rankwise__term_rndcg_tail_graded(recs, rel, k, gain, log_base, relevance_threshold, duplicates) > 0 THEN rankwise__stat_dcg_graded(recs, truth, rel, k, gain, log_base, relevance_threshold, duplicates, 'rankwise_rndcg_graded') / NULLIF(rankwise__stat_idcg_all_graded(rel, gain, log_base, relevance_threshold), 0.0) ELSE 0.0 END) / (rankwise__stat_n_bounds_graded(rel, gain, relevance_threshold) + rankwise__term_rndcg_tail_graded(recs, rel, k, gain, log_base, relevance_threshold, duplicates))
+             ELSE 0.0 END, 'rankwise_rndcg_graded', rel, gain),
+        empty_labels, empty_predictions, duplicates) END END;
+
+-- RBP residual@k (trec_eval's rbp_resid): p^N + (1 - p) sum over unjudged items i <= k (no ground-truth row) of p^(i -
+-- 1), written 1 - (1 - p) sum over judged items i <= k of p^(i - 1); 0 when every item is judged; p = `rbp_persistence`
+CREATE OR REPLACE TEMP MACRO rankwise_rbp_resid_graded(recs, truth, rel, k, rbp_persistence := 0.8,
+                                                       negative_relevance := 'error', duplicates := 'error') AS
+    CASE WHEN rankwise__rows(k, 'nan', 'nan', duplicates)
+      AND rankwise__number('rbp_persistence', rbp_persistence, rbp_persistence > 0 AND rbp_persistence < 1,
+                           'a number strictly between 0 and 1')
+      AND rankwise__knob('negative_relevance', negative_relevance, ['error', 'unjudged']) THEN
+    CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE
+    rankwise__count(recs, truth,
+        CASE WHEN rankwise__stat_judged_ret_graded(recs, truth, rel, k, duplicates) < LEAST(k, rankwise__stat_n_recs(recs, duplicates)) THEN 1.0 - (1.0 - CAST(rbp_persistence AS DOUBLE)) * rankwise__stat_judged_rbp_graded(recs, truth, rel, k, rbp_persistence, duplicates)
+             ELSE 0.0 END,
+        duplicates) END END;

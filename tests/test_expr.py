@@ -31,7 +31,13 @@ PRESETS = ["default", "recommended_ideal", "ranx", "trec_eval", "spark", "torchm
 NAMES = ["precision", "recall", "f1", "map", "mar", "mrr", "dcg", "ndcg", "hit_rate", "r_precision", "num_ret", "num_rel",
          "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f", "relative_p", "utility",
          "gm_map", "rprec_mult", "iprec_at_recall", "ipt11_avg"]
-COUNTS = ("num_ret", "num_rel", "num_rel_ret", "utility")  # no empty rule: their macros take no empty_* knob
+# trec_eval's judged-aware and gain measures: they read judged non-relevant (relevance >= 0, not relevant) and
+# pooled (relevance < 0 under negative_relevance='unjudged') labels, or the labels' graded gains
+JUDGED = ["num_nonrel_judged_ret", "bpref", "gm_bpref", "infap", "unj", "judged", "g", "bin_g", "ndcg_rel", "rndcg",
+          "rbp_resid"]
+NAMES += JUDGED
+# no empty rule: their macros take no empty_* knob
+COUNTS = ("num_ret", "num_rel", "num_rel_ret", "utility", "num_nonrel_judged_ret", "unj", "judged", "rbp_resid")
 UTILITY = ("utility_relevant_retrieved", "utility_nonrelevant_retrieved", "utility_relevant_missed",
            "utility_nonrelevant_missed", "collection_size")
 
@@ -191,12 +197,18 @@ def _macro_call(name, conv, k, graded):
         p["ap_denominator"] = conv.ap_denominator
     if name == "mrr":
         p["rr_cutoff"] = conv.rr_cutoff
-    if name in ("dcg", "ndcg"):
+    if name in ("dcg", "ndcg", "ndcg_rel", "rndcg"):
         p["log_base"] = conv.log_base
     if name == "ndcg":
         p.update(ideal=conv.ideal, zero_ideal=conv.zero_ideal)
+    if name == "rbp_resid":
+        p["rbp_persistence"] = conv.rbp_persistence
     if graded:
-        p.update(gain=conv.gain, relevance_threshold=conv.relevance_threshold)
+        p["negative_relevance"] = conv.negative_relevance
+        if name in ("dcg", "ndcg", "g", "ndcg_rel", "rndcg"):
+            p["gain"] = conv.gain
+        if name != "rbp_resid":  # rbp_resid reads which items are judged, not which are relevant
+            p["relevance_threshold"] = conv.relevance_threshold
     args = ", ".join(f"{key} := {value!r}" if isinstance(value, str) else f"{key} := {value}"
                      for key, value in p.items()).replace("True", "true").replace("False", "false")
     if graded:
@@ -221,7 +233,7 @@ def test_macros_equal_oracle(con, users, preset, k):
     for graded in (False, True):
         recs, truth, _, _, rows = _frames(users, graded=graded)
         c = conv if graded else binary_conv
-        names = ["dcg", "ndcg"] if graded else NAMES
+        names = ["dcg", "ndcg", *JUDGED] if graded else NAMES
         sql = "SELECT user, " + ", ".join(f"{_macro_call(n, c, k, graded)} AS \"{n}\"" for n in names) + \
               " FROM rows ORDER BY user"
         got = con.sql(sql).pl()  # noqa: F841 (rows is found by DuckDB's replacement scan)
@@ -241,6 +253,7 @@ def test_hand_values():
     got = df.select(expr.metrics("r", "t", k=4, convention="recommended_ideal", metrics="all")).row(0, named=True)
     dcg = 1 / math.log(3) + 1 / math.log(5)
     idcg = 1 / math.log(2) + 1 / math.log(3)  # predictions_topk: the two hits moved to the top
+    dcg2, ideal3 = 1 / math.log(3), 1 / math.log(2) + 1 / math.log(3) + 1 / math.log(4)  # DCG@2, the labels' IDCG@3
     want = {"precision@4": 2 / 4, "recall@4": 2 / 3, "f1@4": 2 * 0.5 * (2 / 3) / (0.5 + 2 / 3),
             "map@4": (1 / 2 + 2 / 4) / 2, "mar@4": (1 / 3 + 2 / 3) / 2, "mrr@4": 1 / 2, "dcg@4": dcg,
             "ndcg@4": dcg / idcg, "hit_rate@4": 1.0, "r_precision@4": 1 / 3,
@@ -254,6 +267,22 @@ def test_hand_values():
             "iprec_at_recall@4": 1 / 2,  # level 0: any hit, the best of 1/2 and 2/4
             # levels 0.0-0.1 (r = 0): 1/2; 0.2-0.4 (r = 1): 1/2; 0.5-0.8 (r = 2): 2/4; 0.9-1.0 (r = 3 > 2 hits): 0
             "ipt11_avg@4": (9 * 0.5) / 11}
+    # trec_eval's judged-aware measures: the labels are all relevant (R = 3, no judged non-relevant one: N = 0);
+    # items 1 and 3 have no label (not judged)
+    e = 0.00001
+    want |= {"num_nonrel_judged_ret@4": 0.0, "bpref@4": 2 / 3, "gm_bpref@4": 2 / 3,  # each hit: 1 (none above)
+             # rank 2: 1/2 + (1/2)(0/1)(..) ; rank 4 (r = 1 above, n = p = 0): 1/4 + (3/4)(1/3)((1 + e)/(1 + 2e))
+             "infap@4": (1 / 2 + 1 / 4 + (3 / 4) * (1 / 3) * ((1 + e) / (1 + 2 * e))) / 3,
+             "unj@4": 2 / 4, "judged@4": 2 / 4,
+             # the gain measures: every gain 1, ideal [1, 1, 1]; G's cost 1 per position, so G = binG here:
+             # rank 2: 1 / log2(2 + 2 - 1), rank 4: 1 / log2(2 + 4 - 2), over the total gain 3 (binG: R = 3)
+             "g@4": (1 / math.log2(3) + 1 / 2) / 3, "bin_g@4": (1 / math.log2(3) + 1 / 2) / 3,
+             # DCG@2 / IDCG@2 and DCG@4 / IDCG@3 at the hits, DCG@4 / IDCG@3 for the label not retrieved
+             "ndcg_rel@4": (dcg2 / (ideal3 - 1 / math.log(4)) + 2 * dcg / ideal3) / 3,
+             # one run of equal gain ending at m = 3: DCG@3 / IDCG@3 (N = 4 is not past P + 1 = 4)
+             "rndcg@4": dcg2 / ideal3,
+             # p = 0.8: p^4 + (1 - p)(p^0 + p^2) over the unjudged ranks 1 and 3
+             "rbp_resid@4": 0.8 ** 4 + 0.2 * (1 + 0.8 ** 2)}
 
     assert got.keys() == want.keys()
     for key in want:
@@ -581,3 +610,152 @@ def test_an_expression_over_the_truth_column_may_be_the_relevance():
     df = pl.DataFrame({"r": [[1, 2]], "t": [[2, 3]]})  # relevance 1 per label: hit at 2 of 2 labels
     rel = pl.col("t").list.eval(pl.lit(1.0))
     assert df.select(expr.recall("r", "t", k=2, relevance=rel)).item() == 0.5
+
+
+# -- trec_eval's judged-aware and gain measures; a negative relevance by negative_relevance (issue 38) -----------
+
+# labels with relevance -1 (pooled, not judged), 0 (judged non-relevant), 0.5 (below every threshold but earning a
+# linear gain) and 1-3; items without a label are not judged
+_graded_user = st.tuples(
+    st.one_of(st.none(), st.lists(_items, max_size=8, unique=True)),
+    st.one_of(st.none(), st.dictionaries(_items, st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0]), max_size=7)),
+)
+_pooled = st.lists(_graded_user, min_size=1, max_size=6).filter(
+    lambda us: any(r is not None or t is not None for r, t in us))
+UNJUDGED = {
+    "trec_eval": rankwise.PRESETS["trec_eval"],
+    "default": rankwise.Convention(negative_relevance="unjudged"),
+    "exp2": rankwise.Convention(negative_relevance="unjudged", gain="exp2", log_base=math.e, relevance_threshold=2.0,
+                                ideal="labels", rbp_persistence=0.5, users="labels"),
+    "linear": rankwise.PRESETS["ranx"].replace(metrics=None, negative_relevance="unjudged", gain="linear",
+                                               relevance_threshold=0.0),
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(users=_pooled, name=st.sampled_from(sorted(UNJUDGED)), ks=st.lists(st.integers(1, 10), min_size=1, max_size=3),
+       graded=st.booleans())
+def test_negative_relevance_unjudged_expressions_equal_evaluate_and_oracle(users, name, ks, graded):
+    """Under negative_relevance='unjudged' a negative relevance is trec_eval's pooled label for every metric, as in
+    evaluate(): graded labels, unjudged items, short and empty lists, absent users; both ways of reading
+    positions (k <= POSITIONAL_MAX_K and the list.eval passes)."""
+    conv = UNJUDGED[name]
+    names = _metric_names(conv)
+    recs, truth, rf, tf, rows = _frames(users, graded=graded)
+    rel = "rel" if graded else None
+    query = rows.lazy().select("user", *expr.metrics("recs", "truth", k=ks, metrics=names, relevance=rel,
+                                                     convention=conv))
+    want = oracle.evaluate(recs, truth, sorted(set(ks)), conv)
+    _expected(query.collect(), want, name, users)
+    original = expr.POSITIONAL_MAX_K
+    try:
+        expr.POSITIONAL_MAX_K = 0
+        _expected(rows.lazy().select("user", *expr.metrics("recs", "truth", k=ks, metrics=names, relevance=rel,
+                                                           convention=conv)).collect(), want, name, users)
+    finally:
+        expr.POSITIONAL_MAX_K = original
+    if rf.height and tf.height:
+        res = rankwise.evaluate(rf, tf if graded else tf.drop("relevance"), k=ks, metrics=names, convention=conv)
+        got = query.collect()
+        for row in res.per_user.iter_rows(named=True):
+            mine = got.filter(pl.col("user") == row["user"]).row(0, named=True)
+            for col in got.columns[1:]:
+                value = float("nan") if row[col] is None else row[col]
+                assert close(mine[col], value), (name, row["user"], col, mine[col], value, users)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(users=_pooled, name=st.sampled_from(sorted(UNJUDGED)), k=st.integers(1, 10))
+def test_graded_macros_of_the_judged_and_gain_measures_equal_oracle(con, users, name, k):
+    """rankwise_<name>_graded with negative_relevance := 'unjudged' (and the binary macros on the same users'
+    labels at relevance 1) against the oracle, users in either input (the macros have no users knob)."""
+    conv = UNJUDGED[name].replace(users="union", unjudged="keep", metrics=None)
+    for graded in (True, False):
+        c = conv if graded else conv.replace(relevance_threshold=0.0)
+        recs, truth, _, _, rows = _frames(users, graded=graded)
+        names = ["dcg", "ndcg", *JUDGED] if graded else JUDGED
+        sql = "SELECT user, " + ", ".join(f"{_macro_call(n, c, k, graded)} AS \"{n}\"" for n in names) + \
+              " FROM rows ORDER BY user"
+        got = con.sql(sql).pl()  # noqa: F841 (rows is found by DuckDB's replacement scan)
+        want = oracle.evaluate(recs, truth, [k], c)
+        for row in got.iter_rows(named=True):
+            for n in names:
+                expected = want[row["user"]][f"{n}@{k}"] if row["user"] in want else float("nan")
+                assert close(row[n], expected), (name, graded, row["user"], n, row[n], expected, users)
+
+
+def test_a_negative_relevance_under_negative_relevance_error_is_nan_as_evaluate_refuses(con):
+    """negative_relevance='error' (the default): evaluate() raises on the row, the expressions and macros give it
+    NaN and check_lists raises the typed error with its hint; 'unjudged' scores it. By hand for the row below:
+    item 1 is pooled (-1), item 2 relevant, item 3 judged non-relevant, item 4 without a label."""
+    df = pl.DataFrame({"r": [[1, 2, 3, 4], [2, 3]], "t": [[1, 2, 3], [2]], "rel": [[-1.0, 1.0, 0.0], [1.0]]})
+    every = [getattr(expr, n)("r", "t", k=4, relevance="rel").alias(n) for n in ("precision", "bpref", "infap", "unj")]
+    first, second = df.select(every).rows()
+    assert all(math.isnan(v) for v in first) and second == (0.25, 1.0, 1.0, 0.25)
+    with pytest.raises(InvalidRelevanceError, match="rel: 1 lists hold a negative relevance") as info:
+        expr.check_lists(df, "r", "t", "rel")
+    assert "negative_relevance='unjudged'" in str(info.value)
+    long = df.with_row_index("user").explode("t", "rel")
+    with pytest.raises(InvalidRelevanceError, match="negative"):
+        rankwise.evaluate(df.with_row_index("user").select("user", item="r"),
+                          long.select("user", item="t", relevance="rel"), k=4)
+    unjudged = rankwise.Convention(negative_relevance="unjudged")
+    assert expr.check_lists(df, "r", "t", "rel", convention=unjudged) is None
+    values = df.select(getattr(expr, n)("r", "t", k=4, relevance="rel", convention=unjudged).alias(n)
+                       for n in ("precision", "bpref", "infap", "unj", "judged", "num_nonrel_judged_ret")).row(0)
+    # precision 1/4; bpref: no judged non-relevant item above item 2: 1, over R = 1; infAP at rank 2 (j = 1:
+    # r = 0, n = 0, p = 1): 1/2 + (1/2)(1/1)(0.00001 / 0.00002) = 3/4; unj: items 1 and 4 of 4; judged: items 1-3
+    assert values[:2] == (0.25, 1.0) and close(values[2], 0.75) and values[3:] == (0.5, 0.75, 1.0)
+    row = con.execute("SELECT rankwise_bpref_graded([1, 2, 3, 4], [1, 2, 3], [-1.0, 1.0, 0.0], 4), "
+                      "rankwise_infap_graded([1, 2, 3, 4], [1, 2, 3], [-1.0, 1.0, 0.0], 4, "
+                      "negative_relevance := 'unjudged')").fetchone()
+    assert math.isnan(row[0]) and close(row[1], 0.75)
+
+
+def test_the_gain_measures_refuse_gain_levels_with_a_hint():
+    with pytest.raises(ParameterError, match="gain_levels") as info:
+        expr.g("r", "t", k=3, convention=rankwise.PRESETS["trec_eval"].replace(gain_levels=((1.0, 3.0),)))
+    assert "Hint:" in str(info.value)
+
+
+def _suite_rows(qrels: str, run: str) -> pl.DataFrame:
+    """trec_eval's own files as one row per query: the run in trec_eval's order, the qrels as labels and levels."""
+    from rankwise.inputs.trec import read_qrels, read_trec_run
+    from trec_suite import SUITE_DIR
+
+    recs = read_trec_run(SUITE_DIR / run).sort("user", "rank").group_by("user", maintain_order=True).agg(recs="item")
+    truth = read_qrels(SUITE_DIR / qrels).group_by("user").agg(truth="item", rel=pl.col("relevance").cast(pl.Float64))
+    return recs.join(truth, on="user", how="inner").sort("user")
+
+
+# trec_eval's name -> rankwise's (cut measures unj_<k> at k; the others over the whole list)
+SUITE_MEASURES = {"bpref": "bpref", "infAP": "infap", "num_nonrel_judged_ret": "num_nonrel_judged_ret", "G": "g",
+                  "binG": "bin_g", "ndcg_rel": "ndcg_rel", "Rndcg": "rndcg", "rbp_resid": "rbp_resid", "unj": "unj"}
+
+
+@pytest.mark.parametrize("qrels, expected, level", [("qrels.test", "out.test.aq", None),
+                                                    ("qrels.rel_level", "out.test.aql", 2)])
+def test_the_judged_and_gain_measures_on_trec_evals_own_files(con, qrels, expected, level):
+    """trec_eval 10.0's quick test (results.test; qrels.rel_level has levels -1, -l2 a threshold of 2): every
+    per-query line of bpref, infAP, num_nonrel_judged_ret, G, binG, ndcg_rel, Rndcg, rbp_resid and unj_<k>, as
+    printed (%.4f, counts as integers), from the expressions and the graded macros."""
+    from trec_suite import SUITE_DIR, parse_trec_eval_output
+
+    conv = rankwise.PRESETS["trec_eval"]
+    if level is not None:
+        conv = conv.replace(relevance_threshold=float(level))
+    rows = _suite_rows(qrels, "results.test")
+    whole = int(rows.select(pl.col("recs").list.len().max()).item())
+    lines = {(m, q): text for (m, q), text in parse_trec_eval_output(SUITE_DIR / expected).items()
+             if q != "all" and (m in SUITE_MEASURES or m.startswith("unj_"))}
+    assert len(lines) >= 3 * 11
+    for (measure, qid), text in lines.items():
+        name, k = (("unj", int(measure[4:])) if measure.startswith("unj_") else (SUITE_MEASURES[measure], whole))
+        value = rows.filter(pl.col("user") == qid).select(
+            getattr(expr, name)("recs", "truth", k=k, relevance="rel", convention=conv)).item()
+        shown = f"{value:.0f}" if name == "num_nonrel_judged_ret" else f"{value:.4f}"
+        assert shown == text, (expected, measure, qid, value, text)
+        one = rows.filter(pl.col("user") == qid)  # noqa: F841 (DuckDB reads it by name)
+        graded = conv.replace(users="union", unjudged="keep")
+        macro = con.execute(f"SELECT {_macro_call(name, graded, k, True)} FROM one").fetchone()[0]
+        assert close(macro, value), (expected, measure, qid, macro, value)

@@ -95,9 +95,12 @@ def test_the_shipped_macros_are_generated_from_the_declarations():
     assert _formulas.BEGIN in text, "macros.sql lost its generated-part marker"
     assert _macros.render(text) == text, (
         "sql/macros.sql is out of date with rankwise.metrics.declarations: run python -m rankwise.generate.sql")
-    # one public macro per per-user metric with a list-column form (and rankwise_f1, the graded forms)
+    # one public macro per per-user metric (and rankwise_f1), and the graded forms: dcg, ndcg, err and trec_eval's
+    # judged-aware and gain measures, which read judged non-relevant and pooled labels or graded gains
     made = set(re.findall(r"CREATE OR REPLACE TEMP MACRO rankwise_([a-z]\w*)\(", text.split(_formulas.BEGIN)[1]))
-    assert {m.name for m in USER_METRICS if m.list_form} | {"f1", "dcg_graded", "ndcg_graded", "err_graded"} == made
+    graded = {"dcg", "ndcg", "err", "num_nonrel_judged_ret", "bpref", "gm_bpref", "infap", "unj", "judged", "g", "bin_g",
+              "ndcg_rel", "rndcg", "rbp_resid"}
+    assert {m.name for m in USER_METRICS} | {"f1"} | {f"{name}_graded" for name in graded} == made
 
 
 def test_the_formula_trees_are_generated_from_the_declarations():

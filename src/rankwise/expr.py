@@ -18,7 +18,12 @@ Row rules (the convention's knobs, applied per row; NaN = undefined: ``.fill_nan
   recommendation (``'error'`` cannot be raised from inside an expression and is refused).
 * A row that ``evaluate`` would reject (a repeated item in ``recs``
   under ``duplicates='error'``, a repeated label, a null item, a relevance list of another length or
-  with a null, NaN, infinite or negative value) is NaN. ``check_lists`` raises the typed error.
+  with a null, NaN or infinite value, or a negative one under ``negative_relevance='error'``) is NaN.
+  ``check_lists`` raises the typed error. Under ``negative_relevance='unjudged'`` a negative relevance
+  is trec_eval's pooled-but-unjudged label, as in ``evaluate``: never relevant, no gain, not judged.
+* The judged-aware measures (bpref, infap, num_nonrel_judged_ret, unj, judged, gm_bpref) read the
+  ``relevance`` list: a label >= 0 that is not relevant is judged non-relevant, a negative one pooled
+  but unjudged, an item without a label unjudged (without ``relevance`` every label has relevance 1).
 * A DCG or ideal DCG too large for a double (``gain='exp2'``, a relevance above 1023) is no value:
   ``dcg`` / ``ndcg`` raise ``NumericOverflowError`` when the query runs, as ``evaluate`` does.
 * ``recs``, ``truth`` and ``relevance`` name three different columns (evaluate's rule), else a
@@ -86,7 +91,8 @@ from rankwise.errors import (
 __all__ = ["precision", "recall", "fbeta", "f1", "map", "ap", "mar", "ar", "mrr", "rr", "dcg", "ndcg", "rbp", "err",
            "num_ret", "num_rel", "num_rel_ret", "set_p", "set_recall", "set_relative_p", "set_map", "set_f",
            "relative_p", "utility", "gm_map", "rprec_mult", "iprec_at_recall", "ipt11_avg",
-           "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
+           "num_nonrel_judged_ret", "bpref", "gm_bpref", "infap", "unj", "judged", "g", "bin_g", "ndcg_rel", "rndcg",
+           "rbp_resid", "hit_rate", "r_precision", "novelty", "arp", "ild", "metrics", "check_lists", "install_duckdb"]
 
 NAN = float("nan")
 Column = str | pl.Expr
@@ -366,6 +372,104 @@ gm_map = _trec_set("gm_map", """gm_map@k per row: AP@k as map (the geometric mea
     """)
 
 
+# trec_eval's judged-aware measures (m_bpref.c, m_infap.c, m_num_nonrel_judged_ret.c, m_unjudged.c) over the top k:
+# a label with relevance >= 0 is judged (relevant, or judged non-relevant), a negative one (negative_relevance=
+# 'unjudged') pooled but not judged, an item without a label not judged
+num_nonrel_judged_ret = _trec_set("num_nonrel_judged_ret", """num_nonrel_judged_ret@k = the judged non-relevant
+    items (a label with relevance >= 0, not relevant) in the top k, trec_eval's num_nonrel_judged_ret (every
+    row: no empty rule).
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 2, 3]], "rel": [[0.0, 1.0, -1.0]]})
+    >>> df.select(num_nonrel_judged_ret("r", "t", k=3, relevance="rel", convention="trec_eval")).item()
+    1.0
+    """)
+bpref = _trec_set("bpref", """bpref@k = (1 / R) sum over the relevant items r in the top k of
+    1 - min(n_r, R) / min(N, R) (1 when n_r = 0); n_r = judged non-relevant items above r, R = the relevant
+    labels, N = the judged non-relevant labels (Buckley and Voorhees 2004; trec_eval's bpref).
+
+    >>> import polars as pl  # item 1 judged non-relevant above item 2: 1 - 1/1; item 3 above none: 1
+    >>> df = pl.DataFrame({"r": [[3, 1, 2]], "t": [[1, 2, 3]], "rel": [[0.0, 1.0, 2.0]]})
+    >>> df.select(bpref("r", "t", k=3, relevance="rel", convention="trec_eval")).item()
+    0.5
+    """)
+gm_bpref = _trec_set("gm_bpref", """gm_bpref@k per row: bpref@k (the geometric mean is the aggregate over rows).
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"r": [[3, 1, 2]], "t": [[1, 2, 3]], "rel": [[0.0, 1.0, 2.0]]})
+    >>> df.select(gm_bpref("r", "t", k=3, relevance="rel", convention="trec_eval")).item()
+    0.5
+    """)
+infap = _trec_set("infap", """infap@k = (1 / R) sum over the relevant items in the top k at rank i = j + 1 of 1 if
+    i = 1, else 1/i + (j/i) ((r + n + p) / j) ((r + e) / (r + n + 2e)); r, n, p = the relevant, judged
+    non-relevant and pooled (negative relevance) items above it, e = 0.00001 (Yilmaz and Aslam 2006;
+    trec_eval's infAP).
+
+    >>> import polars as pl  # rank 1 relevant: 1; rank 3 (r = 1, n = 0, p = 1): 1/3 + (2/3)(2/2)(1) = 1
+    >>> df = pl.DataFrame({"r": [[1, 2, 3]], "t": [[1, 2, 3]], "rel": [[1.0, -1.0, 1.0]]})
+    >>> round(df.select(infap("r", "t", k=3, relevance="rel", convention="trec_eval")).item(), 4)  # e: just below
+    1.0
+    """)
+unj = _trec_set("unj", """unj@k = the items in the top k without a judgement (no label, or a negative relevance)
+    / k, trec_eval's unj_k (every row: no empty rule).
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[1, 2]], "rel": [[0.0, -1.0]]})
+    >>> df.select(unj("r", "t", k=4, relevance="rel", convention="trec_eval")).item()
+    0.75
+    """)
+judged = _trec_set("judged", """judged@k = the items in the top k with a label (any relevance, a negative one too) /
+    min(k, list length), ir_measures' Judged@k; NaN for an empty list (every row: no empty rule).
+
+    >>> import polars as pl
+    >>> from rankwise import Convention
+    >>> df = pl.DataFrame({"r": [[1, 2, 3, 4]], "t": [[1, 2]], "rel": [[0.0, -1.0]]})
+    >>> df.select(judged("r", "t", k=4, relevance="rel", convention=Convention(negative_relevance="unjudged"))).item()
+    0.5
+    """)
+# trec_eval's gain measures (m_G.c, m_binG.c, m_ndcg_rel.c, m_Rndcg.c) over the labels' ideal (the positive gains
+# sorted descending) and RBP's residual (m_rbp_resid.c)
+g = _trec_set("g", """g@k = sum over items i <= k of nonzero gain of g_i / log2(2 + C_i - S_i), over the labels'
+    total gain; S_i = the gains of items 1..i, C_i = the ideal's gains at 1..i each at least 1 (1 past the
+    labels of positive gain); trec_eval's G.
+
+    >>> import polars as pl  # g = 1 / log2(2 + 1 - 1), over the total gain 1
+    >>> pl.DataFrame({"r": [[1, 2]], "t": [[1]]}).select(g("r", "t", k=2, convention="trec_eval")).item()
+    1.0
+    """)
+bin_g = _trec_set("bin_g", """bin_g@k = sum over the relevant items i <= k of 1 / log2(2 + non-relevant items above
+    i), over n_rel; trec_eval's binG.
+
+    >>> import polars as pl  # 1 / log2(3), over 1
+    >>> round(pl.DataFrame({"r": [[2, 1]], "t": [[1]]}).select(bin_g("r", "t", k=2, convention="trec_eval")).item(), 6)
+    0.63093
+    """)
+ndcg_rel = _trec_set("ndcg_rel", """ndcg_rel@k = over the P labels of positive gain: at each one retrieved (rank
+    i <= k) DCG@i / IDCG@min(i, P), each other one DCG@N / IDCG@P (N = min(k, list length)); their sum over P;
+    trec_eval's ndcg_rel.
+
+    >>> import polars as pl  # the one label at rank 1: DCG@1 / IDCG@1
+    >>> pl.DataFrame({"r": [[1, 2]], "t": [[1]]}).select(ndcg_rel("r", "t", k=2, convention="trec_eval")).item()
+    1.0
+    """)
+rndcg = _trec_set("rndcg", """rndcg@k = the mean of DCG@min(m, N) / IDCG@m over the ends m of the runs of equal
+    positive gain in the ideal order, and DCG@N / IDCG@P when N > P + 1; trec_eval's Rndcg.
+
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [[1, 2]], "t": [[1]]}).select(rndcg("r", "t", k=2, convention="trec_eval")).item()
+    1.0
+    """)
+rbp_resid = _trec_set("rbp_resid", """rbp_resid@k = p^N + (1 - p) sum over the unjudged items i <= k (no label, or a
+    negative relevance) of p^(i - 1), 0 when every item is judged; p = ``rbp_persistence``, N = min(k, list
+    length); trec_eval's rbp_resid (every row: no empty rule).
+
+    >>> import polars as pl  # p = 0.9: 0.9^2 + 0.1 * 0.9 (item 2 unjudged)
+    >>> round(pl.DataFrame({"r": [[1, 2]], "t": [[1]]}).select(rbp_resid("r", "t", k=2, convention="trec_eval")
+    ...                                                       ).item(), 12)
+    0.9
+    """)
+
+
 def _defining(convention: str | Convention, name: str) -> Convention:
     """The convention, which must define ``name`` (as evaluate refuses a metric a preset's library lacks)."""
     conv = resolve(convention)
@@ -512,16 +616,12 @@ def _popularity_mean(pop: pl.Expr, total: pl.Expr, conv: Convention, k: int) -> 
     return pl.when(pop.is_not_null() & counts & (den > 0)).then(total / den).otherwise(pl.lit(NAN))
 
 
-# the metrics declared without a list-column form (Metric.list_form: trec_eval's judged-aware ones): engines only
-NO_LIST_FORM = tuple(m.name for m in _metrics.REGISTRY if not m.list_form)
-
-
 def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Iterable[str] | None = None,
             relevance: Column | None = None, convention: str | Convention = "default",
             beta: float | None = None) -> list[pl.Expr]:
     """Several metrics at several cutoffs, named ``"<metric>@<k>"`` (``f2@10`` for F-beta 2), the
     columns ``evaluate(...).per_user`` has (``metrics=None``: rankwise.DEFAULT_METRICS, ``"all"``: every
-    metric with a list-column form). Polars computes the parts they share once. ``beta``
+    per-user metric). Polars computes the parts they share once. ``beta``
     names the F of ``metrics=None`` (``f2``); an F named in ``metrics`` fixes its beta, and a
     different ``beta`` is a ParameterError.
 
@@ -553,9 +653,6 @@ def metrics(recs: Column, truth: Column, *, k: int | Iterable[int], metrics: Ite
                                  hint=f"Name the F you want, e.g. metrics=['f{beta:g}'], and leave beta out.")
         names = tuple(f"f{beta:g}" if n in named else n for n in request.names)
         request = _metrics.MetricRequest(names, request.ks, beta)
-    if metrics is None or _metrics.asks_all(metrics):  # the metrics without a list-column form: left out
-        request = _metrics.MetricRequest(tuple(n for n in request.names if n not in NO_LIST_FORM), request.ks,
-                                         request.beta)
     _metrics.check_cutoffs(conv, request.ks, request.names)
     rows = _Rows(recs, truth, relevance, conv)
     return [rows.metric(_metrics.internal_name(name), kk, request.beta).alias(request.column(name, kk))
@@ -695,6 +792,29 @@ def _discount(i: int, base: float) -> float:
     return 1.0 / (math.log(i + 1.0) / math.log(base))
 
 
+INFAP_EPSILON = 0.00001  # trec_eval.h (engines/polars/positions.INFAP_EPSILON)
+# the statistics of trec_eval's judged-aware and gain measures: _Rows._judged_statistics
+_JUDGED = frozenset().union(*_metrics.OPTIONAL_STATISTICS.values())
+# the statistics a gain can make too large for a double (gain='exp2'): their metrics' values are checked
+_GAIN_SUMS = frozenset({"dcg", "idcg", "g_sum", "gain_total", "ndcg_rel_sum", "idcg_all", "rndcg_sum"})
+
+
+def _packed(scalars: list[pl.Expr], lists: list[pl.Expr], body) -> pl.Expr:
+    """body(scalars, lists, positions) aggregated per row, over lists of one length n and numbers of the row:
+    a list.agg sees its own list only, so they travel as one list [s_1, ..., s_a, l_1 ..., l_2 ..., ...], read
+    back as _E.get(i) and slices of n; positions = 1.0, ..., n."""
+    a, b = len(scalars), len(lists)
+    n = (pl.len() - a) // b
+    packed = pl.concat_list([*(s.cast(pl.Float64) for s in scalars), *(x.cast(pl.List(pl.Float64)) for x in lists)])
+    return packed.list.agg(body([_E.get(i) for i in range(a)], [_E.slice(a + j * n, n) for j in range(b)],
+                                pl.int_range(1, n + 1).cast(pl.Float64)))
+
+
+def _padded(values: pl.Expr, like: pl.Expr) -> pl.Expr:
+    """values followed by zeros, cut to the length of the list ``like``."""
+    return pl.concat_list([values, like.list.eval(pl.repeat(0.0, pl.len()))]).list.head(like.list.len())
+
+
 class _Rows:
     """The building blocks of every metric for one (recs, truth, relevance, convention).
 
@@ -787,9 +907,11 @@ class _Rows:
         return self.rel.fill_null(pl.lit([])).list.gather(first, null_on_oob=True)
 
     def _gain_of(self, r: pl.Expr) -> pl.Expr:
+        """The gain of relevance r: 0 at r <= 0 (a negative one is a pooled label), else by ``gain`` (knobs.gain)."""
         thr = self.conv.relevance_threshold
-        return {"binary": ((r > 0) & (r >= thr)).cast(pl.Float64), "linear": r,
+        rule = {"binary": ((r > 0) & (r >= thr)).cast(pl.Float64), "linear": r,
                 "exp2": pl.lit(2.0).pow(r) - 1.0}[self.conv.gain]
+        return pl.when(r <= 0).then(0.0).otherwise(rule)
 
     def _discounted(self, gains: pl.Expr) -> pl.Expr:
         """sum_i gains_i / log_b(i + 1) over a gain list (1-based i; sql/per_user.sql's arithmetic)."""
@@ -825,8 +947,9 @@ class _Rows:
         if self.rel is not None:
             rel = self.rel.fill_null(pl.lit([]))
             valid = valid & (rel.list.len() == truth.list.len()) & (rel.list.agg(_E.null_count()) == 0)
-            low = rel.list.min().fill_null(0.0)
-            valid = valid & (low >= 0) & rel.list.sum().is_finite()
+            valid = valid & rel.list.sum().is_finite()
+            if self.conv.negative_relevance == "error":  # 'unjudged': trec_eval's pooled label, as in evaluate
+                valid = valid & (rel.list.min().fill_null(0.0) >= 0)
         return rule & valid
 
     # -- a metric's expression: struct stages --
@@ -1027,18 +1150,124 @@ class _Rows:
             "precision_sum": precision_sum, "first_hit": first_hit, "dcg": dcg, "idcg": idcg,
             "rbp_sum": rbp_sum, "err_sum": err_sum, "mult_hits": mult_hits, "iprec_max": iprec_max, "ipt11_sum": ipt11_sum,
         }
+        if needed & _JUDGED:  # each position's label relevance, and the labels' positive gains, once per stage
+            stage = stage.struct.with_fields(lrel=rows._position_relevance(k))
+            if needed & _metrics.OPTIONAL_STATISTICS["gain_statistics"]:
+                stage = stage.struct.with_fields(ideal=rows._positive_gains())
+            build.update(rows._judged_statistics())
         fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}
         return stage.struct.with_fields(**fields) if fields else stage
+
+    def _position_relevance(self, k: int) -> pl.Expr:
+        """The relevance of the label of each of the first k items, null without one (relevance 1 for every
+        label without a relevance list)."""
+        if self.rel is not None:
+            return self._label_relevance(k)
+        truth = self.truth.fill_null(pl.lit([]))
+        labelled = self._after(truth, k).list.eval(_E.is_first_distinct().not_()).list.slice(truth.list.len())
+        return labelled.list.eval(pl.when(_E).then(pl.lit(1.0)))
+
+    def _positive_gains(self) -> pl.Expr:
+        """The labels' ideal: their positive gains sorted descending (sql/per_user.sql's ideal_labels)."""
+        if self.rel is None:  # every label relevance 1: gain 1, or 0 under binary gain below the threshold
+            truth = self.truth.fill_null(pl.lit([]))
+            earns = self.conv.gain != "binary" or 1.0 >= self.conv.relevance_threshold
+            return truth.list.eval(pl.lit(1.0)) if earns else truth.list.head(0).cast(pl.List(pl.Float64))
+        gains = self.rel.fill_null(pl.lit([])).list.eval(self._gain_of(_E))
+        return gains.list.eval(_E.filter(_E > 0)).list.sort(descending=True)
+
+    def _judged_statistics(self) -> dict:
+        """Builders of trec_eval's judged-aware and gain statistics (declarations.OPTIONAL_STATISTICS) over the
+        stage's fields lrel (each of the first k items' label relevance, null: no label) and ideal (the labels'
+        positive gains, descending): the same sums, in the same order, as the Polars engine's long plan
+        (engines/polars: _pooled_at_k, running, _rndcg); list.agg passes over the first k items, whatever k.
+
+        Per position i: a label with relevance > 0 and >= the threshold is relevant, another one >= 0 judged
+        non-relevant, a negative one pooled but not judged (negative_relevance='unjudged'); gain g_i (0 for
+        an item without a label that earns), the ideal's gain I_i (0 past the labels of positive gain)."""
+        conv, F = self.conv, pl.field
+        thr, ln2, ln_base = conv.relevance_threshold, math.log(2.0), math.log(conv.log_base)
+        lrel, ideal = F("lrel"), F("ideal")
+        relevant = (_E > 0) & (_E >= thr)
+
+        def flags(rule: pl.Expr) -> pl.Expr:  # 1.0 / 0.0 per position
+            return lrel.list.eval(rule.fill_null(False).cast(pl.Float64))
+
+        rel_f, nonrel_f, pool_f, judged_f = flags(relevant), flags((_E >= 0) & ~relevant), flags(_E < 0), flags(_E >= 0)
+        gains = lrel.list.eval(self._gain_of(_E).fill_null(0.0))
+        position = pl.int_range(1, pl.len() + 1).cast(pl.Float64)
+
+        def n_nonrel() -> pl.Expr:  # the judged non-relevant labels (bpref's N)
+            if self.rel is None:  # relevance 1 below the threshold: every label judged non-relevant
+                return F("truth").list.len().fill_null(0) - F("n_rel")
+            return F("rel").fill_null(pl.lit([])).list.eval(((_E >= 0) & ~relevant).cast(pl.Float64)).list.sum()
+
+        def bpref_sum() -> pl.Expr:  # 1 - min(n, R) / min(N, R) at each relevant item, n judged non-relevant above
+            def body(scalars, lists, i):
+                (n_rel, n_judged_nonrel), (rel, nonrel) = scalars, lists
+                above = nonrel.cum_sum()
+                term = pl.when(above > 0).then(1.0 - pl.min_horizontal(above, n_rel)
+                                               / pl.min_horizontal(n_judged_nonrel, n_rel)).otherwise(1.0)
+                return pl.when(rel == 1).then(term).otherwise(0.0).sum()
+            return _packed([F("n_rel"), n_nonrel()], [rel_f, nonrel_f], body)
+
+        def infap_sum() -> pl.Expr:  # at each relevant item at rank i: 1 if i = 1, else trec_eval's estimate
+            def body(scalars, lists, i):
+                rel, nonrel, pooled = lists
+                r, n, p = rel.cum_sum() - 1.0, nonrel.cum_sum(), pooled.cum_sum()
+                j = i - 1.0
+                term = pl.when(i == 1).then(1.0).otherwise(
+                    1.0 / i + j / i * ((r + n + p) / j) * ((r + INFAP_EPSILON) / ((r + n) + 2 * INFAP_EPSILON)))
+                return pl.when(rel == 1).then(term).otherwise(0.0).sum()
+            return _packed([], [rel_f, nonrel_f, pool_f], body)
+
+        def bing_sum() -> pl.Expr:  # 1 / log2(2 + the non-relevant items above) at each relevant item
+            return rel_f.list.agg(pl.when(_E == 1).then(1.0 / ((2.0 + (position - _E.cum_sum())).log() / ln2))
+                                  .otherwise(0.0).sum())
+
+        def g_sum() -> pl.Expr:  # g_i / log2(2 + C_i - S_i) at each item of nonzero gain
+            def body(scalars, lists, i):
+                gain, ideal_gain = lists
+                cost = pl.max_horizontal(ideal_gain, pl.lit(1.0)).cum_sum()
+                return pl.when(gain != 0).then(gain / ((2.0 + cost - gain.cum_sum()).log() / ln2)).otherwise(0.0).sum()
+            return _packed([], [gains, _padded(ideal, gains)], body)
+
+        def ndcg_rel_sum() -> pl.Expr:  # DCG@i / IDCG@min(i, P) at each item of positive gain
+            def body(scalars, lists, i):
+                gain, ideal_gain = lists
+                discount = (i + 1.0).log() / ln_base
+                dcg, idcg = (gain / discount).cum_sum(), (ideal_gain / discount).cum_sum()
+                return pl.when(gain > 0).then(dcg / idcg).otherwise(0.0).sum()
+            return _packed([], [gains, _padded(ideal, gains)], body)
+
+        def rndcg_sum() -> pl.Expr:  # DCG@min(m, N) / IDCG@m at each end m of a run of equal gain in the ideal
+            def body(scalars, lists, i):
+                ideal_gain, gain = lists
+                discount = (i + 1.0).log() / ln_base
+                end = ideal_gain.ne_missing(ideal_gain.shift(-1))
+                return pl.when(end).then((gain / discount).cum_sum() / (ideal_gain / discount).cum_sum()) \
+                    .otherwise(0.0).sum()
+            return _packed([], [ideal, _padded(gains, ideal)], body)
+
+        p = conv.rbp_persistence
+        return {
+            "nonrel_ret": lambda: nonrel_f.list.sum(), "pooled_ret": lambda: pool_f.list.sum(),
+            "bpref_sum": bpref_sum, "infap_sum": infap_sum, "bing_sum": bing_sum, "g_sum": g_sum,
+            "ndcg_rel_sum": ndcg_rel_sum, "rndcg_sum": rndcg_sum,
+            "pos_ret": lambda: gains.list.eval((_E > 0).cast(pl.Float64)).list.sum(),
+            "judged_ret": lambda: judged_f.list.sum(),
+            "judged_rbp": lambda: judged_f.list.agg(
+                pl.when(_E == 1).then(pl.lit(p).pow(position - 1.0)).otherwise(0.0).sum()),
+            "n_pos": lambda: ideal.list.len(), "gain_total": lambda: ideal.list.sum(),
+            "idcg_all": lambda: self._discounted(ideal),
+            "n_bounds": lambda: ideal.list.eval(_E.ne_missing(_E.shift(-1)).cast(pl.Float64)).list.sum(),
+        }
 
     def metric(self, name: str, k: int, beta: float = 1.0) -> pl.Expr:
         k = _check_k(k)
         conv = _defining(self.conv, name)
         if name not in _metrics.BY_NAME:
             raise ParameterError(f"Unknown metric {name!r}.", hint=f"Known: {', '.join(_metrics.USER_LEVEL)}.")
-        if name in NO_LIST_FORM:
-            raise ParameterError(f"{name} has no list-column form yet: it reads which recommended items are judged "
-                                 "non-relevant or pooled, not only the relevant ones.",
-                                 hint="Evaluate it with rankwise.evaluate() on the long tables.")
         _metrics.check_cutoffs(conv, (k,), (name,))
         if name == "err" and self.rel is not None and conv.err_max_grade == 0:
             raise ParameterError(
@@ -1050,20 +1279,23 @@ class _Rows:
         formula = build(conv, beta, pl.field)  # read as fields of the stage
         const = {"zero": pl.lit(0.0), "one": pl.lit(1.0), "nan": pl.lit(NAN)}
         F = pl.field
+        raw = F("raw")  # the formula's value (null: undefined)
         if _metrics.BY_NAME[name].empty_rules:
+            decides = F("scored") & (F("n_rel") > 0) & (F("n_recs") > 0)  # the rows the formula gives a value
             value = (pl.when(~F("scored")).then(pl.lit(NAN))
                      .when(F("n_rel") == 0).then(const[conv.empty_labels])
                      .when(F("n_recs") == 0).then(const[conv.empty_predictions])
-                     .otherwise(formula.fill_null(NAN)))
+                     .otherwise(raw.fill_null(NAN)))
         else:  # a count: every scored row's value is its formula
-            value = pl.when(~F("scored")).then(pl.lit(NAN)).otherwise(formula.fill_null(NAN))
-        stage = self._statistics(k, needed).struct.with_fields(value=value.cast(pl.Float64))
-        sums = needed & {"dcg", "idcg"}  # the statistics a gain can overflow (relevance 1 earns at most 1)
-        if not sums or self.rel is None or conv.gain == "binary":
+            decides = F("scored")
+            value = pl.when(~F("scored")).then(pl.lit(NAN)).otherwise(raw.fill_null(NAN))
+        stage = self._statistics(k, needed).struct.with_fields(raw=formula.cast(pl.Float64)).struct.with_fields(
+            value=value.cast(pl.Float64))
+        # a gain can overflow a sum (relevance 1 earns at most 1): a value the formula gives that is not finite
+        # (2^2000 - 1 under exp2) raises, as evaluate() does
+        if not needed & _GAIN_SUMS or self.rel is None or conv.gain == "binary":
             return stage.struct.field("value").alias(f"{name}@{k}")
-        # a scored row whose DCG or IDCG is not finite (2^2000 - 1 under exp2) raises, as evaluate() does
-        overflowed = F("scored") & (F("n_rel") > 0) & (F("n_recs") > 0) & ~pl.all_horizontal(
-            [F(s).is_finite().fill_null(True) for s in sorted(sums)])
+        overflowed = decides & raw.is_not_null() & ~raw.is_finite()
         report = pl.struct(recs=F("recs"), truth=F("truth"), rel=F("rel"), value=F("value"), overflowed=overflowed)
         return stage.struct.with_fields(report=report).struct.field("report").map_batches(
             _overflow_check(f"{name}@{k}", conv, self.names), return_dtype=pl.Float64,
@@ -1143,8 +1375,13 @@ def check_lists(frame, recs: str, truth: str, relevance: str | None = None,
              f"differ in length from {truth!r} (a null list has none)",
              "Give one relevance per label, in the same order.")
         fail(InvalidRelevanceError, relevance,
-             (r.list.drop_nulls().list.len() != r.list.len()) | (r.list.min() < 0) | ~r.list.sum().is_finite(),
-             "hold a null, NaN, infinite or negative relevance", "Relevance must be a finite number >= 0.")
+             (r.list.drop_nulls().list.len() != r.list.len()) | ~r.list.sum().is_finite(),
+             "hold a null, NaN or infinite relevance", "Relevance must be a finite number.")
+        if conv.negative_relevance == "error":
+            fail(InvalidRelevanceError, relevance, r.list.min() < 0, "hold a negative relevance",
+                 "Relevance must be a number >= 0 (0 = judged not relevant). A negative level is trec_eval's "
+                 "pooled-but-unjudged label: convention=Convention(negative_relevance='unjudged') reads it so "
+                 "(the trec_eval preset does).")
 
 
 def install_duckdb(con) -> None:

@@ -27,12 +27,6 @@ def _expression_and_macro(frame: dict, expression, call: str) -> float:
     return value
 
 
-def _no_list_form() -> tuple[str, ...]:
-    from rankwise import expr
-
-    return expr.NO_LIST_FORM
-
-
 def _list_example(metric: str) -> str:
     """The metric on list columns (docs/expressions.md): the expression and the macro on one small row."""
     from rankwise import expr
@@ -132,7 +126,7 @@ def render() -> str:
         if m in BEYOND:
             out += [f"Level: {m.level} ({m.aggregate}). Needs: " + ", ".join(m.needs) + ".", ""]
         out += ["Knobs that change it: " + ", ".join(f"`{k}`" for k in relevant) + ".", ""]
-        if m.level == "user" and m.needs == ("recommendations", "ground_truth") and metric not in _no_list_form():
+        if m.level == "user" and m.needs == ("recommendations", "ground_truth"):
             out += [_list_example(metric), ""]
         if metric in _SIDE_EXAMPLES:
             out += [_side_example(metric), ""]

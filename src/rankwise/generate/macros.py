@@ -27,16 +27,29 @@ from rankwise.conventions import Convention, knob_documentation
 from rankwise.metrics import formulas as _formulas
 from rankwise.metrics.declarations import K_ONES_MAX, REGISTRY
 
-# knobs no row of binary lists takes: every gain rule gives a label gain 1, every grade is 1 of 1, and
-# f_aggregation changes only the summary
-ROW_FREE = ("gain", "gain_levels", "err_max_grade", "f_aggregation")
-# the macros over a relevance list parallel to truth: metric -> (its named parameters, the knobs bound to a value)
+# knobs no row of binary lists takes: every gain rule gives a label gain 1, every grade is 1 of 1, no
+# relevance is negative, and f_aggregation changes only the summary
+ROW_FREE = ("gain", "gain_levels", "err_max_grade", "f_aggregation", "negative_relevance")
+# the macros over a relevance list parallel to truth: metric -> (its named parameters, the knobs bound to a value);
+# each also takes negative_relevance (a negative relevance: NaN under 'error', trec_eval's pooled label under
+# 'unjudged'). gain_levels is no parameter: a macro gives each level the gain rule's gain
+_JUDGED = ("relevance_threshold",)
 GRADED = {
     "dcg": (("gain", "log_base", "relevance_threshold"), {}),
     "ndcg": (("gain", "log_base", "ideal", "zero_ideal", "relevance_threshold"), {}),
     # ERR's relevant labels: every positive grade (R = 0 at grade 0 whatever the threshold)
     "err": (("err_max_grade",), {"relevance_threshold": 0.0}),
+    # trec_eval's judged-aware and gain measures: judged non-relevant and pooled labels need a relevance list
+    **{name: (_JUDGED, {}) for name in ("num_nonrel_judged_ret", "bpref", "infap", "unj", "judged", "gm_bpref",
+                                        "bin_g")},
+    "g": (("gain", "relevance_threshold"), {}),
+    "ndcg_rel": (("gain", "log_base", "relevance_threshold"), {}),
+    "rndcg": (("gain", "log_base", "relevance_threshold"), {}),
+    "rbp_resid": (("rbp_persistence",), {}),
 }
+# a binary macro reads a statistic written only over a relevance list (rankwise__stat_<name>_graded) with these
+# arguments: relevance 1 per label, every label relevant, every gain rule giving it 1
+BINARY_ARGUMENTS = {"rel": "rankwise__ones_like(truth)", "relevance_threshold": "0.0", "gain": "'binary'"}
 # another name of a metric's macro: name -> (metric, its named parameters, the values bound)
 ALIASES = {"f1": ("fbeta", ("precision_denominator",), {"beta": 1.0})}
 # parameters of a formula that are no convention knob, and their defaults
@@ -92,7 +105,9 @@ class _Scope:
 
         args = []
         for param in params:
-            if param in self.bound:
+            if not self.graded and param in BINARY_ARGUMENTS and (self.params is None or param not in self.params):
+                args.append(_formulas.parse(BINARY_ARGUMENTS[param]))
+            elif param in self.bound:
                 args.append(_formulas.parse(_literal(self.bound[param])))
             elif param == "macro" and self.params is not None:
                 args.append(exp.Literal.string(f"rankwise_{self.name}"))  # the public macro's name, for errors
@@ -110,6 +125,8 @@ class _Scope:
             return exp.column("k")
         if name in _formulas.STATISTICS:
             macro = f"{name}_graded" if self.graded and f"{name}_graded" in self.statistics else name
+            if macro not in self.statistics and f"{name}_graded" in self.statistics:  # binary: BINARY_ARGUMENTS
+                macro = f"{name}_graded"
             if macro not in self.statistics:
                 raise ValueError(f"sql/macros.sql has no list-form statistic rankwise__stat_{name} (read by "
                                  f"rankwise_{self.name}): write it by hand above the generated part.")
@@ -205,15 +222,17 @@ class _Macro:
         scope = _Scope(self.name, statistics, helpers, self.graded, (*self.positional, *self.knobs), self.bound)
         comment = f"{m.title}: {m.formula}" + (f" ({', '.join(f'{k} = {v}' for k, v in self.bound.items())})"
                                                if self.name in ALIASES else "")
-        n_rel = scope.column("n_rel").sql(dialect="duckdb", normalize_functions=False)
         value = _formulas.split_case(scope.render(m.sql), 8)
+        if self.graded and "gain" in self.knobs:  # a value a gain made too large for a double fails, as evaluate()
+            value = f"rankwise__finite({value}, 'rankwise_{self.name}', rel, gain)"
         if m.empty_rules:
+            n_rel = scope.column("n_rel").sql(dialect="duckdb", normalize_functions=False)
             body = (f"rankwise__finish(recs, truth, {n_rel},\n        {value},\n"
                     f"        empty_labels, empty_predictions, duplicates)")
         else:
             body = f"rankwise__count(recs, truth,\n        {value},\n        duplicates)"
         if self.graded:
-            body = f"CASE WHEN rankwise__bad_rel(truth, rel) THEN 'NaN'::DOUBLE ELSE\n    {body} END"
+            body = f"CASE WHEN rankwise__bad_rel(truth, rel, negative_relevance) THEN 'NaN'::DOUBLE ELSE\n    {body} END"
         return "\n".join([
             *textwrap.wrap(comment, _WIDTH, initial_indent="-- ", subsequent_indent="-- "),
             self.signature(),
@@ -227,13 +246,14 @@ def macros() -> list[_Macro]:
     by_name = {m.name: m for m in REGISTRY}
     out = []
     for m in REGISTRY:
-        if m.level != "user" or not m.list_form:
+        if m.level != "user":
             continue
         extra = tuple(p for p in sorted(_formulas.placeholders(m.sql)) if p in EXTRA)
         out.append(_Macro(m.name, m, False, extra + tuple(k for k in m.knobs if k not in ROW_FREE), {}))
         out += [_Macro(alias, by_name[metric], False, knobs, bound)
                 for alias, (metric, knobs, bound) in ALIASES.items() if metric == m.name]
-    out += [_Macro(f"{name}_graded", by_name[name], True, knobs, bound) for name, (knobs, bound) in GRADED.items()]
+    out += [_Macro(f"{name}_graded", by_name[name], True, knobs + ("negative_relevance",), bound)
+            for name, (knobs, bound) in GRADED.items()]
     return out
 
 

@@ -61,9 +61,6 @@ class Metric:
     # how the summary aggregates the per-user values: "mean" (over the users with a defined value), "sum" (trec_eval's
     # 'all' line of a count) or "geometric_mean" (trec_eval's gm_*: exp of the mean of ln(max(value, GEOMETRIC_FLOOR)))
     summary: str = "mean"
-    # False: no list-column form (rankwise.expr, sql/macros.sql): the value reads what a row's lists do not
-    # hold (trec_eval's judged-aware measures read judged non-relevant and pooled items); engines only
-    list_form: bool = True
 
     @property
     def public_name(self) -> str:
@@ -182,32 +179,32 @@ REGISTRY: tuple[Metric, ...] = (
     # m_G.c, m_binG.c, m_ndcg_rel.c, m_Rndcg.c) and RBP's residual (m_rbp_resid.c); N = min(k, list length)
     Metric("bin_g", "Binary G@k (trec_eval's binG)",
            "sum over relevant items i <= k of 1 / log2(2 + non-relevant items above i), over n_rel",
-           "bing_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", list_form=False),
+           "bing_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)"),
     Metric("g", "G@k (trec_eval's normalized gain G)",
            "sum over items i <= k of nonzero gain of g_i / log2(2 + C_i - S_i), over the total gain of the labels; "
            "S_i = the gains of items 1..i, C_i = the ideal's gains at 1..i each at least 1 (1 past the labels of "
            "positive gain); 0 without a positive gain",
            "CASE WHEN gain_total > 0 THEN g_sum / gain_total ELSE 0.0 END", ("gain", "gain_levels"),
-           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0), list_form=False),
+           bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
     Metric("ndcg_rel", "NDCG averaged over relevant items@k (trec_eval's ndcg_rel)",
            "over the P labels of positive gain: at each retrieved one (rank i <= k) DCG@i / IDCG@min(i, P), each "
            "other one DCG@N / IDCG@P; their sum over P (0 when not positive); the ideal from the labels",
            "CASE WHEN n_pos > 0 AND ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0) > 0 "
            "THEN (ndcg_rel_sum + (n_pos - pos_ret) * dcg / NULLIF(idcg_all, 0.0)) / n_pos ELSE 0.0 END",
-           ("gain", "gain_levels", "log_base"), list_form=False,
+           ("gain", "gain_levels", "log_base"),
            bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
     Metric("rndcg", "NDCG at the R levels@k (trec_eval's Rndcg)",
            "the mean of DCG@min(m, N) / IDCG@m over the ends m of the runs of equal positive gain in the ideal order, "
            "and DCG@N / IDCG@P when N > P + 1 (P = labels of positive gain); 0 without such a point",
            "CASE WHEN n_bounds + rndcg_tail > 0 THEN (rndcg_sum + CASE WHEN rndcg_tail > 0 THEN dcg / NULLIF(idcg_all, 0.0) "
            "ELSE 0.0 END) / (n_bounds + rndcg_tail) ELSE 0.0 END",
-           ("gain", "gain_levels", "log_base"), list_form=False,
+           ("gain", "gain_levels", "log_base"),
            bounds=lambda conv: (None, None) if _negative_gains(conv) else (0.0, 1.0)),
     Metric("rbp_resid", "RBP residual@k (trec_eval's rbp_resid)",
            "p^N + (1 - p) sum over unjudged items i <= k (no ground-truth row) of p^(i - 1), written 1 - (1 - p) sum "
            "over judged items i <= k of p^(i - 1); 0 when every item is judged; p = `rbp_persistence`",
            "CASE WHEN judged_ret < LEAST(k, n_recs) THEN 1.0 - (1.0 - $rbp_persistence) * judged_rbp ELSE 0.0 END",
-           ("rbp_persistence", "negative_relevance"), empty_rules=False, list_form=False,  # no relevance read: trec_eval's value without a relevant label too
+           ("rbp_persistence", "negative_relevance"), empty_rules=False,  # no relevance read: trec_eval's value without a relevant label too
            aggregate="mean over every evaluated user (no empty-input rule: 0 without a list, 1 without labels)"),
     Metric("gm_map", "GM-MAP@k (trec_eval's gm_map: the geometric mean of AP@k)",
            "per user AP@k (as map); the summary is exp(mean ln max(AP@k, 0.00001)), trec_eval's floor",
@@ -218,30 +215,30 @@ REGISTRY: tuple[Metric, ...] = (
     # is pooled but not judged (negative_relevance='unjudged'), an item without a row is not judged
     Metric("num_nonrel_judged_ret", "Judged non-relevant retrieved@k (trec_eval's num_nonrel_judged_ret)",
            "the judged non-relevant items (relevance >= 0, not relevant) in the top k; summed over users",
-           "nonrel_ret", ("negative_relevance",), **_COUNT, list_form=False),
+           "nonrel_ret", ("negative_relevance",), **_COUNT),
     Metric("bpref", "bpref@k (Buckley and Voorhees 2004; trec_eval's bpref over the top k)",
            "(1 / R) sum over the relevant items r in the top k of 1 - min(n_r, R) / min(N, R) (1 when n_r = 0), "
            "n_r = judged non-relevant items above r, R = n_rel, N = the user's judged non-relevant labels",
-           _BPREF, ("negative_relevance",), list_form=False),
+           _BPREF, ("negative_relevance",)),
     Metric("infap", "infAP@k (Yilmaz and Aslam 2006; trec_eval's infAP over the top k)",
            "(1 / R) sum over the relevant items in the top k at rank i = j + 1 of 1 if i = 1, else 1/i + (j/i) "
            "((r + n + p) / j) ((r + e) / (r + n + 2e)): r, n, p = the relevant, judged non-relevant and pooled "
            "(relevance < 0) items above it, e = 0.00001 (trec_eval's INFAP_EPSILON)",
-           "infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", ("negative_relevance",), list_form=False),
+           "infap_sum / NULLIF(CAST(n_rel AS DOUBLE), 0.0)", ("negative_relevance",)),
     Metric("unj", "Unjudged@k (trec_eval's unj_k; not 1 - Judged@k, which counts a pooled item as judged)",
            "the items in the top k without a judgement (no label row, or relevance < 0) / k (a list shorter than k "
            "is filled with judged items, as trec_eval)",
-           "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",), empty_rules=False,
-           list_form=False),
+           "(LEAST(k, n_recs) - hits - nonrel_ret) / CAST(k AS DOUBLE)", ("negative_relevance",),
+           empty_rules=False),
     Metric("judged", "Judged@k (ir_measures' Judged@k)",
            "the items in the top k with a label row (any relevance, a negative one too) / min(k, list length); "
            "undefined for an empty list",
            "(hits + nonrel_ret + pooled_ret) / NULLIF(CAST(LEAST(k, n_recs) AS DOUBLE), 0.0)", ("negative_relevance",),
-           empty_rules=False, list_form=False),
+           empty_rules=False),
     Metric("gm_bpref", "GM-bpref@k (trec_eval's gm_bpref: the geometric mean of bpref@k)",
            "per user bpref@k (as bpref); the summary is exp(mean ln max(bpref@k, 0.00001)), trec_eval's floor",
            _BPREF, ("negative_relevance",), summary="geometric_mean",
-           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)", list_form=False),
+           aggregate="geometric mean over users with a defined value, each at least 0.00001 (trec_eval's floor)"),
 )
 # a formula reads another metric by its name (F-beta: precision and recall, before the empty rules)
 _USER_FORMULAS = {m.name: m.sql for m in REGISTRY if m.sql is not None}
