@@ -268,16 +268,13 @@ def _malformed(path, bad: pl.DataFrame, what: str, fmt: str, why: str) -> InputF
 
 def _check_duplicates(path, df: pl.DataFrame, keys: list[str], what: str, reparse,
                       same_keys: list[str] | None = None) -> None:
-    """DuplicateItemError when a key repeats: a 64-bit hash count first (cheap), then, only if it
-    finds a repeat, the exact rows, read again from the file with their line numbers and text.
-    ``same_keys``: columns of ``df`` equal where ``keys`` are (e.g. an integer code for several
-    string keys), checked in their place."""
-    check = same_keys or keys
-    hashes = pl.reduce(lambda a, b: a ^ b, [pl.col(c).hash(seed) for seed, c in enumerate(check, 1)])
-    if df.select(hashes.n_unique()).item() == df.height:
+    """DuplicateItemError when a key repeats: per group of all keys but the last, a count of the last
+    one's distinct values (exact; small hash tables, one per query), then, only if it finds a repeat,
+    the exact rows, read again from the file with their line numbers and text. ``same_keys``: columns
+    of ``df`` equal where ``keys`` are (e.g. an integer code for several string keys), checked in their place."""
+    *groups, last = same_keys or keys
+    if df.group_by(groups).agg(repeats=pl.col(last).n_unique() < pl.len()).get_column("repeats").any() is not True:
         return
-    if not df.select(pl.struct(check).is_duplicated().any()).item():
-        return  # a hash collision, no repeat
     full = reparse()
     dup = full.filter(pl.struct(keys).is_duplicated()).sort([*keys, "line"])
     qid, doc = dup["user"][0], dup["item"][0]
