@@ -462,7 +462,8 @@ def _knob_error(m: Measure, knob: str, allowed, conv, measures, PRESETS) -> Para
     return ParameterError(
         f"Measure {m.name!r} is defined with {want}; the {conv.name!r} convention has {knob}={getattr(conv, knob)!r}.",
         hint=f"Use {' or '.join(fixes)}" + (f" (presets that fit every measure asked: {', '.join(presets)})."
-                                             if len(presets) > 1 else "."))
+                                             if len(presets) > 1 else ".")
+        + (" ties orders equal scores only: with ranks given it changes no value." if knob == "ties" else ""))
 
 
 def fits(measures, conv) -> bool:
