@@ -78,7 +78,7 @@ SLOW_BACKENDS = ("spark", "postgres")
 def pytest_collection_modifyitems(config, items):
     """In a module with ONE_CASE_ON_SLOW_BACKENDS = True, a test parametrized over more than the backend
     runs every case on the fast backends and its first case on each slow one, and if the module names
-    SLOW_BACKEND_TESTS only those run on the slow ones; a module's ON_SLOW_ENGINE = {engine: (test
+    SLOW_BACKEND_TESTS only those run on the slow ones (a dict {backend: names}: per slow backend); a module's ON_SLOW_ENGINE = {engine: (test
     names, keep(params))} runs only the kept parameter sets of those tests on that engine (deselected,
     not skipped; --spark-heavy runs them all). Every Spark test joins one xdist group: with ``--dist loadgroup`` (CI) one worker runs
     them all on one warmed-up JVM instead of each worker starting its own."""
@@ -98,6 +98,8 @@ def pytest_collection_modifyitems(config, items):
         if backend in SLOW_BACKENDS and getattr(item.module, "ONE_CASE_ON_SLOW_BACKENDS", False):
             key = (item.module.__name__, item.originalname, backend)
             wanted = getattr(item.module, "SLOW_BACKEND_TESTS", None)
+            if isinstance(wanted, dict):  # {backend: test names}: per slow backend
+                wanted = wanted.get(backend, ())
             if key in seen or (wanted is not None and item.originalname not in wanted):
                 dropped.append(item)
                 continue
