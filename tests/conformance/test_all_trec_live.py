@@ -16,11 +16,8 @@ against trec_eval 10.0's own outputs in tests/test_trec_suite.py and tests/test_
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -70,17 +67,9 @@ def _data(seed: int = 38):
 
 
 def _pytrec_eval(qrels, run) -> dict:
-    from make_fixtures import DEFAULT_VENV_ROOT, LIBRARIES  # noqa: PLC0415
+    import live_venv  # noqa: PLC0415 (tests/conformance is on sys.path: tests/conftest.py)
 
-    venv = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS", DEFAULT_VENV_ROOT)) / LIBRARIES["pytrec_eval"][0]
-    python = venv / "bin" / "python"
-    if not python.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must build the conformance virtualenv {venv} (see .ci/run)")
-        pytest.skip(f"no virtualenv {venv}: python tests/conformance/make_fixtures.py --libraries pytrec_eval")
-    text = json.dumps({"qrels": qrels, "run": run})
-    done = subprocess.run([str(python), "-c", _RUNNER], input=text, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return live_venv.run(_RUNNER, {"qrels": qrels, "run": run})
 
 
 @pytest.fixture(scope="module")

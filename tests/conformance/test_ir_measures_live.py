@@ -17,10 +17,7 @@ DCG), which the data has.
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -88,17 +85,10 @@ def _data(seed: int = 38):
 
 
 def _ir_measures(qrels, run) -> dict:
-    from make_fixtures import DEFAULT_VENV_ROOT  # noqa: PLC0415
+    import live_venv  # noqa: PLC0415 (tests/conformance is on sys.path: tests/conftest.py)
 
-    python = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS", DEFAULT_VENV_ROOT)) / "live" / "bin" / "python"
-    if not python.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must build the conformance virtualenv {python.parent.parent} (see .ci/run)")
-        pytest.skip(f"no virtualenv {python.parent.parent}: python tests/conformance/make_fixtures.py --libraries pytrec_eval")
     gdeval_qrels = {q: {d: v for d, v in labels.items() if v >= 0} for q, labels in qrels.items()}
-    text = json.dumps({"qrels": qrels, "gdeval_qrels": gdeval_qrels, "run": run, "measures": MEASURES})
-    done = subprocess.run([str(python), "-c", _RUNNER], input=text, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return live_venv.run(_RUNNER, {"qrels": qrels, "gdeval_qrels": gdeval_qrels, "run": run, "measures": MEASURES})
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,8 @@ Every expected value is pytrec_eval's.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -68,17 +65,9 @@ def _top(ranking: dict, k: int) -> dict:
 
 
 def _pytrec_eval(qrels, runs) -> dict:
-    from make_fixtures import DEFAULT_VENV_ROOT, LIBRARIES  # noqa: PLC0415
+    import live_venv  # noqa: PLC0415 (tests/conformance is on sys.path: tests/conftest.py)
 
-    venv = Path(os.environ.get("RANKWISE_CONFORMANCE_VENVS", DEFAULT_VENV_ROOT)) / LIBRARIES["pytrec_eval"][0]
-    python = venv / "bin" / "python"
-    if not python.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must build the conformance virtualenv {venv} (see .ci/run)")
-        pytest.skip(f"no virtualenv {venv}: python tests/conformance/make_fixtures.py --libraries pytrec_eval")
-    text = json.dumps({"qrels": qrels, "runs": runs, "measures": list(MEASURES)})
-    done = subprocess.run([str(python), "-c", _RUNNER], input=text, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return live_venv.run(_RUNNER, {"qrels": qrels, "runs": runs, "measures": list(MEASURES)})
 
 
 @pytest.fixture(scope="module")
