@@ -119,8 +119,9 @@ def spark():
     # dozens of them (jstack: the broadcast threads sat in HeapMemoryAllocator.allocate). A 60-user
     # evaluation took 4-12 s, 3 s with 1 MB pages (same plans, same results; 2 cores). The Spark tests
     # of a CI-like run (-n 2): 2027 s -> 629 s on their worker, with two small trims in test_runs.py and
-    # test_measure_params.py. A core setting, read only when the JVM starts: given to the gateway through the submit arguments, removed again after, so the
-    # subprocesses with sessions of their own (tests/jobs/spark_driver_budget.py) run Spark's default.
+    # test_measure_params.py. A core setting, read only when the JVM starts: given to the gateway through
+    # the submit arguments, removed again after, so the subprocesses with sessions of their own
+    # (tests/jobs/spark_driver_budget.py) run Spark's default.
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
     os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.buffer.pageSize=1m {submit_args or 'pyspark-shell'}"
     try:
