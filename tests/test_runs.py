@@ -150,6 +150,13 @@ def _three_runs(backend):
     return rankwise.evaluate(runs, truth, k=[3, 10], metrics=["ndcg", "recall"], backend=backend)
 
 
+# heavy: not on Spark or PostgreSQL (--spark-heavy runs them). compare() is computed in Python (scipy, Polars)
+# on the collected per-user values whatever the backend; that those values are right for several runs
+# on Spark/PostgreSQL is shown there by test_several_runs_equal_one_evaluate_per_run (several runs = one
+# evaluate per run, exactly), test_summary_ci_is_the_t_interval_of_the_oracles_per_user_values (one
+# run's means and intervals = the oracle's) and the cross-backend tests (per-user values = Polars's,
+# e.g. tests/test_engines.py::test_spark_inputs_and_uncollected_per_user).
+@pytest.mark.heavy
 def test_result_compare_equals_scipy_on_the_oracles_per_user_values(backend):
     res = _three_runs(backend)
     pairs = res.compare(test="t", correction=None)
