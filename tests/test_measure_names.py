@@ -213,3 +213,18 @@ def test_several_runs_and_result_without_measures(suite_inputs):
 def test_gain_parameters_refused_by_name(name, problem):
     with pytest.raises(ParameterError, match=problem):
         parse(name)
+
+
+def test_requirements_refuse_a_knob_one_name_would_change_under_another():
+    """P@5 is ir_measures' rel=1; beside P(rel=2)@5, or beside a trec_eval name that reads the convention's
+    relevance level (trec_eval's -l2), one of them would silently get the other's threshold."""
+    from rankwise import PRESETS
+    from rankwise.metrics.names import requirements
+
+    level2 = PRESETS["trec_eval"].replace(relevance_threshold=2.0)
+    for names, conv in ((["P@5", "P(rel=2)@5"], PRESETS["default"]), (["P(rel=2)@5", "P@5"], PRESETS["default"]),
+                        (["P_5", "P@5"], level2)):
+        with pytest.raises(ParameterError, match="Evaluate them in two calls"):
+            requirements([parse(n) for n in names], conv)
+    assert requirements([parse("P_5"), parse("P@5")], PRESETS["trec_eval"]).relevance_threshold == 1.0
+    assert requirements([parse("P@5")], level2).relevance_threshold == 1  # alone: the name's own rel=1

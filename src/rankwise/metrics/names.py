@@ -493,6 +493,15 @@ def requirements(measures, conv):
             if knob in changes and knob != m.family.param_knob and not any(_same(changes[knob], a) for a in allowed):
                 raise ParameterError(f"Measure {m.name!r} needs {knob}={allowed[0]!r}, another measure asked "
                                      f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
+    # trec_eval's names read the convention's relevance level (trec_eval's -l): one that an ir_measures name's
+    # rel= would change under them is a conflict, not a silent other value
+    follows = [m for m in measures if m.family.style == "trec_eval" and "relevance_threshold" not in m.knobs]
+    if "relevance_threshold" in changes and follows:
+        changer = next(m for m in measures if "relevance_threshold" in m.knobs)
+        raise ParameterError(
+            f"Measure {changer.name!r} needs relevance_threshold={changes['relevance_threshold']!r}; "
+            f"{follows[0].name!r} asked beside it reads the convention's relevance level "
+            f"({conv.relevance_threshold!r}).", hint="Evaluate them in two calls.")
     return conv.replace(**changes) if changes else conv
 
 
