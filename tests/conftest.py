@@ -116,23 +116,11 @@ def spark():
     from rankwise.engines import spark as _spark_backend
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Tungsten pages of 1 MB instead of Spark's default (sized from the execution memory and cores, up to
-    # 64 MB): every broadcast hash join of a query allocates at least one page and an evaluation has
-    # dozens of them (jstack: the broadcast threads sat in HeapMemoryAllocator.allocate). A 60-user
-    # evaluation took 4-12 s, 3 s with 1 MB pages (same plans, same results; 2 cores). The Spark tests
-    # of a CI-like run (-n 2): 2027 s -> 629 s on their worker, with two small trims in test_runs.py and
-    # test_measure_params.py. A core setting, read only when the JVM starts: given to the gateway through
-    # the submit arguments, removed again after, so the subprocesses with sessions of their own
-    # (tests/jobs/spark_driver_budget.py) run Spark's default.
-    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
-    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.buffer.pageSize=1m {submit_args or 'pyspark-shell'}"
-    try:
-        session = _spark_backend.session()
-    finally:
-        if submit_args is None:
-            del os.environ["PYSPARK_SUBMIT_ARGS"]
-        else:
-            os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args
+    # rankwise's own local session, as users get it: with 1 MB Tungsten pages (engines/spark.py session(); Spark's
+    # default here is 16 MB and every broadcast hash join of a query takes a page: a 60-user evaluation took
+    # 4-12 s, 3 s with 1 MB pages, same plans and results; the Spark tests of a CI-like run, 2027 -> 629 s on
+    # their worker). tests/jobs/spark_driver_budget.py makes a session of its own, as a user would: Spark's default.
+    session = _spark_backend.session()
     session.sparkContext.setLogLevel("ERROR")
     # Test data is tiny: compiling Java for every query (whole-stage and expression codegen) costs more
     # than running it, about 3x per evaluation here. Spark's own test suite runs this interpreted mode;
