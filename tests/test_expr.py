@@ -223,6 +223,15 @@ def con():
     return c
 
 
+def _macros_and_oracle(con, users, conv, k, graded, names):
+    """(the macros' values per user, one column per name; the oracle's) for ``users``' lists under ``conv``."""
+    recs, truth, _, _, rows = _frames(users, graded=graded)  # noqa: F841 (rows: DuckDB's replacement scan)
+    sql = "SELECT user, " + ", ".join(f"{_macro_call(n, conv, k, graded)} AS \"{n}\"" for n in names) + \
+          " FROM rows ORDER BY user"
+    got = con.sql(sql).pl()
+    return got, oracle.evaluate(recs, truth, [k], conv)
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(users=_data, preset=st.sampled_from(PRESETS), k=st.integers(1, 10))
 def test_macros_equal_oracle(con, users, preset, k):
@@ -231,13 +240,9 @@ def test_macros_equal_oracle(con, users, preset, k):
     conv = rankwise.PRESETS[preset].replace(users="union", unjudged="keep")
     binary_conv = conv.replace(relevance_threshold=0.0)  # relevance 1 everywhere: the threshold is moot
     for graded in (False, True):
-        recs, truth, _, _, rows = _frames(users, graded=graded)
         c = conv if graded else binary_conv
         names = ["dcg", "ndcg", *JUDGED] if graded else NAMES
-        sql = "SELECT user, " + ", ".join(f"{_macro_call(n, c, k, graded)} AS \"{n}\"" for n in names) + \
-              " FROM rows ORDER BY user"
-        got = con.sql(sql).pl()  # noqa: F841 (rows is found by DuckDB's replacement scan)
-        want = oracle.evaluate(recs, truth, [k], c)
+        got, want = _macros_and_oracle(con, users, c, k, graded, names)
         for row in got.iter_rows(named=True):
             for n in names:
                 if row["user"] not in want:  # in neither input: NaN
@@ -672,12 +677,8 @@ def test_graded_macros_of_the_judged_and_gain_measures_equal_oracle(con, users, 
     conv = UNJUDGED[name].replace(users="union", unjudged="keep", metrics=None)
     for graded in (True, False):
         c = conv if graded else conv.replace(relevance_threshold=0.0)
-        recs, truth, _, _, rows = _frames(users, graded=graded)
         names = ["dcg", "ndcg", *JUDGED] if graded else JUDGED
-        sql = "SELECT user, " + ", ".join(f"{_macro_call(n, c, k, graded)} AS \"{n}\"" for n in names) + \
-              " FROM rows ORDER BY user"
-        got = con.sql(sql).pl()  # noqa: F841 (rows is found by DuckDB's replacement scan)
-        want = oracle.evaluate(recs, truth, [k], c)
+        got, want = _macros_and_oracle(con, users, c, k, graded, names)
         for row in got.iter_rows(named=True):
             for n in names:
                 expected = want[row["user"]][f"{n}@{k}"] if row["user"] in want else float("nan")

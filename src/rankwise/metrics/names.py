@@ -478,21 +478,12 @@ def requirements(measures, conv):
     they name (for the command line's trec_eval mode, which follows the names); a ParameterError if
     two measures need different values of one knob. A parameter family's knob is left as it is: each
     value is its own column of one evaluation (:func:`params`)."""
-    changes: dict = {}
-    for m in measures:
-        for knob, allowed in m.knobs.items():
-            if knob == m.family.param_knob:
-                continue
-            if knob in changes and not any(_same(changes[knob], a) for a in allowed):
-                raise ParameterError(f"Measure {m.name!r} needs {knob}={allowed[0]!r}, another measure asked "
-                                     f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
-            if not any(_same(getattr(conv, knob), a) for a in allowed):
-                changes[knob] = allowed[0]
-    for m in measures:  # a measure the convention satisfied before another one changed the knob
-        for knob, allowed in m.knobs.items():
-            if knob in changes and knob != m.family.param_knob and not any(_same(changes[knob], a) for a in allowed):
-                raise ParameterError(f"Measure {m.name!r} needs {knob}={allowed[0]!r}, another measure asked "
-                                     f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
+    knobs = [(m, knob, allowed) for m in measures for knob, allowed in m.knobs.items() if knob != m.family.param_knob]
+    changes = {knob: allowed[0] for _, knob, allowed in knobs if not any(_same(getattr(conv, knob), a) for a in allowed)}
+    for m, knob, allowed in knobs:  # every measure against the knobs as changed (another measure may need another value)
+        if knob in changes and not any(_same(changes[knob], a) for a in allowed):
+            raise ParameterError(f"Measure {m.name!r} needs {knob}={allowed[0]!r}, another measure asked "
+                                 f"needs {knob}={changes[knob]!r}.", hint="Evaluate them in two calls.")
     # trec_eval's names read the convention's relevance level (trec_eval's -l): one that an ir_measures name's
     # rel= would change under them is a conflict, not a silent other value
     follows = [m for m in measures if m.family.style == "trec_eval" and "relevance_threshold" not in m.knobs]
