@@ -76,6 +76,7 @@ from rankwise.metrics import declarations as _metrics
 from rankwise.inputs.normalize import check_roles, common_integer, id_kind
 from rankwise.conventions import Convention, resolve
 from rankwise.engines.polars import knobs
+from rankwise.engines.polars.positions import INFAP_EPSILON  # trec_eval.h
 from rankwise.errors import (
     LeftOutWarning,
     warn,
@@ -792,7 +793,6 @@ def _discount(i: int, base: float) -> float:
     return 1.0 / (math.log(i + 1.0) / math.log(base))
 
 
-INFAP_EPSILON = 0.00001  # trec_eval.h (engines/polars/positions.INFAP_EPSILON)
 # the statistics of trec_eval's judged-aware and gain measures: _Rows._judged_statistics
 _JUDGED = frozenset().union(*_metrics.OPTIONAL_STATISTICS.values())
 # the statistics a gain can make too large for a double (gain='exp2'): their metrics' values are checked
