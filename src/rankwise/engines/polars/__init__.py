@@ -13,6 +13,7 @@ import polars as pl
 from rankwise.engines.beyond import NO_CATALOG
 from rankwise.engines.polars import beyond, knobs
 from rankwise.engines.polars import positions
+from rankwise.engines.polars.scan import Runs, ends_level, position, run_length, running_sum
 from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
 from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Prepared
 from rankwise.conventions import Convention
@@ -69,12 +70,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     ideal = (
         earning.filter(pl.col("gain") > 0).select(USER, "gain")
         .sort([USER, "gain"], descending=[False, True])
-        .with_columns(pos=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER),
-                      n_pos=pl.len().over(USER).cast(pl.Int64),
-                      is_bound=pl.col("gain").ne_missing(pl.col("gain").shift(-1).over(USER)))
-        .with_columns((pl.col("gain") / discount(pl.col("pos"))).cum_sum().over(USER).alias("idcg"),
-                      pl.max_horizontal("gain", pl.lit(1.0)).cum_sum().over(USER).alias("cost"),
-                      pl.col("gain").cum_sum().over(USER).alias("gain_total"))
+        .with_columns(_p=position(USER))
+        .with_columns(pos=pl.col("_p") + 1, n_pos=run_length(pl.col("_p")),
+                      is_bound=ends_level(pl.col("gain"), pl.col("_p")))
+        .with_columns(running_sum(pl.col("gain") / discount(pl.col("pos")), pl.col("_p")).alias("idcg"),
+                      running_sum(pl.max_horizontal("gain", pl.lit(1.0)), pl.col("_p")).alias("cost"),
+                      running_sum(pl.col("gain"), pl.col("_p")).alias("gain_total"))
     )
     ideal_user = ideal.filter(pl.col("pos") == pl.col("n_pos")).select(
         USER, "n_pos", pl.col("idcg").alias("idcg_all"), "gain_total",
@@ -90,16 +91,19 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         within_reach = _earning_rows(prep.rec_lists, labels_lists, max(ks) if conv.rr_cutoff else None)
     else:
         within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
+    # each user's rows within k are short runs (recommendation lists): the running sums' own scan (see Runs)
+    runs = Runs(USER, short=max(ks) <= Runs.SHORT)
     pair = _pair_key(recs.collect_schema())
     judged = (
         within_reach.with_columns(pair).join(earning.with_columns(pair).drop(USER, ITEM), on="_pair", how="inner")
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
-        .with_columns(hits_so_far=pl.col("is_rel").cum_sum().over(USER))
+        .with_columns(_p=position(USER))  # each user's rows in rank order: the running sums' positions
+        .with_columns(hits_so_far=runs.sum(pl.col("is_rel"), pl.Int64))
     )
     if gain_stats:
         judged = (
-            judged.with_columns(gain_so_far=pl.col("gain").cum_sum().over(USER))
+            judged.with_columns(gain_so_far=runs.sum(pl.col("gain")))
             # the labels' ideal at the row's rank: its DCG and G's cost (1 a rank past the n_pos labels of positive gain)
             .join(ideal_user.select(USER, "n_pos"), on=USER, how="left", nulls_equal=True, maintain_order="left")
             .with_columns(_at=pl.min_horizontal(pl.col(RANK).cast(pl.Int64), pl.col("n_pos").fill_null(0)))
@@ -121,44 +125,41 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         on=USER, how="left", nulls_equal=True,
     ).with_columns(pl.col("first_hit_any", "hits_all").fill_null(0))
     # each user's sums run in rank order (the same terms in the same order every run), read at each k
+    # (the filter keeps a prefix of each user's rows: their positions `_p` stay)
     running = judged.filter(pl.col(RANK) <= max(ks)).with_columns(
         pl.col("hits_so_far").alias("hits"),
-        pl.when(hit).then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).otherwise(0.0)
-        .cum_sum().over(USER).alias("precision_sum"),
-        pl.when(hit).then(pl.col("hits_so_far")).otherwise(0).cum_sum().over(USER).alias("hits_sum"),
-        (hit & (pl.col(RANK) <= pl.col("n_rel"))).cast(pl.Int64).cum_sum().over(USER).alias("r_hits"),
-        (pl.col("gain") / discount(pl.col(RANK))).cum_sum().over(USER).alias("dcg"),
-        pl.when(hit).then(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64))).otherwise(0.0)
-        .cum_sum().over(USER).alias("rbp_sum"),
-        knobs.err_log_complement(pl.col("err_r"), g_max).cum_sum().over(USER).alias("err_logs"),
-        (hit & (pl.col(RANK) <= knobs.rprec_cut(pl.col("n_rel"), conv))).cast(pl.Int64).cum_sum().over(USER)
+        runs.sum(pl.when(hit).then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).otherwise(0.0))
+        .alias("precision_sum"),
+        runs.sum(pl.when(hit).then(pl.col("hits_so_far")).otherwise(0), pl.Int64).alias("hits_sum"),
+        runs.sum((hit & (pl.col(RANK) <= pl.col("n_rel"))).cast(pl.Int64), pl.Int64).alias("r_hits"),
+        runs.sum(pl.col("gain") / discount(pl.col(RANK))).alias("dcg"),
+        runs.sum(pl.when(hit).then(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64)))
+                    .otherwise(0.0)).alias("rbp_sum"),
+        runs.sum(knobs.err_log_complement(pl.col("err_r"), g_max)).alias("err_logs"),
+        runs.sum((hit & (pl.col(RANK) <= knobs.rprec_cut(pl.col("n_rel"), conv))).cast(pl.Int64), pl.Int64)
         .alias("mult_hits"),
-        pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv)))
-        .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).cum_max().forward_fill().over(USER)
-        .alias("iprec_max"),
-        *[pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv, level)))
-          .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)).cum_max().forward_fill().over(USER)
+        runs.max(pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv)))
+                    .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK))).alias("iprec_max"),
+        *[runs.max(pl.when(hit & (pl.col("hits_so_far") >= knobs.iprec_count(pl.col("n_rel"), conv, level)))
+                      .then(pl.col("hits_so_far").cast(pl.Float64) / pl.col(RANK)))
           .fill_null(0.0).alias(f"_ipt{i}") for i, level in enumerate(knobs.IPT11_LEVELS)],
         *([  # binG, G, rbp_resid (sql: running)
-            pl.when(hit).then(1.0 / ((2.0 + (pl.col(RANK) - pl.col("hits_so_far")).cast(pl.Float64)).log()
-                                     / math.log(2.0)))
-            .otherwise(0.0).cum_sum().over(USER).alias("bing_sum"),
-            pl.when(pl.col("gain") != 0)
-            .then(pl.col("gain") / ((2.0 + pl.col("cost_at") - pl.col("gain_so_far")).log() / math.log(2.0)))
-            .otherwise(0.0).cum_sum().over(USER).alias("g_sum"),
-            (pl.col("gain") > 0).cast(pl.Int64).cum_sum().over(USER).alias("pos_ret"),
-            pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64)).cum_sum().over(USER)
-            .alias("judged_rbp"),
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER).alias("judged_ret"),
+            runs.sum(pl.when(hit).then(1.0 / ((2.0 + (pl.col(RANK) - pl.col("hits_so_far")).cast(pl.Float64)).log()
+                                                 / math.log(2.0))).otherwise(0.0)).alias("bing_sum"),
+            runs.sum(pl.when(pl.col("gain") != 0)
+                        .then(pl.col("gain") / ((2.0 + pl.col("cost_at") - pl.col("gain_so_far")).log() / math.log(2.0)))
+                        .otherwise(0.0)).alias("g_sum"),
+            runs.sum((pl.col("gain") > 0).cast(pl.Int64), pl.Int64).alias("pos_ret"),
+            runs.sum(pl.lit(conv.rbp_persistence).pow((pl.col(RANK) - 1).cast(pl.Float64))).alias("judged_rbp"),
+            (pl.col("_p") + 1).alias("judged_ret"),
         ] if gain_stats else []),
     ).with_columns(
         # ndcg_rel: DCG so far / the ideal DCG at this rank, at each item of positive gain (sql: running_err)
-        *([pl.when(pl.col("gain") > 0).then(pl.col("dcg") / pl.col("ideal_at")).otherwise(0.0)
-           .cum_sum().over(USER).alias("ndcg_rel_sum")] if gain_stats else []),
+        *([runs.sum(pl.when(pl.col("gain") > 0).then(pl.col("dcg") / pl.col("ideal_at")).otherwise(0.0))
+           .alias("ndcg_rel_sum")] if gain_stats else []),
         pl.sum_horizontal(f"_ipt{i}" for i in range(len(knobs.IPT11_LEVELS))).alias("ipt11_sum"),  # ERR: each row's R / rank times the product of 1 - R above it (sql: running_err)
-        (pl.col("err_r") / pl.col(RANK)
-         * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp())
-        .cum_sum().over(USER).alias("err_sum"),
+        runs.sum(pl.col("err_r") / pl.col(RANK)
+                    * (pl.col("err_logs") - knobs.err_log_complement(pl.col("err_r"), g_max)).exp()).alias("err_sum"),
     )
     at_k = _at_cutoffs(running, RANK, ks, ["hits", "precision_sum", "hits_sum", "r_hits", "dcg", "rbp_sum", "err_sum",
                                            "mult_hits", "iprec_max", "ipt11_sum"]
@@ -241,7 +242,8 @@ def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cuto
         found = points.sort("_at").join_asof(rows.sort("_at"), on="_at", by=USER, strategy="backward",
                                                    check_sortedness=False)
     return (found.sort(USER, "k", "pos")
-            .with_columns((pl.col("_dcg").fill_null(0.0) / pl.col("idcg")).cum_sum().over(USER, "k").alias("rndcg_sum"))
+            .with_columns(_p=position(USER, "k"))
+            .with_columns(running_sum(pl.col("_dcg").fill_null(0.0) / pl.col("idcg"), pl.col("_p")).alias("rndcg_sum"))
             .group_by(USER, "k", maintain_order=True).agg(pl.col("rndcg_sum").last()))
 INFAP_EPSILON = positions.INFAP_EPSILON
 
@@ -255,6 +257,7 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
     bpref 1 - min(n, R) / min(N, R) (1 when n = 0); infAP 1 at rank 1, else
     1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001."""
     relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
+    runs = Runs(USER, short=max(ks) <= Runs.SHORT)
     kinds = truth.filter(pl.col(ITEM).is_not_null()).select(
         USER, ITEM, pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind"))
     n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
@@ -264,9 +267,10 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .join(n_nonrel, on=USER, how="left", nulls_equal=True)
         .sort(USER, RANK)
-        .with_columns(rel_so_far=(pl.col("kind") == 1).cast(pl.Int64).cum_sum().over(USER),
-                      nonrel_so_far=(pl.col("kind") == 0).cast(pl.Int64).cum_sum().over(USER),
-                      pooled_so_far=(pl.col("kind") == -1).cast(pl.Int64).cum_sum().over(USER))
+        .with_columns(_p=position(USER))
+        .with_columns(rel_so_far=runs.sum((pl.col("kind") == 1).cast(pl.Int64), pl.Int64),
+                      nonrel_so_far=runs.sum((pl.col("kind") == 0).cast(pl.Int64), pl.Int64),
+                      pooled_so_far=runs.sum((pl.col("kind") == -1).cast(pl.Int64), pl.Int64))
     )
     rank, rel, nonrel = pl.col(RANK).cast(pl.Float64), pl.col("rel_so_far"), pl.col("nonrel_so_far")
     n_rel = pl.col("n_rel")
@@ -280,8 +284,8 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
         * (((rel - 1).cast(pl.Float64) + INFAP_EPSILON) / ((rel - 1 + nonrel).cast(pl.Float64) + 2 * INFAP_EPSILON)))
     running = rows.with_columns(
         pooled_ret=pl.col("pooled_so_far"),
-        bpref_sum=pl.when(hit).then(bpref_term).otherwise(0.0).cum_sum().over(USER),
-        infap_sum=pl.when(hit).then(infap_term).otherwise(0.0).cum_sum().over(USER),
+        bpref_sum=runs.sum(pl.when(hit).then(bpref_term).otherwise(0.0)),
+        infap_sum=runs.sum(pl.when(hit).then(infap_term).otherwise(0.0)),
     ).rename({"nonrel_so_far": "nonrel_ret"})
     return _at_cutoffs(running, RANK, ks, ["nonrel_ret", "pooled_ret", "bpref_sum", "infap_sum"])
 
@@ -370,7 +374,7 @@ def param_columns(prep: Prepared, rows: pl.DataFrame, request: MetricRequest, co
               how="inner", nulls_equal=True)
         .join(users, on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
-        .with_columns(j=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(USER))
+        .with_columns(j=position(USER) + 1)
     )
     cutoffs = pl.LazyFrame({"k": sorted(set(request.ks))}, schema={"k": pl.Int64})
     per_k = hits.join(cutoffs, how="cross").filter(pl.col(RANK) <= pl.col("k")).group_by(USER, "k").agg(
