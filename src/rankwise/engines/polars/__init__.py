@@ -242,8 +242,7 @@ def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cuto
         found = points.sort("_at").join_asof(rows.sort("_at"), on="_at", by=USER, strategy="backward",
                                                    check_sortedness=False)
     return (found.sort(USER, "k", "pos")
-            .with_columns(_p=position(USER, "k"))
-            .with_columns(running_sum(pl.col("_dcg").fill_null(0.0) / pl.col("idcg"), pl.col("_p")).alias("rndcg_sum"))
+            .with_columns((pl.col("_dcg").fill_null(0.0) / pl.col("idcg")).cum_sum().over(USER, "k").alias("rndcg_sum"))
             .group_by(USER, "k", maintain_order=True).agg(pl.col("rndcg_sum").last()))
 INFAP_EPSILON = positions.INFAP_EPSILON
 
