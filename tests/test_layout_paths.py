@@ -1,5 +1,6 @@
 """inputs/layout.py grouped_runs (issue 39): an in-memory frame checked in one pass answers exactly as the
-batched check of the same rows (same users in the same order, or None), whatever the batch size."""
+batched check of the same rows (same users in the same order, each with its row count, or None), whatever the
+batch size."""
 
 from __future__ import annotations
 
@@ -50,4 +51,7 @@ def test_one_pass_equals_batches(seed, monkeypatch):
                     batched = layout.grouped_runs(df.lazy(), "user", "item", **kw)
                 assert (whole is None) == (batched is None), (seed, kw, rows)
                 if whole is not None:
-                    assert whole.to_list() == batched.to_list()
+                    assert whole.rows() == batched.rows()
+            if whole is not None:  # each run's length, against Polars counting the rows of each user
+                counts = df.group_by("user", maintain_order=True).len()
+                assert whole.rows() == counts.rows(), seed

@@ -20,6 +20,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -48,11 +49,12 @@ class _Batch:
     tail: pl.Series | None = None  # keys of the last run (the piece the next batch may continue)
     one_run: bool = False
     new_users: pl.Series | None = None  # users whose run starts inside the batch, row 0 excepted
+    lengths: np.ndarray | None = None  # rows of each run in the batch: the one at row 0, then new_users'
 
 
 def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None,
-                 relevance: str | None = None) -> pl.Series | None:
-    """The distinct users when the layout holds, else None.
+                 relevance: str | None = None) -> pl.DataFrame | None:
+    """Each user and the length of their run, ``(user, n_rows)`` in row order, when the layout holds, else None.
 
     Holds when: no nulls in the columns; every user's rows are one contiguous run (in row order);
     no run repeats an item; with ``rank``, each run is ranked 1, 2, ..., n in row order; with
@@ -71,6 +73,8 @@ def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None
         batches = (b for b in lf.select(cols).collect_batches(chunk_size=BATCH_ROWS) if b.height)
         checked = _in_order(check, batches)
     users: list[pl.Series] = []
+    pieces: list[np.ndarray] = []  # rows of each batch's runs, and whether the piece starts a run (or continues one)
+    starts: list[np.ndarray] = []
     open_keys, open_user, open_rank = None, None, None
     for b in checked:
         if not b.ok:
@@ -87,10 +91,15 @@ def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None
                 return None
             users.append(pl.Series(user, [b.first_user], dtype=schema[user]))
         users.append(b.new_users)
+        pieces.append(b.lengths)
+        starts.append(np.arange(len(b.lengths)) > 0 if continues else np.ones(len(b.lengths), dtype=bool))
         open_keys = (joined if continues else b.head) if b.one_run else b.tail
         open_user, open_rank = b.last_user, b.last_rank
     found = pl.concat(users) if users else pl.Series(user, [], dtype=schema[user])
-    return found if found.n_unique() == found.len() else None
+    if found.n_unique() < found.len():
+        return None
+    rows = np.add.reduceat(np.concatenate(pieces), np.flatnonzero(np.concatenate(starts))) if pieces else []
+    return pl.DataFrame({"user": found, "n_rows": rows}, schema={"user": schema[user], "n_rows": pl.Int64})
 
 
 def _in_memory(lf: pl.LazyFrame) -> bool:
@@ -130,6 +139,7 @@ def _batch_checker(schema, cols, user, item, rank, relevance):
             tail=batch.slice(tail_start).select(key).to_series(),
             one_run=run_starts.len() == 0,
             new_users=batch[user].gather(run_starts),
+            lengths=np.diff(run_starts.to_numpy(), prepend=0, append=batch.height).astype(np.int64),
         )
 
     return check

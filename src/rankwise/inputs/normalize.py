@@ -93,6 +93,7 @@ class Prepared:
     truth_users: pl.Series | None = None
     rec_lists: pl.DataFrame | None = None  # list-form recommendations (user_id, item_id: list), checked
     truth_lists: pl.DataFrame | None = None  # list-form ground truth (user_id, item_id: list), checked
+    rec_counts: pl.DataFrame | None = None  # (user_id, n_recs): each user's rows, as the layout check counted them
 
     @cached_property
     def recommendations(self) -> pl.DataFrame:
@@ -355,7 +356,7 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     """
     with reading(recommendations, "recommendations"):
         recs_raw = to_lazyframe(recommendations, "recommendations", columns)
-        recs, rec_users, rec_lists = _recommendations(recs_raw, columns, convention)
+        recs, rec_users, rec_lists, rec_counts = _recommendations(recs_raw, columns, convention)
     gt = ground_truth if isinstance(ground_truth, Truth) else prepare_truth(ground_truth, columns)
     refuse_negative(gt, convention, columns)
     csv = [what for what, data in (("recommendations", recommendations), ("ground truth", gt.data))
@@ -372,7 +373,10 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
             has=gt.raw_schema)
     sources = {k: v for k, v in sources.items() if v is not None}
     rec_lists, truth_lists = (_typed_lists(lists, recs.collect_schema()) for lists in (rec_lists, gt.lists))
-    return Prepared(recs, truth, recs.collect_schema()[USER], sources, rec_users, gt.users, rec_lists, truth_lists)
+    user_dtype = recs.collect_schema()[USER]
+    if rec_counts is not None:
+        rec_counts = rec_counts.with_columns(pl.col(USER).cast(user_dtype))
+    return Prepared(recs, truth, user_dtype, sources, rec_users, gt.users, rec_lists, truth_lists, rec_counts)
 
 
 def _typed_lists(lists: pl.DataFrame | None, schema: pl.Schema) -> pl.DataFrame | None:
@@ -417,29 +421,30 @@ def _file_source(path, schema, names: dict, has=None) -> FileSource | None:
 # -- recommendations -------------------------------------------------------------------------------
 
 
-def _recommendations(lf: pl.LazyFrame, c: Columns,
-                     conv: Convention) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None]:
+def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
+                     ) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None, pl.DataFrame | None]:
     """The canonical recommendations; their distinct users when the checks found them; the checked
-    lists when they came in list form."""
+    lists when they came in list form; each user's row count (user_id, n_recs) when the layout check
+    counted them."""
     schema = lf.collect_schema()
     require(schema, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
             and conv.min_score is None):
-        users = grouped_runs(lf, c.user, c.item, c.rank)
-        if users is not None:
+        runs = grouped_runs(lf, c.user, c.item, c.rank)
+        if runs is not None:
             # every rule holds and ranks are already 1..n: a plain lazy scan, nothing renumbered
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.rank).cast(pl.Int64).alias(RANK),
                                   pl.col(c.item).alias(ITEM))
-            return canonical, users, None
+            return canonical, runs["user"].alias(c.user), None, runs.rename({"user": USER, "n_rows": "n_recs"})
     if isinstance(schema[c.item], pl.List):
         # a rank or score list parallel to the items orders them (and feeds min_score) as in the long form
         order = {RANK: c.rank, SCORE: c.score}
         order = {name: col for name, col in order.items() if col is not None and isinstance(schema.get(col), pl.List)}
         lists, repeats, users = _checked_lists(lf, c, "recommendations", parallel=order)
         if order:
-            return _ordered_lists(lists, c, conv), users, None
+            return _ordered_lists(lists, c, conv), users, None, None
         if not repeats and conv.min_score is None:  # positions 1..n, no item repeated: already canonical
-            return _exploded(lists), users, lists
+            return _exploded(lists), users, lists, None
         if conv.min_score is not None:
             raise ParameterError(
                 f"The convention sets min_score={conv.min_score}, but the list-form recommendations have no "
@@ -472,7 +477,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns,
             hint="Pass scores (score_col=...), or use a convention with min_score=None.",
         )
     df = _handle_duplicates(df, conv.duplicates, c)
-    return _positions(df).lazy(), None, None
+    return _positions(df).lazy(), None, None, None
 
 
 def _ordered_lists(lists: pl.DataFrame, c: Columns, conv: Convention) -> pl.LazyFrame:
@@ -481,7 +486,7 @@ def _ordered_lists(lists: pl.DataFrame, c: Columns, conv: Convention) -> pl.Lazy
     names = {USER: c.user, ITEM: c.item, RANK: c.rank, SCORE: c.score}
     filled = lists.filter(pl.col(ITEM).list.len() > 0)
     long = filled.explode([n for n in lists.columns if n != USER]).rename({n: names[n] for n in lists.columns})
-    ranked, _, _ = _recommendations(long.lazy(), c, conv)
+    ranked, *_ = _recommendations(long.lazy(), c, conv)
     empty = lists.filter(pl.col(ITEM).list.len() == 0).select(
         USER, pl.lit(None, dtype=pl.Int64).alias(RANK), pl.col(ITEM).list.first())
     return pl.concat([ranked.select(USER, RANK, ITEM), empty.lazy()])
@@ -666,8 +671,9 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple:
     has_rel = c.relevance in schema
     if not isinstance(schema[c.item], pl.List) and (
             not has_rel or schema[c.relevance].is_numeric() or schema[c.relevance] == pl.Boolean):
-        users = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
-        if users is not None:
+        runs = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
+        if runs is not None:
+            users = runs["user"].alias(c.user)
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL))
             return canonical, users, None, None

@@ -51,6 +51,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     if prep.rec_lists is not None:  # list form: the lengths, not a group-by over every row
         rec_stats = prep.rec_lists.lazy().select(
             USER, pl.col(ITEM).list.len().cast(pl.Int64).alias("n_recs"), pl.lit(1).alias("in_recs"))
+    elif prep.rec_counts is not None:  # the layout check's run lengths (a group-by of 93M rows: 0.75 s at 1M users)
+        rec_stats = prep.rec_counts.lazy().with_columns(pl.lit(1).alias("in_recs"))
     else:
         rec_stats = recs.group_by(USER).agg(pl.col(ITEM).count().cast(pl.Int64).alias("n_recs"),
                                             pl.lit(1).alias("in_recs"))
