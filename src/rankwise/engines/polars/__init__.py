@@ -190,8 +190,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         grid = grid.join(idcg_topk, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
     elif conv.ideal == "labels":
         # the labels' gains in descending order, their running sum read at min(k, n)
-        idcg_labels = (ideal.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
-                       .filter(pl.col("pos") <= max(ks)).select(USER, "pos", "idcg"))
+        idcg_labels = (ideal.filter(pl.col("pos") <= max(ks)).select(USER, "pos", "idcg") if gain_stats
+                       else _ideal_top(earning, max(ks), discount))
+        idcg_labels = idcg_labels.join(universe.select(USER), on=USER, how="semi", nulls_equal=True)
         grid = _read_back(grid, _at_cutoffs(idcg_labels, "pos", ks, ["idcg"]))
     elif conv.ideal == "k_ones":
         idcg_ones = (
@@ -224,6 +225,20 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .select(USER, "k", "n_recs", "n_rel", *[m for m in METRIC_COLUMNS if m in computed])
         .collect(engine=engine)
     )
+
+
+def _ideal_top(earning: pl.LazyFrame, depth: int, discount) -> pl.LazyFrame:
+    """The ideal stage's (user, pos, idcg) rows up to pos = ``depth``, when nothing else of it is read: each user's
+    gains as one list, sorted and cut, their discounted running sum on the list (the same terms added in the same
+    order as the ideal stage's scan; 100k users' 1.07M labels 0.17 -> 0.13 s, the sort of every label and three
+    per-row statistics left out)."""
+    at = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
+    return (earning.filter(pl.col("gain") > 0)
+            .group_by(USER).agg(pl.col("gain").sort(descending=True).head(depth))
+            .sort(USER)
+            .select(USER, pl.col("gain").list.eval((pl.element() / discount(at)).cum_sum()).alias("idcg"))
+            .with_columns(pos=pl.int_ranges(1, pl.col("idcg").list.len() + 1, dtype=pl.Int64))
+            .explode("pos", "idcg"))
 
 
 def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cutoffs: pl.LazyFrame) -> pl.LazyFrame:
