@@ -51,7 +51,10 @@ def test_one_pass_equals_batches(seed, monkeypatch):
                     batched = layout.grouped_runs(df.lazy(), "user", "item", **kw)
                 assert (whole is None) == (batched is None), (seed, kw, rows)
                 if whole is not None:
-                    assert whole.rows() == batched.rows()
+                    assert whole.runs.rows() == batched.runs.rows() and whole.item_range == batched.item_range
             if whole is not None:  # each run's length, against Polars counting the rows of each user
                 counts = df.group_by("user", maintain_order=True).len()
-                assert whole.rows() == counts.rows(), seed
+                assert whole.runs.rows() == counts.rows(), seed
+                items = df["item"].drop_nulls()
+                integer = items.dtype.is_integer() and items.len()
+                assert whole.item_range == ((items.min(), items.max()) if integer else None), seed

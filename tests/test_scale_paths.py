@@ -206,7 +206,7 @@ def test_streaming_layout_check_equals_a_plain_loop(runs, noise, batch_rows, wit
         _runs.BATCH_ROWS = old
     assert (got is None) == (expected is None)
     if got is not None:
-        assert got.rows() == expected
+        assert got.runs.rows() == expected
 
 
 def test_layout_check_reads_batches_made_of_several_chunks():
@@ -217,4 +217,20 @@ def test_layout_check_reads_batches_made_of_several_chunks():
     good = pl.concat(parts[:2], rechunk=False)
     assert bad.n_chunks() == 3
     assert _runs.grouped_runs(bad.lazy(), "user", "item", "rank") is None
-    assert _runs.grouped_runs(good.lazy(), "user", "item", "rank").rows() == [(1, 2), (2, 2)]
+    got = _runs.grouped_runs(good.lazy(), "user", "item", "rank")
+    assert got.runs.rows() == [(1, 2), (2, 2)] and got.item_range == (1, 2)
+
+
+def test_a_label_outside_the_packed_key_range_meets_no_recommendation(backend):
+    """Recommended ids all in [0, 2^32): Polars joins on one 64-bit key, user * 2^32 + item. A label whose item
+    is outside that range would pack onto another user's pair if it were packed (user 0's item 2^32 + 5 onto user
+    1's item 5, item -1 of user 1 onto user 0's item 2^32 - 1): it must earn nothing. By hand: no recommendation
+    is relevant, so precision@1 is 0 for both users; item 4294967295 of user 0 is relevant (a hit at rank 2)."""
+    recs = pl.DataFrame({"user": [0, 0, 1], "item": [7, 4294967295, 5], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [0, 0, 1, 1], "item": [4294967301, 4294967295, 9, -1], "relevance": [1, 1, 1, 1]})
+    prep = _inputs.prepare(recs, truth, _inputs.Columns(), rankwise.Convention())
+    assert prep.rec_counts is not None and prep.rec_counts.narrow  # the 64-bit key is the one under test
+    res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["precision", "hit_rate"], backend=backend)
+    rows = {r["user"]: r for r in res.per_user.iter_rows(named=True)}
+    assert rows[0]["precision@1"] == 0.0 and rows[1]["precision@1"] == 0.0
+    assert rows[0]["precision@2"] == 0.5 and rows[0]["hit_rate@2"] == 1.0 and rows[1]["hit_rate@2"] == 0.0

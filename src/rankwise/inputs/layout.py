@@ -38,6 +38,14 @@ def pair_key(schema, a: str, b: str) -> pl.Expr:
     return pl.struct(a, b).hash().alias("_key")
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What the layout check learned of an input that holds the layout."""
+
+    runs: pl.DataFrame  # (user, n_rows): each user and the rows of their run, in row order
+    item_range: tuple | None  # (smallest, largest) item of integer items (None: other items, or no rows)
+
+
 @dataclass
 class _Batch:
     ok: bool
@@ -50,11 +58,13 @@ class _Batch:
     one_run: bool = False
     new_users: pl.Series | None = None  # users whose run starts inside the batch, row 0 excepted
     lengths: np.ndarray | None = None  # rows of each run in the batch: the one at row 0, then new_users'
+    item_min: object = None  # the batch's smallest and largest item (integer items)
+    item_max: object = None
 
 
 def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None,
-                 relevance: str | None = None) -> pl.DataFrame | None:
-    """Each user and the length of their run, ``(user, n_rows)`` in row order, when the layout holds, else None.
+                 relevance: str | None = None) -> Layout | None:
+    """Each user's run length and the items' range (:class:`Layout`) when the layout holds, else None.
 
     Holds when: no nulls in the columns; every user's rows are one contiguous run (in row order);
     no run repeats an item; with ``rank``, each run is ranked 1, 2, ..., n in row order; with
@@ -75,6 +85,7 @@ def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None
     users: list[pl.Series] = []
     pieces: list[np.ndarray] = []  # rows of each batch's runs, and whether the piece starts a run (or continues one)
     starts: list[np.ndarray] = []
+    lows, highs = [], []  # the items' range per batch (integer items)
     open_keys, open_user, open_rank = None, None, None
     for b in checked:
         if not b.ok:
@@ -91,6 +102,8 @@ def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None
                 return None
             users.append(pl.Series(user, [b.first_user], dtype=schema[user]))
         users.append(b.new_users)
+        lows.append(b.item_min)
+        highs.append(b.item_max)
         pieces.append(b.lengths)
         starts.append(np.arange(len(b.lengths)) > 0 if continues else np.ones(len(b.lengths), dtype=bool))
         open_keys = (joined if continues else b.head) if b.one_run else b.tail
@@ -99,7 +112,9 @@ def grouped_runs(lf: pl.LazyFrame, user: str, item: str, rank: str | None = None
     if found.n_unique() < found.len():
         return None
     rows = np.add.reduceat(np.concatenate(pieces), np.flatnonzero(np.concatenate(starts))) if pieces else []
-    return pl.DataFrame({"user": found, "n_rows": rows}, schema={"user": schema[user], "n_rows": pl.Int64})
+    integers = schema[item].is_integer() and lows
+    return Layout(pl.DataFrame({"user": found, "n_rows": rows}, schema={"user": schema[user], "n_rows": pl.Int64}),
+                  (min(lows), max(highs)) if integers else None)
 
 
 def _in_memory(lf: pl.LazyFrame) -> bool:
@@ -112,6 +127,8 @@ def _batch_checker(schema, cols, user, item, rank, relevance):
     starts = (pl.col(user) != pl.col(user).shift()).fill_null(True)
     key = pair_key(schema, user, item)
     checks = [pl.sum_horizontal(pl.col(cols).null_count()).alias("nulls")]
+    if schema[item].is_integer():
+        checks += [pl.col(item).min().alias("item_min"), pl.col(item).max().alias("item_max")]
     if rank:
         # row 0 may continue the previous batch's run: it is checked against that run instead
         follows = pl.when(starts).then(pl.col(rank) == 1).otherwise(pl.col(rank) == pl.col(rank).shift() + 1)
@@ -140,6 +157,7 @@ def _batch_checker(schema, cols, user, item, rank, relevance):
             one_run=run_starts.len() == 0,
             new_users=batch[user].gather(run_starts),
             lengths=np.diff(run_starts.to_numpy(), prepend=0, append=batch.height).astype(np.int64),
+            item_min=stats.get("item_min"), item_max=stats.get("item_max"),
         )
 
     return check

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -74,6 +74,14 @@ def check_roles(names: dict) -> None:
 
 
 @dataclass(frozen=True)
+class RecCounts:
+    """The recommendations' rows per user, as the layout check counted them."""
+
+    rows: pl.DataFrame  # (user_id, n_recs)
+    narrow: bool  # every user and item id is an integer in [0, 2^32): a (user, item) pair packs into 64 bits
+
+
+@dataclass(frozen=True)
 class Prepared:
     """The canonical tables, ready for either engine.
 
@@ -93,7 +101,7 @@ class Prepared:
     truth_users: pl.Series | None = None
     rec_lists: pl.DataFrame | None = None  # list-form recommendations (user_id, item_id: list), checked
     truth_lists: pl.DataFrame | None = None  # list-form ground truth (user_id, item_id: list), checked
-    rec_counts: pl.DataFrame | None = None  # (user_id, n_recs): each user's rows, as the layout check counted them
+    rec_counts: RecCounts | None = None  # each user's rows, as the layout check counted them
 
     @cached_property
     def recommendations(self) -> pl.DataFrame:
@@ -375,7 +383,7 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     rec_lists, truth_lists = (_typed_lists(lists, recs.collect_schema()) for lists in (rec_lists, gt.lists))
     user_dtype = recs.collect_schema()[USER]
     if rec_counts is not None:
-        rec_counts = rec_counts.with_columns(pl.col(USER).cast(user_dtype))
+        rec_counts = replace(rec_counts, rows=rec_counts.rows.with_columns(pl.col(USER).cast(user_dtype)))
     return Prepared(recs, truth, user_dtype, sources, rec_users, gt.users, rec_lists, truth_lists, rec_counts)
 
 
@@ -424,18 +432,21 @@ def _file_source(path, schema, names: dict, has=None) -> FileSource | None:
 def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
                      ) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None, pl.DataFrame | None]:
     """The canonical recommendations; their distinct users when the checks found them; the checked
-    lists when they came in list form; each user's row count (user_id, n_recs) when the layout check
-    counted them."""
+    lists when they came in list form; each user's row count when the layout check counted them."""
     schema = lf.collect_schema()
     require(schema, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
             and conv.min_score is None):
-        runs = grouped_runs(lf, c.user, c.item, c.rank)
-        if runs is not None:
+        layout = grouped_runs(lf, c.user, c.item, c.rank)
+        if layout is not None:
             # every rule holds and ranks are already 1..n: a plain lazy scan, nothing renumbered
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.rank).cast(pl.Int64).alias(RANK),
                                   pl.col(c.item).alias(ITEM))
-            return canonical, runs["user"].alias(c.user), None, runs.rename({"user": USER, "n_rows": "n_recs"})
+            users = layout.runs["user"]
+            narrow = (layout.item_range is not None and users.dtype.is_integer() and users.len() > 0
+                      and all(0 <= v < 2**32 for v in (*layout.item_range, users.min(), users.max())))
+            counts = RecCounts(layout.runs.rename({"user": USER, "n_rows": "n_recs"}), narrow)
+            return canonical, users.alias(c.user), None, counts
     if isinstance(schema[c.item], pl.List):
         # a rank or score list parallel to the items orders them (and feeds min_score) as in the long form
         order = {RANK: c.rank, SCORE: c.score}
@@ -671,9 +682,9 @@ def _ground_truth(lf: pl.LazyFrame, c: Columns) -> tuple:
     has_rel = c.relevance in schema
     if not isinstance(schema[c.item], pl.List) and (
             not has_rel or schema[c.relevance].is_numeric() or schema[c.relevance] == pl.Boolean):
-        runs = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
-        if runs is not None:
-            users = runs["user"].alias(c.user)
+        layout = grouped_runs(lf, c.user, c.item, relevance=c.relevance if has_rel else None)
+        if layout is not None:
+            users = layout.runs["user"].alias(c.user)
             relevance = pl.col(c.relevance).cast(pl.Float64) if has_rel else pl.lit(1.0, dtype=pl.Float64)
             canonical = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), relevance.alias(REL))
             return canonical, users, None, None
