@@ -225,12 +225,16 @@ def test_a_label_outside_the_packed_key_range_meets_no_recommendation(backend):
     """Recommended ids all in [0, 2^32): Polars joins on one 64-bit key, user * 2^32 + item. A label whose item
     is outside that range would pack onto another user's pair if it were packed (user 0's item 2^32 + 5 onto user
     1's item 5, item -1 of user 1 onto user 0's item 2^32 - 1): it must earn nothing. By hand: no recommendation
-    is relevant, so precision@1 is 0 for both users; item 4294967295 of user 0 is relevant (a hit at rank 2)."""
+    is relevant, so precision@1 is 0 for both users; item 4294967295 of user 0 is relevant (a hit at rank 2).
+    R-precision reads n_rel on the judged rows, recall on the user's row: both count the label outside the range."""
     recs = pl.DataFrame({"user": [0, 0, 1], "item": [7, 4294967295, 5], "rank": [1, 2, 1]})
     truth = pl.DataFrame({"user": [0, 0, 1, 1], "item": [4294967301, 4294967295, 9, -1], "relevance": [1, 1, 1, 1]})
     prep = _inputs.prepare(recs, truth, _inputs.Columns(), rankwise.Convention())
     assert prep.rec_counts is not None and prep.rec_counts.narrow  # the 64-bit key is the one under test
-    res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["precision", "hit_rate"], backend=backend)
+    res = rankwise.evaluate(recs, truth, k=[1, 2], metrics=["precision", "hit_rate", "recall", "r_precision"],
+                            backend=backend)
     rows = {r["user"]: r for r in res.per_user.iter_rows(named=True)}
     assert rows[0]["precision@1"] == 0.0 and rows[1]["precision@1"] == 0.0
     assert rows[0]["precision@2"] == 0.5 and rows[0]["hit_rate@2"] == 1.0 and rows[1]["hit_rate@2"] == 0.0
+    # the label outside the range still counts among user 0's two relevant items: one found of two
+    assert rows[0]["recall@2"] == 0.5 and rows[0]["r_precision@2"] == 0.5 and rows[1]["recall@2"] == 0.0
