@@ -89,8 +89,10 @@ class Prepared:
     see ``_runs.grouped_runs``) they are plain scans, so a 100M-row input is never held in
     memory. ``recommendations`` / ``ground_truth`` collect them on first use (writers, Spark).
     ``sources`` holds, per table, the :class:`FileSource` of a validated long Parquet file, so an
-    engine that ``reads_files`` (DuckDB) scans it itself (a list-form file is read through Polars). ``rec_users`` / ``truth_users`` are each input's distinct users when the checks already
-    produced them (else None).
+    engine that ``reads_files`` (DuckDB) scans it itself (a list-form file is read through Polars).
+    ``rec_users`` / ``truth_users`` are each input's distinct users when the checks already produced them
+    (else None); ``rec_counts`` the recommendations' rows per user when the layout check counted them (the
+    Polars plan then needs no group-by over every row, and packs its join key into 64 bits when it may).
     """
 
     recs: pl.LazyFrame
@@ -430,7 +432,7 @@ def _file_source(path, schema, names: dict, has=None) -> FileSource | None:
 
 
 def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
-                     ) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None, pl.DataFrame | None]:
+                     ) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None, RecCounts | None]:
     """The canonical recommendations; their distinct users when the checks found them; the checked
     lists when they came in list form; each user's row count when the layout check counted them."""
     schema = lf.collect_schema()
