@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -71,7 +72,18 @@ def rankwise_tool(backend: str, preset: str, group: str, k: int, data: str) -> d
     call = time.perf_counter() - t0
     values = {r["metric"]: r["value"] for r in summary.iter_rows(named=True) if r["k"] == k}
     return {"values": values, "load_s": load, "import_s": imp, "call_s": call, "version": rankwise.__version__,
-            "rankwise_file": rankwise.__file__}
+            "rankwise_file": _where(rankwise.__file__)}
+
+
+def _where(path: str) -> str:
+    """A module's file relative to this repository (results are committed: no machine's absolute path), or the
+    part from site-packages on for an installed copy."""
+    file = Path(path).resolve()
+    try:
+        return str(file.relative_to(Path(__file__).resolve().parents[2]))
+    except ValueError:
+        parts = file.parts
+        return str(Path(*parts[parts.index("site-packages"):])) if "site-packages" in parts else file.name
 
 
 # ----------------------------------------------------------------------------------------------- RecTools
