@@ -37,6 +37,7 @@ from rankwise.errors import (
 )
 
 USER, ITEM, RANK, SCORE, REL = "user_id", "item_id", "rank", "score", "relevance"
+NARROW_IDS = 2**32  # ids in [0, NARROW_IDS): a (user, item) pair packs into one UInt64 (RecCounts.narrow)
 _SHOW = 5  # offending rows shown in an error
 
 
@@ -78,7 +79,7 @@ class RecCounts:
     """The recommendations' rows per user, as the layout check counted them."""
 
     rows: pl.DataFrame  # (user_id, n_recs)
-    narrow: bool  # every user and item id is an integer in [0, 2^32): a (user, item) pair packs into 64 bits
+    narrow: bool  # every user and item id is an integer in [0, NARROW_IDS)
 
 
 @dataclass(frozen=True)
@@ -446,7 +447,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
                                   pl.col(c.item).alias(ITEM))
             users = layout.runs["user"]
             narrow = (layout.item_range is not None and users.dtype.is_integer() and users.len() > 0
-                      and all(0 <= v < 2**32 for v in (*layout.item_range, users.min(), users.max())))
+                      and all(0 <= v < NARROW_IDS for v in (*layout.item_range, users.min(), users.max())))
             counts = RecCounts(layout.runs.rename({"user": USER, "n_rows": "n_recs"}), narrow)
             return canonical, users.alias(c.user), None, counts
     if isinstance(schema[c.item], pl.List):

@@ -15,7 +15,7 @@ from rankwise.engines.polars import beyond, knobs
 from rankwise.engines.polars import positions
 from rankwise.engines.polars.scan import Runs, ends_level, position, run_length, running_sum
 from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
-from rankwise.inputs.normalize import ITEM, RANK, REL, USER, Prepared
+from rankwise.inputs.normalize import ITEM, NARROW_IDS, RANK, REL, USER, Prepared
 from rankwise.conventions import Convention
 from rankwise.metrics.declarations import BY_NAME, REGISTRY, USER_LEVEL, MetricRequest, computed_columns, stage_switches
 
@@ -94,14 +94,13 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     else:
         within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
     # each user's rows within k are short runs (recommendation lists): the running sums' own scan (see Runs)
-    runs = Runs(USER, short=max(ks) <= Runs.SHORT)
+    runs = _runs(ks)
     pair, pairable = _pair_key(recs.collect_schema(), narrow=prep.rec_counts is not None and prep.rec_counts.narrow)
     judged = (
         within_reach.with_columns(pair)
         .join(earning.filter(pairable).with_columns(pair).drop(USER, ITEM), on="_pair", how="inner")
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
-        .sort(USER, RANK)
-        .with_columns(_p=position(USER))  # each user's rows in rank order: the running sums' positions
+        .pipe(_in_rank_order)
         .with_columns(hits_so_far=runs.sum(pl.col("is_rel"), pl.Int64))
     )
     if gain_stats:
@@ -228,6 +227,16 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     )
 
 
+def _in_rank_order(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` sorted by (user, rank), with each row's position in its user's run (``_p``, which ``Runs`` reads)."""
+    return rows.sort(USER, RANK).with_columns(_p=position(USER))
+
+
+def _runs(ks: tuple[int, ...]) -> Runs:
+    """The running statistics of rows within the largest k: short runs (recommendation lists) get the scan."""
+    return Runs(USER, short=max(ks) <= Runs.SHORT)
+
+
 def _ideal_top(earning: pl.LazyFrame, depth: int, discount) -> pl.LazyFrame:
     """The ideal stage's (user, pos, idcg) rows up to pos = ``depth``, when nothing else of it is read: each user's
     gains as one list, sorted and cut, their discounted running sum on the list (the same terms added in the same
@@ -274,7 +283,7 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
     bpref 1 - min(n, R) / min(N, R) (1 when n = 0); infAP 1 at rank 1, else
     1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001."""
     relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
-    runs = Runs(USER, short=max(ks) <= Runs.SHORT)
+    runs = _runs(ks)
     kinds = truth.filter(pl.col(ITEM).is_not_null()).select(
         USER, ITEM, pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind"))
     n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
@@ -283,8 +292,7 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
         .join(kinds, on=[USER, ITEM], how="inner", nulls_equal=True)
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .join(n_nonrel, on=USER, how="left", nulls_equal=True)
-        .sort(USER, RANK)
-        .with_columns(_p=position(USER))
+        .pipe(_in_rank_order)
         .with_columns(rel_so_far=runs.sum((pl.col("kind") == 1).cast(pl.Int64), pl.Int64),
                       nonrel_so_far=runs.sum((pl.col("kind") == 0).cast(pl.Int64), pl.Int64),
                       pooled_so_far=runs.sum((pl.col("kind") == -1).cast(pl.Int64), pl.Int64))
@@ -480,8 +488,8 @@ def _pair_key(schema, narrow: bool = False) -> tuple[pl.Expr, pl.Expr]:
     a struct. (The layout check's ``pair_key`` wraps instead: there a collision only costs the slow path.)"""
     fits = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
     if narrow and schema[USER].is_integer() and schema[ITEM].is_integer():
-        within = pl.all_horizontal([pl.col(c).is_between(0, 2**32 - 1) for c in (USER, ITEM)])
-        packed = (pl.col(USER).cast(pl.UInt64, wrap_numerical=True) * 2**32
+        within = pl.all_horizontal([pl.col(c).is_between(0, NARROW_IDS - 1) for c in (USER, ITEM)])
+        packed = (pl.col(USER).cast(pl.UInt64, wrap_numerical=True) * NARROW_IDS
                   + pl.col(ITEM).cast(pl.UInt64, wrap_numerical=True))
         return packed.alias("_pair"), within
     if schema[USER] in fits and schema[ITEM] in fits:
