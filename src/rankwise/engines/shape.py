@@ -12,6 +12,8 @@ With several runs every frame gets a leading ``run`` column (:func:`stack`).
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import polars as pl
 
 from rankwise.engines.protocol import Output, error_rules
@@ -78,11 +80,10 @@ def wide(long_frame: pl.DataFrame, user_col: str, ks) -> pl.DataFrame:
         return pl.concat([wide(part, user_col, ks).select(pl.lit(run).alias(RUN), pl.all())
                           for (run,), part in parts.items()])
     runs = long_frame.select(pl.col("k").rle()).unnest("k")  # (len, value): one run of rows per k
-    starts = [0, *runs.get_column("len").cum_sum().to_list()[:-1]]
-    parts = {k: long_frame.slice(start, n)
-             for start, n, k in zip(starts, runs.get_column("len").to_list(), runs.get_column("value").to_list())}
+    lengths, ks_found = runs.get_column("len").to_list(), runs.get_column("value").to_list()
+    parts = {k: long_frame.slice(start, n) for start, n, k in zip(accumulate([0, *lengths[:-1]]), lengths, ks_found)}
     users = next(iter(parts.values())).get_column(user_col)
-    if len(parts) < runs.height or any(not part.get_column(user_col).equals(users) for part in parts.values()):
+    if len(parts) < len(ks_found) or any(not part.get_column(user_col).equals(users) for part in parts.values()):
         raise RuntimeError("rankwise: the engine did not return one row per user and k")  # a bug, not bad input
     # the columns in their final order as they are: a select or pivot would copy them (the slices' chunks differ)
     return pl.DataFrame([users, *[part.get_column(m).alias(f"{m}@{k}") for m in metrics for k, part in parts.items()]])
