@@ -40,5 +40,16 @@ def test_wide_raises_when_the_engine_did_not_give_one_row_per_user_and_k():
     with pytest.raises(RuntimeError, match="one row per user and k"):
         wide(other_users, "user", [1, 5])
     k_twice = pl.concat([long, long.filter(pl.col("k") == 1)])  # k = 1, 5, then 1 again
-    with pytest.raises(RuntimeError, match="one row per user and k"):
+    with pytest.raises(RuntimeError, match="not grouped by k"):
         wide(k_twice, "user", [1, 5])
+
+
+def test_wide_with_runs_is_each_runs_wide_frame_under_its_name():
+    a, b = _long([1, 2, 3], [1, 5], chunk_rows=2), _long([4, 2], [1, 5], chunk_rows=3).with_columns(pl.col("ndcg") * 2)
+    long = pl.concat([a.select(pl.lit("model").alias("run"), pl.all()), b.select(pl.lit("pop").alias("run"), pl.all())])
+    out = wide(long, "user", [1, 5])
+    assert out.columns[:2] == ["run", "user"]
+    assert out.get_column("run").to_list() == ["model"] * 3 + ["pop"] * 2
+    for name, part in (("model", a), ("pop", b)):
+        got = out.filter(pl.col("run") == name).drop("run")
+        assert got.equals(wide(part, "user", [1, 5]), null_equal=True)

@@ -76,17 +76,26 @@ def wide(long_frame: pl.DataFrame, user_col: str, ks) -> pl.DataFrame:
         return pl.DataFrame(schema={**{c: long_frame.schema[c] for c in [*keys, user_col]},
                                     **{f"{m}@{k}": long_frame.schema[m] for m in metrics for k in ks}})
     if RUN in long_frame.columns:
-        parts = long_frame.partition_by(RUN, maintain_order=True, include_key=False, as_dict=True)
-        return pl.concat([wide(part, user_col, ks).select(pl.lit(run).alias(RUN), pl.all())
-                          for (run,), part in parts.items()])
-    runs = long_frame.select(pl.col("k").rle()).unnest("k")  # (len, value): one run of rows per k
-    lengths, ks_found = runs.get_column("len").to_list(), runs.get_column("value").to_list()
-    parts = {k: long_frame.slice(start, n) for start, n, k in zip(accumulate([0, *lengths[:-1]]), lengths, ks_found)}
+        parts = _slices(long_frame, RUN)
+        frames = [wide(part.drop(RUN), user_col, ks) for part in parts.values()]
+        return pl.concat([pl.DataFrame([pl.repeat(run, frame.height, dtype=long_frame.schema[RUN], eager=True).alias(RUN),
+                                        *frame.get_columns()]) for run, frame in zip(parts, frames)], rechunk=False)
+    parts = _slices(long_frame, "k")
     users = next(iter(parts.values())).get_column(user_col)
-    if len(parts) < len(ks_found) or any(not part.get_column(user_col).equals(users) for part in parts.values()):
+    if any(not part.get_column(user_col).equals(users) for part in parts.values()):
         raise RuntimeError("rankwise: the engine did not return one row per user and k")  # a bug, not bad input
     # the columns in their final order as they are: a select or pivot would copy them (the slices' chunks differ)
     return pl.DataFrame([users, *[part.get_column(m).alias(f"{m}@{k}") for m in metrics for k, part in parts.items()]])
+
+
+def _slices(frame: pl.DataFrame, column: str) -> dict:
+    """{value: the frame's rows of that value} for a ``column`` whose equal values are one run of rows each
+    (the engines' per-user rows: by run, then k): zero-copy slices, where partition_by would gather."""
+    runs = frame.select(pl.col(column).rle()).unnest(column)  # (len, value)
+    lengths, values = runs.get_column("len").to_list(), runs.get_column("value").to_list()
+    if len(set(values)) < len(values):
+        raise RuntimeError(f"rankwise: the engine's per-user rows are not grouped by {column}")  # a bug, not bad input
+    return {value: frame.slice(start, n) for start, n, value in zip(accumulate([0, *lengths[:-1]]), lengths, values)}
 
 
 def summary(raw: pl.DataFrame, request: MetricRequest, confidence: float) -> pl.DataFrame:
