@@ -76,10 +76,7 @@ def wide(long_frame: pl.DataFrame, user_col: str, ks) -> pl.DataFrame:
         return pl.DataFrame(schema={**{c: long_frame.schema[c] for c in [*keys, user_col]},
                                     **{f"{m}@{k}": long_frame.schema[m] for m in metrics for k in ks}})
     if RUN in long_frame.columns:
-        parts = _slices(long_frame, RUN)
-        frames = [wide(part.drop(RUN), user_col, ks) for part in parts.values()]
-        return pl.concat([pl.DataFrame([pl.repeat(run, frame.height, dtype=long_frame.schema[RUN], eager=True).alias(RUN),
-                                        *frame.get_columns()]) for run, frame in zip(parts, frames)], rechunk=False)
+        return stack({run: wide(part.drop(RUN), user_col, ks) for run, part in _slices(long_frame, RUN).items()})
     parts = _slices(long_frame, "k")
     users = next(iter(parts.values())).get_column(user_col)
     if any(not part.get_column(user_col).equals(users) for part in parts.values()):
@@ -182,6 +179,7 @@ def excluded(prep: Prepared, counts: dict[str, int], conv: Convention) -> pl.Dat
 
 
 def stack(frames: dict, column: str = RUN) -> pl.DataFrame:
-    """{run name: frame} -> one frame with a leading ``run`` column (the names in the given order)."""
-    return pl.concat([frame.select(pl.lit(name, dtype=pl.String).alias(column), pl.all())
-                      for name, frame in frames.items()])
+    """{run name: frame} -> one frame with a leading ``run`` column (the names in the given order). The name
+    column is set beside the frame's columns as they are: a select would copy columns chunked differently."""
+    return pl.concat([pl.DataFrame([pl.repeat(name, frame.height, dtype=pl.String, eager=True).alias(column),
+                                    *frame.get_columns()]) for name, frame in frames.items()])
