@@ -513,7 +513,7 @@ def test_rendered_beyond_sql_equals_polars(engine, seed):
         catalog, per_item = engine.query(script.catalog), engine.query(script.per_item)
         want_users = PB.polars_user(recs_df.lazy(), side, ks, conv, truth=truth_df).collect()
         want_catalog = PB.polars_catalog(recs_df.lazy(), side, ks, conv)
-        want_items = PB.per_item(recs_df.lazy(), side, ks, conv)
+        want_items = PB.per_item(recs_df.lazy(), side, ks, conv).collect()
         got = {(r["user_id"], r["k"]): r for r in users.iter_rows(named=True)}
         assert len(got) == want_users.height, label
         for row in want_users.iter_rows(named=True):

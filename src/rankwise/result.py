@@ -43,7 +43,8 @@ class Result:
     user_col: str = "user"
     prepared: dict[str | None, Prepared] = field(default_factory=dict, repr=False)  # for write()'s fingerprint
     confidence: float = 0.95  # the level of summary's intervals
-    per_item: pl.DataFrame | None = None  # beyond-accuracy inputs: (run,) item, k, exposure, popularity
+    # beyond-accuracy inputs, as the engine gave them: a frame, or a plan that per_item collects when first read
+    item_rows: pl.DataFrame | pl.LazyFrame | None = field(default=None, repr=False)
     segments: pl.DataFrame | None = None  # segments=: (run,) segment_by, segment, metric, k, value, n_users, ci_low,
     # ci_high; segment_by names the grouping ("country" for segments=(table, "country") or ="country")
     segment_of: pl.DataFrame | None = field(default=None, repr=False)  # (user, segment)
@@ -55,6 +56,14 @@ class Result:
     def __post_init__(self):
         # excluded lists the reasons that leave someone out: a count of 0 is no reason (same columns when empty)
         object.__setattr__(self, "excluded", self.excluded.filter(pl.col("n_users") > 0))
+
+    @cached_property
+    def per_item(self) -> pl.DataFrame | None:
+        """With beyond-accuracy metrics: (run,) item, k, exposure, popularity over the catalog and the
+        recommended items (computed on first read on the Polars engine: the popularity column by the
+        ``popularity`` knob may be a distinct count no requested metric needed). None otherwise."""
+        rows = self.item_rows
+        return rows.collect() if isinstance(rows, pl.LazyFrame) else rows
 
     @cached_property
     def per_user(self):

@@ -100,10 +100,11 @@ class Engine:
 
     def beyond(self, recs: pl.LazyFrame, truth, names, side, ks, conv: Convention, *,
                source: str | None, empty: pl.DataFrame | None, want_catalog: bool,
-               memory_limit: int | None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+               memory_limit: int | None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | pl.LazyFrame]:
         """The beyond-accuracy tables of one run over the canonical recommendations (and ``truth`` for
         serendipity, the side inputs ``side``): (users: user_id, k, n_items, one column per user-level
-        metric; catalog: metric, k, value, n_users; per_item: item_id, k, exposure, popularity).
+        metric; catalog: metric, k, value, n_users; per_item: item_id, k, exposure, popularity, or a plan
+        of them that Result.per_item collects when first read).
         ``source``: the recommendations file the engine may scan itself (``reads_files``); ``empty``:
         users with no list to add as empty lists; catalog rows only when ``want_catalog``.
         :func:`rankwise.engines.beyond.run` does what is common before and after."""

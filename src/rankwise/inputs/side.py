@@ -37,6 +37,8 @@ class SideInputs:
     embeddings: tuple[pl.Series, np.ndarray] | None = None
     # with_item_type's result per item type: made once, so its popularity is computed once too
     _typed: dict = field(default_factory=dict, compare=False, repr=False)
+    # the popularity frames computed so far, by their columns (see popularity())
+    _popular: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def has_features(self) -> bool:
@@ -53,13 +55,26 @@ class SideInputs:
                              FEATURE: pl.Series([str(j) for j in range(d)] * n, dtype=pl.String),
                              VALUE: matrix.ravel()})
 
-    @cached_property
-    def popularity(self) -> pl.DataFrame | None:
-        """(item_id, pop_users, pop_rows) per train item, computed once (None without train)."""
+    def popularity(self, *columns: str) -> pl.DataFrame | None:
+        """(item_id, *columns) per train item, None without train. The columns: ``pop_users``, the
+        distinct train users of the item (a distinct count per item: the costly one), and ``pop_rows``,
+        its train rows; none: the train items alone. Each is computed once, and only when a metric reads
+        it (a frame computed earlier with the columns asked is reused)."""
         if self.train is None:
             return None
-        return self.train.lazy().group_by(ITEM).agg(pl.col(USER).n_unique().cast(pl.Int64).alias("pop_users"),
-                                                    pl.len().cast(pl.Int64).alias("pop_rows")).collect()
+        for have, frame in self._popular.items():
+            if set(columns) <= have:
+                return frame.select(ITEM, *columns)
+        count = {"pop_users": pl.col(USER).n_unique(), "pop_rows": pl.len()}
+        computed = columns or ("pop_rows",)  # the train items: grouped anyway, their row counts cost nothing more
+        frame = self.train.lazy().group_by(ITEM).agg(count[c].cast(pl.Int64).alias(c) for c in computed).collect()
+        self._popular[frozenset(computed)] = frame
+        return frame.select(ITEM, *columns)
+
+    @cached_property
+    def train_users(self) -> int:
+        """U_T: the distinct users of train (0 without train)."""
+        return 0 if self.train is None else self.train[USER].n_unique()
 
 
 def prepare_side_inputs(train=None, items=None, item_features=None, item_col: str = "item",
@@ -114,7 +129,7 @@ def with_item_type(side: SideInputs, item_dtype) -> SideInputs:
         typed = dataclasses.replace(side, train=changed.get("train", side.train),
                                     items=changed.get("items", side.items),
                                     features=changed.get("item_features", side.features), embeddings=embeddings,
-                                    _typed={})
+                                    _typed={}, _popular={})
     side._typed[item_dtype] = typed
     return typed
 

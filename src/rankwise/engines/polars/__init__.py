@@ -435,8 +435,8 @@ class PolarsEngine(Engine):
         recs = recs.lazy().filter(pl.col("rank").is_null() | (pl.col("rank") <= max(ks))).collect().lazy()
         expo = beyond.exposure(recs, ks).collect()
         users = beyond.polars_user(recs, side, ks, conv, truth=truth, names=names, expo=expo).collect()
-        catalog = beyond.polars_catalog(recs, side, ks, conv, expo) if want_catalog else NO_CATALOG
-        return users, catalog, beyond.per_item(recs, side, ks, conv, expo)
+        catalog = beyond.polars_catalog(recs, side, ks, conv, expo, names) if want_catalog else NO_CATALOG
+        return users, catalog, beyond.per_item(recs, side, ks, conv, expo)  # deferred: see per_item
 
 
 # -- expression builders ---------------------------------------------------------------------------

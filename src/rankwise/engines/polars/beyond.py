@@ -13,6 +13,7 @@ from rankwise.conventions import Convention
 from rankwise.engines.beyond import ids as _ids
 from rankwise.metrics.beyond import CATALOG_METRICS, USER_COLUMNS
 from rankwise.metrics.declarations import BEYOND
+from rankwise.metrics.formulas import BEYOND_CATALOG_TERMS, BEYOND_TERMS, reads
 
 _DECLARED = {m.name: m for m in BEYOND}  # the values: their formulas, as Polars
 from rankwise.inputs.normalize import ITEM, USER
@@ -47,17 +48,21 @@ def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     return users.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
 
 
-def _popularity(side: SideInputs, item_dtype=pl.Int64) -> tuple[pl.LazyFrame, dict]:
-    """Per train item: pop_users, pop_rows; totals: users (U_T), rows (#train)."""
+def _popularity(side: SideInputs, columns, item_dtype=pl.Int64) -> pl.LazyFrame:
+    """Per train item: the popularity ``columns`` (pop_users, pop_rows; SideInputs.popularity)."""
     if side.train is None:
-        empty = pl.LazyFrame(schema={ITEM: item_dtype, "pop_users": pl.Int64, "pop_rows": pl.Int64})
-        return empty, {"users": 0, "rows": 0}
-    return side.popularity.lazy(), {"users": side.train[USER].n_unique(), "rows": side.train.height}
+        return pl.LazyFrame(schema={ITEM: item_dtype, **{c: pl.Int64 for c in columns}})
+    return side.popularity(*columns).lazy()
+
+
+def _pop_column(knob: str) -> str:
+    """The popularity column a popularity knob's value reads ("users" or "rows")."""
+    return "pop_users" if knob == "users" else "pop_rows"
 
 
 def _tail_items(pop: pl.LazyFrame, conv: Convention) -> pl.LazyFrame:
     """(item_id, is_tail) for the train items, by the long_tail rule."""
-    p = pl.col("pop_users" if conv.popularity == "users" else "pop_rows").cast(pl.Float64)
+    p = pl.col(_pop_column(conv.popularity)).cast(pl.Float64)
     if conv.long_tail == "head_share":
         ordered = pop.with_columns(p.alias("p")).sort(["p", ITEM], descending=[True, False])
         before = pl.col("p").cum_sum() - pl.col("p")
@@ -76,7 +81,7 @@ def _catalog(expo: pl.LazyFrame, side: SideInputs, conv: Convention, ks) -> pl.L
     if conv.catalog == "items" and side.items is not None:
         base = side.items.lazy()
     elif side.train is not None:
-        base = side.popularity.lazy().select(ITEM)
+        base = side.popularity().lazy()
     else:
         base = pl.LazyFrame(schema={ITEM: expo.collect_schema()[ITEM]})
     return base.join(pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64}), how="cross")
@@ -105,7 +110,7 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
     recs = recs.lazy()
     out = _users(recs, ks)
     if set(names) & set(_LIST_SUMS):
-        out = _list_values(out, recs, side, ks, conv, truth, expo)
+        out = _list_values(out, recs, side, ks, conv, truth, expo, names)
     else:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("n_items"),
                                *(pl.lit(None, pl.Float64).alias(c) for c in _LIST_SUMS))
@@ -117,59 +122,90 @@ def polars_user(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, trut
         .sort("k", USER)
 
 
+def _statistics(names, terms=BEYOND_TERMS) -> set[str]:
+    """The statistics the declared values of ``names`` read, through the ``terms`` they share
+    (rankwise.metrics.formulas.BEYOND_TERMS per user, BEYOND_CATALOG_TERMS per k)."""
+    out, todo = set(), [_DECLARED[n].sql for n in names]
+    while todo:
+        for name in reads(todo.pop()) - out:
+            out.add(name)
+            if name in terms:
+                todo.append(terms[name])
+    return out
+
+
 def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
-                 truth, expo: pl.DataFrame | None = None) -> pl.LazyFrame:
-    """``users`` (user_id, k) with n_items and _LIST_SUMS: sums per (user, rank bucket), added up per k."""
+                 truth, expo: pl.LazyFrame | pl.DataFrame | None = None, names=_LIST_SUMS) -> pl.LazyFrame:
+    """``users`` (user_id, k) with n_items and the values of ``names`` among _LIST_SUMS (the others null),
+    from the sums their declared formulas read: per (user, rank bucket), added up per k. Only those sums
+    are computed, and only the popularity columns they read."""
     ids = _ids(recs)
-    pop, totals = _popularity(side, ids[1])
-    pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
-    acol = "pop_users" if conv.arp_popularity == "users" else "pop_rows"
-    total = float(totals[conv.popularity])
-    log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
-    undefined = conv.novelty_normalize == "log_users" and total <= 1  # log U_T = 0
-    if undefined:
-        log_den = 1.0  # finite terms for the sums; the declared formula makes novelty undefined
-    cold = pl.col(pcol).is_null()
-    info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / (total or 1.0)).log()) / log_den
-    if conv.cold_items == "zero_novelty":
-        info = pl.when(cold).then(0.0).otherwise(info)
-    counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
-    tail = _tail_items(pop, conv)
-    cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
-    spop = pl.col("pop_users" if conv.serendipity_popularity == "users" else "pop_rows")
-    poprank = pop.select(ITEM, spop.rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
-    item_values = pop.join(tail, on=ITEM, how="left").join(poprank, on=ITEM, how="left")  # train items
-    rows = _buckets(recs, ks).join(item_values, on=ITEM, how="left").with_columns(
-        pl.when(counted).then(info).cast(EXACT).alias("info"),
-        pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).alias("apop"),
-        pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).alias("tail"),
-        counted.cast(pl.Int64).alias("counted"))
-    per_bucket = rows.group_by(USER, "ix").agg(
-        pl.len().cast(pl.Int64).alias("n_items"), pl.col("counted").sum().alias("n_counted"),
-        pl.col("info").sum().alias("info_sum"), pl.col("apop").sum().alias("apop_sum"),
-        pl.col("tail").sum().alias("tail_sum"))
-    per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in ("n_items", "n_counted", "info_sum",
-                                                                        "apop_sum", "tail_sum")])
-    # serendipity: only the list rows with a relevant label count (the term is 0 elsewhere; without
-    # ground truth no row has one, and the catalog size N, an exposure pass, is not needed)
-    if truth is None:
-        seren = pl.LazyFrame(schema={USER: ids[0], "k": pl.Int64, "seren_sum": EXACT})
-    else:
-        expo = exposure(recs, ks) if expo is None else expo.lazy()
-        catalog_n = _catalog(expo, side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
-        relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks)
-        seren = (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
-                 .group_by(USER, "k").agg((pl.max_horizontal(
-                     (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
-                     - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
-                     * pl.col("rel")).cast(EXACT).sum().alias("seren_sum")))
-    out = (users.join(per, on=[USER, "k"], how="left").join(seren, on=[USER, "k"], how="left")
-           .with_columns(pl.col("n_items", "n_counted").fill_null(0),
-                         pl.col("info_sum", "apop_sum", "tail_sum", "seren_sum").cast(pl.Float64).fill_null(0.0)))
+    wanted = [n for n in _LIST_SUMS if n in names]
+    stats = _statistics(wanted)
+    pcol, acol, scol = (_pop_column(k) for k in (conv.popularity, conv.arp_popularity, conv.serendipity_popularity))
+    reading = {"info_sum": pcol, "tail_sum": pcol, "apop_sum": acol}  # a list row's term: the column it reads
+    row_cols = sorted({col for stat, col in reading.items() if stat in stats})
+    drop_cold = conv.cold_items == "drop" and "n_counted" in stats
+    if drop_cold and not row_cols:
+        row_cols = ["pop_rows"]  # whether the item is in train
+    pop = _popularity(side, sorted(set(row_cols) | ({scol} if "seren_sum" in stats else set())), ids[1])
+    rows, sums = _buckets(recs, ks), {"n_items": pl.len().cast(pl.Int64)}
+    if row_cols:
+        values = pop.select(ITEM, *row_cols)
+        if "tail_sum" in stats:
+            values = values.join(_tail_items(pop, conv), on=ITEM, how="left")
+        rows = rows.join(values, on=ITEM, how="left")  # train items; a cold item has null columns
+        cold = pl.col(row_cols[0]).is_null()
+        counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
+    if "n_counted" in stats:
+        sums["n_counted"] = counted.cast(pl.Int64).sum() if drop_cold else pl.len().cast(pl.Int64)
+    total = 0.0
+    if "info_sum" in stats or "total" in stats:
+        total = float(side.train_users if conv.popularity == "users" else
+                      0 if side.train is None else side.train.height)
+    if "info_sum" in stats:
+        log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
+        if conv.novelty_normalize == "log_users" and total <= 1:  # log U_T = 0
+            log_den = 1.0  # finite terms for the sums; the declared formula makes novelty undefined
+        info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / (total or 1.0)).log()) \
+            / log_den
+        if conv.cold_items == "zero_novelty":
+            info = pl.when(cold).then(0.0).otherwise(info)
+        sums["info_sum"] = pl.when(counted).then(info).cast(EXACT).sum()
+    if "apop_sum" in stats:
+        sums["apop_sum"] = pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).sum()
+    if "tail_sum" in stats:
+        cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
+        sums["tail_sum"] = pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).sum()
+    per_bucket = rows.group_by(USER, "ix").agg(term.alias(name) for name, term in sums.items())
+    per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in sums])
+    out = users.join(per, on=[USER, "k"], how="left").with_columns(
+        pl.col(c).fill_null(0) for c in sums if c.startswith("n_")).with_columns(
+        pl.col(c).cast(pl.Float64).fill_null(0.0) for c in sums if c.endswith("_sum"))
+    if "seren_sum" in stats:
+        out = out.join(_serendipity_sums(recs, side, ks, conv, truth, expo, pop, scol, ids), on=[USER, "k"],
+                       how="left").with_columns(pl.col("seren_sum").cast(pl.Float64).fill_null(0.0))
     # the values: the declared formulas (rankwise.metrics.declarations.BEYOND) over the sums
     out = out.with_columns(pl.lit(total, pl.Float64).alias("total"))
-    return out.with_columns(_DECLARED[n].build(conv).alias(n) for n in ("novelty", "arp", "long_tail_share",
-                                                                         "serendipity"))
+    return out.with_columns(_DECLARED[n].build(conv).alias(n) if n in wanted else pl.lit(None, pl.Float64).alias(n)
+                            for n in _LIST_SUMS)
+
+
+def _serendipity_sums(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention, truth, expo,
+                      pop: pl.LazyFrame, scol: str, ids: tuple) -> pl.LazyFrame:
+    """(user_id, k, seren_sum): only the list rows with a relevant label count (the term is 0 elsewhere;
+    without ground truth no row has one, and the catalog size N, an exposure pass, is not needed)."""
+    if truth is None:
+        return pl.LazyFrame(schema={USER: ids[0], "k": pl.Int64, "seren_sum": EXACT})
+    poprank = pop.select(ITEM, pl.col(scol).rank("dense", descending=True).cast(pl.Float64).alias("poprank"))
+    expo = exposure(recs, ks) if expo is None else expo.lazy()
+    catalog_n = _catalog(expo, side, conv, ks).group_by("k").agg(pl.len().cast(pl.Float64).alias("N"))
+    relevant = _top(recs.join(_relevant(truth, conv, ids), on=[USER, ITEM], how="inner"), ks)
+    return (relevant.join(poprank, on=ITEM, how="left").join(catalog_n, on="k", how="left")
+            .group_by(USER, "k").agg((pl.max_horizontal(
+                (pl.col("N") + 1 - pl.col("rank")) / pl.col("N")
+                - ((pl.col("N") + 1 - pl.col("poprank")) / pl.col("N")).fill_null(0.0), pl.lit(0.0))
+                * pl.col("rel")).cast(EXACT).sum().alias("seren_sum")))
 
 
 def _with_ild(out: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention) -> pl.LazyFrame:
@@ -240,43 +276,55 @@ def exposure(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
 
 
 def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
-                   expo: pl.DataFrame | None = None) -> pl.DataFrame:
-    """(metric, k, value, n_users) for item_coverage, gini, exposure_entropy, personalization,
-    score_entropy (NaN without a score column); n_users = users with n_u > 0. ``expo``: the
-    :func:`exposure` frame when already computed."""
+                   expo: pl.DataFrame | None = None, names=CATALOG_METRICS) -> pl.DataFrame:
+    """(metric, k, value, n_users) for the catalog metrics ``names`` (item_coverage, gini, exposure_entropy,
+    personalization, score_entropy: NaN without a score column); n_users = users with n_u > 0. Only the
+    statistics their declared formulas read are computed. ``expo``: the :func:`exposure` frame when
+    already computed."""
     recs = recs.lazy()
-    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()  # read three times below
-    cat = _catalog(expo, side, conv, ks).with_columns(pl.lit(True).alias("in_c"))
-    both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True).with_columns(
-        pl.col("exposure").fill_null(0), pl.col("in_c").fill_null(False))
+    names = [n for n in CATALOG_METRICS if n in names]
+    stats = _statistics(names, BEYOND_CATALOG_TERMS)
+    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()  # read up to three times below
+    if stats & {"n_c", "covered_in", "n_all"}:  # the catalog's items too
+        cat = _catalog(expo, side, conv, ks).with_columns(pl.lit(True).alias("in_c"))
+        both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True).with_columns(
+            pl.col("exposure").fill_null(0), pl.col("in_c").fill_null(False))
+    else:  # the exposed items alone (an unexposed item adds 0 to every other sum)
+        both = expo.with_columns(pl.lit(False).alias("in_c"))
     per_k = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
     # a user with items has one at rank 1, inside every cutoff (canonical ranks): U = those users;
     # sum n_u = sum c
     n_lists = recs.filter((pl.col("rank") == 1) & pl.col(ITEM).is_not_null()).select(pl.len()).collect().item()
     c = pl.col("exposure").cast(pl.Float64)
-    stats = both.group_by("k").agg(
-        pl.col("in_c").sum().cast(pl.Float64).alias("n_c"),
-        ((c > 0) & pl.col("in_c")).sum().cast(pl.Float64).alias("covered_in"),
-        (c > 0).sum().cast(pl.Float64).alias("n_exposed"),
-        pl.len().cast(pl.Float64).alias("n_all"),
-        c.sum().alias("c_sum"),
-        (pl.col("exposure").cast(pl.Int64) ** 2).sum().cast(pl.Float64).alias("c2_sum"),  # exact sums (any order)
-        pl.when(c > 0).then(c * c.log()).otherwise(0.0).cast(EXACT).sum().cast(pl.Float64).alias("clogc"),
-    )
-    # gini's sum_r r c_(r) over the exposed items ascending (ties: equal c, any order gives the same sum);
-    # r and c_(r) come from a sort of the exposed items per k
-    ranked = expo.sort("k", "exposure").with_columns(
-        (pl.int_range(pl.len()).over("k") + 1).cast(pl.Int64).alias("r"))
-    gsum = ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64).alias("rc_sum"))
+    sums = {
+        "n_c": pl.col("in_c").sum().cast(pl.Float64),
+        "covered_in": ((c > 0) & pl.col("in_c")).sum().cast(pl.Float64),
+        "n_exposed": (c > 0).sum().cast(pl.Float64),
+        "n_all": pl.len().cast(pl.Float64),
+        "c_sum": c.sum(),
+        "c2_sum": (pl.col("exposure").cast(pl.Int64) ** 2).sum().cast(pl.Float64),  # exact sums (any order)
+        "clogc": pl.when(c > 0).then(c * c.log()).otherwise(0.0).cast(EXACT).sum().cast(pl.Float64),
+    }
+    sums = {name: term for name, term in sums.items() if name in stats}
+    s = per_k
+    if sums:
+        s = s.join(both.group_by("k").agg(term.alias(name) for name, term in sums.items()), on="k", how="left")
+    if "rc_sum" in stats:
+        # gini's sum_r r c_(r) over the exposed items ascending (ties: equal c, any order gives the same sum);
+        # r and c_(r) come from a sort of the exposed items per k
+        ranked = expo.sort("k", "exposure").with_columns(
+            (pl.int_range(pl.len()).over("k") + 1).cast(pl.Int64).alias("r"))
+        s = s.join(ranked.group_by("k").agg((pl.col("r") * pl.col("exposure")).sum().cast(pl.Float64).alias("rc_sum")),
+                   on="k", how="left")
+    if "score_z" in stats:
+        s = s.join(_score_entropy_polars(recs, ks), on="k", how="left")
     # the per-k statistics (rankwise.metrics.formulas.BEYOND_CATALOG_STATISTICS), 0 where nothing was counted
     # (the score sums stay null without scores), then the declared formulas (rankwise.metrics.declarations.BEYOND)
-    zero = ["n_c", "covered_in", "n_exposed", "n_all", "c_sum", "c2_sum", "clogc", "rc_sum"]
-    s = (per_k.join(stats, on="k", how="left").join(gsum, on="k", how="left")
-         .join(_score_entropy_polars(recs, ks), on="k", how="left")
-         .with_columns(pl.col(zero).fill_null(0.0), pl.lit(float(n_lists)).alias("n_users")))
+    counted = [*sums, *(["rc_sum"] if "rc_sum" in stats else [])]
+    s = s.with_columns(pl.col(counted).fill_null(0.0), pl.lit(float(n_lists)).alias("n_users"))
     values = s.select("k", pl.col("n_users").cast(pl.Int64),
-                      *(_DECLARED[name].build(conv).cast(pl.Float64).alias(name) for name in CATALOG_METRICS))
-    return (values.unpivot(CATALOG_METRICS, index=["k", "n_users"], variable_name="metric", value_name="value")
+                      *(_DECLARED[name].build(conv).cast(pl.Float64).alias(name) for name in names))
+    return (values.unpivot(names, index=["k", "n_users"], variable_name="metric", value_name="value")
             .select("metric", "k", pl.col("value").fill_nan(None), "n_users").sort("metric", "k").collect())
 
 
@@ -294,17 +342,24 @@ def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
 
 
 def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
-             expo: pl.DataFrame | None = None) -> pl.DataFrame:
+             expo: pl.DataFrame | None = None) -> pl.LazyFrame:
     """(item_id, k, exposure, popularity) over C ∪ the recommended items; popularity by the
-    ``popularity`` knob (0 for an item with no train row)."""
-    recs = recs.lazy()
-    pop, _ = _popularity(side, _ids(recs)[1])
-    expo = (exposure(recs, ks).collect() if expo is None else expo).lazy()
-    cat = _catalog(expo, side, conv, ks).select("k", ITEM)
-    both = expo.join(cat, on=["k", ITEM], how="full", coalesce=True)
-    pcol = "pop_users" if conv.popularity == "users" else "pop_rows"
-    return (both.join(pop.select(ITEM, pl.col(pcol).alias("popularity")), on=ITEM, how="left")
-            .select(ITEM, "k", pl.col("exposure").fill_null(0), pl.col("popularity").fill_null(0))
-            .sort("k", ITEM).collect())
+    ``popularity`` knob (0 for an item with no train row). Deferred: computed when collected (when
+    Result.per_item is first read), so a request that never reads it does not pay for its popularity
+    column (pop_users is a distinct count per train item). The plan keeps the exposure frame (items x k)
+    and the side inputs, not the lists."""
+    item_dtype = _ids(recs.lazy())[1]
+    expo = exposure(recs.lazy(), ks).collect() if expo is None else expo
+    schema = {ITEM: item_dtype, "k": pl.Int64, "exposure": pl.Int64, "popularity": pl.Int64}
 
+    def rows() -> pl.DataFrame:
+        pcol = _pop_column(conv.popularity)
+        pop = _popularity(side, [pcol], item_dtype).select(ITEM, pl.col(pcol).alias("popularity"))
+        both = expo.lazy().join(_catalog(expo.lazy(), side, conv, ks).select("k", ITEM), on=["k", ITEM], how="full",
+                                coalesce=True)
+        return (both.join(pop, on=ITEM, how="left")
+                .select(pl.col(ITEM).cast(item_dtype), "k", pl.col("exposure").fill_null(0).cast(pl.Int64),
+                        pl.col("popularity").fill_null(0).cast(pl.Int64))
+                .sort("k", ITEM).collect())
 
+    return pl.defer(rows, schema=schema)
