@@ -43,3 +43,16 @@ def test_beyond_values_are_bit_identical_run_after_run(data, engine):
             assert first.columns == again.columns and first.height == again.height
             moved = [c for c in first.columns if not first[c].equals(again[c])]
             assert moved == [], f"{table}: {moved} moved between runs"
+
+
+@pytest.mark.xfail(strict=False, reason="known bug: score_entropy's two sums (sum e^d, sum e^d d over the pooled "
+                   "scores) are float sums in the threads' order on both engines; an exact decimal sum (as clogc) "
+                   "loses tiny entropies (test_score_entropy_of_scores_far_apart_by_hand), so the fix needs an "
+                   "order-fixed or exponent-bucketed exact sum")
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_score_entropy_is_bit_identical_run_after_run(data, engine):
+    recs, _, _ = data
+    recs = recs.with_columns(score=pl.Series(np.random.default_rng(5).normal(0.0, 3.0, recs.height)))
+    values = [rankwise.evaluate(recs, None, k=[5, 10, 20], metrics=["score_entropy"], backend=engine).summary["value"]
+              for _ in range(3)]
+    assert all(v.equals(values[0]) for v in values[1:])
