@@ -77,12 +77,46 @@ scored AS (
     JOIN cutoffs AS c ON r.rank <= c.k
     WHERE r.item_id IS NOT NULL AND r.score IS NOT NULL
 ),
--- e = EXP(d), 0 where a double's EXP is 0 (d <= -1075 ln 2): PostgreSQL raises underflow there
-score_stats AS (
-    SELECT s.k, SUM(s.e) AS score_z, SUM(s.e * s.d) AS score_zd
+-- e = EXP(d), 0 where a double's EXP is 0 (d <= -1075 ln 2): PostgreSQL raises underflow there. The sums
+-- Z = sum e and sum e d = -sum (-e d) run over terms of one sign, and are exact per binary exponent, so
+-- that they do not depend on which thread added which row and keep a tiny sum's relative precision
+-- (an entropy of 600 e^-600 stays one): a term x > 0 with b = floor(log2 x) (up to 1 off: LN's
+-- rounding) is x 2^(60 - b), an integer below 2^62, in two exact scalings (no power beyond 2^600);
+-- each exponent's integers are summed exactly, and the exponents' totals added in order of b.
+score_terms AS (
+    SELECT s.k, 'z' AS part, s.e AS x
     FROM (SELECT x.k, x.d, CASE WHEN x.d <= -745.1332191019412 THEN 0.0 ELSE EXP(x.d) END AS e
           FROM scored AS x) AS s
-    GROUP BY s.k
+    WHERE s.e > 0
+    UNION ALL
+    SELECT s.k, 'zd' AS part, -(s.e * s.d) AS x
+    FROM (SELECT x.k, x.d, CASE WHEN x.d <= -745.1332191019412 THEN 0.0 ELSE EXP(x.d) END AS e
+          FROM scored AS x) AS s
+    WHERE s.e > 0 AND s.d < 0
+),
+-- (the integer y cast as its two 30-bit halves: PostgreSQL casts a double to NUMERIC through 15 digits)
+score_units AS (
+    SELECT h.k, h.part, h.b,
+           SUM(CAST(h.hi AS DECIMAL(38, 0))) * 1073741824 + SUM(CAST(h.y - h.hi * 1073741824.0 AS DECIMAL(38, 0)))
+               AS units
+    FROM (SELECT t.k, t.part, t.b, t.y, FLOOR(t.y / 1073741824.0) AS hi
+          FROM (SELECT v.k, v.part, v.b, v.x * POWER(2.0, 60 - v.b - 600) * POWER(2.0, 600) AS y
+                FROM (SELECT u.k, u.part, u.x, FLOOR(LN(u.x) / LN(2.0)) AS b FROM score_terms AS u) AS v) AS t) AS h
+    GROUP BY h.k, h.part, h.b
+),
+score_running AS (
+    SELECT v.k, v.part,
+           SUM(CAST(v.units AS DOUBLE) * POWER(2.0, v.b - 60 + 600) * POWER(2.0, -600))
+               OVER (PARTITION BY v.k, v.part ORDER BY v.b ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS total,
+           ROW_NUMBER() OVER (PARTITION BY v.k, v.part ORDER BY v.b DESC) AS from_top
+    FROM score_units AS v
+),
+score_stats AS (
+    SELECT r.k, MAX(CASE WHEN r.part = 'z' THEN r.total END) AS score_z,
+           0.0 - COALESCE(MAX(CASE WHEN r.part = 'zd' THEN r.total END), 0.0) AS score_zd
+    FROM score_running AS r
+    WHERE r.from_top = 1
+    GROUP BY r.k
 ),
 -- the per-k statistics the declared formulas read (rankwise.metrics.formulas.BEYOND_CATALOG_STATISTICS)
 per_k AS (

@@ -7,6 +7,8 @@ both engines' thread pools to split the work (smaller inputs run on one thread a
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
@@ -45,14 +47,17 @@ def test_beyond_values_are_bit_identical_run_after_run(data, engine):
             assert moved == [], f"{table}: {moved} moved between runs"
 
 
-@pytest.mark.xfail(strict=False, reason="known bug: score_entropy's two sums (sum e^d, sum e^d d over the pooled "
-                   "scores) are float sums in the threads' order on both engines; an exact decimal sum (as clogc) "
-                   "loses tiny entropies (test_score_entropy_of_scores_far_apart_by_hand), so the fix needs an "
-                   "order-fixed or exponent-bucketed exact sum")
 @pytest.mark.parametrize("engine", ["polars", "duckdb"])
 def test_score_entropy_is_bit_identical_run_after_run(data, engine):
+    """score_entropy's sums of e^d and e^d d over the pooled scores, exact per binary exponent: the same to the
+    last bit run after run (float sums in the threads' order moved it), and equal to math.fsum's to 1e-15."""
     recs, _, _ = data
     recs = recs.with_columns(score=pl.Series(np.random.default_rng(5).normal(0.0, 3.0, recs.height)))
     values = [rankwise.evaluate(recs, None, k=[5, 10, 20], metrics=["score_entropy"], backend=engine).summary["value"]
               for _ in range(3)]
     assert all(v.equals(values[0]) for v in values[1:])
+    for k, value in zip([5, 10, 20], values[0]):
+        s = recs.filter(pl.col("rank") <= k)["score"].to_numpy()
+        d = s - s.max()
+        z, zd = math.fsum(np.exp(d)), math.fsum(np.exp(d) * d)
+        assert math.isclose(value, math.log(z) - zd / z, rel_tol=1e-15)

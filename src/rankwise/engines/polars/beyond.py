@@ -337,8 +337,27 @@ def _score_entropy_polars(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     half = s * 0.5 - (s * 0.5).max().over("k")
     d = _top(recs.filter(pl.col("score").is_not_null()), ks).with_columns(
         (half.clip(lower_bound=-1000.0) * 2.0).alias("d"))
-    return d.group_by("k").agg(pl.col("d").exp().sum().alias("score_z"),
-                               (pl.col("d").exp() * pl.col("d")).sum().alias("score_zd"))
+    e = pl.col("d").exp()
+    terms = pl.concat([d.filter(e > 0).select("k", pl.lit("z").alias("part"), e.alias("x")),
+                       d.filter((e > 0) & (pl.col("d") < 0)).select("k", pl.lit("zd").alias("part"),
+                                                                    (-(e * pl.col("d"))).alias("x"))])
+    totals = _exact_sums(terms, ["k", "part"])
+    return totals.group_by("k").agg(pl.col("total").filter(pl.col("part") == "z").first().alias("score_z"),
+                                    (0.0 - pl.col("total").filter(pl.col("part") == "zd").first().fill_null(0.0))
+                                    .alias("score_zd"))
+
+
+def _exact_sums(terms: pl.LazyFrame, keys: list) -> pl.LazyFrame:
+    """(keys, total): the sum of the positive terms ``x`` per ``keys``, the same in any row order, with a
+    tiny sum's relative precision (as sql/beyond_catalog.sql): with b = floor(log2 x) (up to 1 off), x 2^(60 - b)
+    is an integer below 2^62 (two exact scalings); each exponent's integers are summed exactly, and the
+    exponents' totals added in order of b."""
+    two = pl.lit(2.0)
+    b = (pl.col("x").log() / math.log(2.0)).floor()
+    units = (pl.col("x") * two.pow(60.0 - b - 600.0) * two.pow(600.0)).cast(pl.Int64).cast(pl.Int128)
+    per_b = terms.with_columns(b.alias("b")).group_by(*keys, "b").agg(units.sum().alias("units"))
+    value = pl.col("units").cast(pl.Float64) * two.pow(pl.col("b") - 60.0 + 600.0) * two.pow(-600.0)
+    return per_b.group_by(*keys).agg(value.sort_by("b").cum_sum().last().alias("total"))
 
 
 def per_item(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
