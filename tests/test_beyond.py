@@ -902,3 +902,22 @@ def test_min_score_drops_the_items_before_the_beyond_metrics_on_every_backend(ba
     got = rankwise.evaluate(recs, None, k=3, metrics=["arp", "novelty"], train=train, convention=conv,
                             backend=backend)
     assert got.per_user.row(0) == pytest.approx((1, 1.5, (math.log2(3 / 2) + math.log2(3)) / 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_score_entropy_from_input_already_canonical_equals_the_sorted_path(engine):
+    """Rows grouped by user with ranks 1..n take the scores beside the canonical rows (no sort, no join); the
+    same rows shuffled go through the input rules' sort: the same entropy, and the same errors for a bad score.
+    By hand for k = 1: the pooled top-1 scores {2, 0}: p = (e^2, 1) / (e^2 + 1), H = ln(1 + e^2) - 2 e^2 / (1 + e^2)."""
+    recs = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [10, 11, 12, 10, 13], "rank": [1, 2, 3, 1, 2],
+                         "score": [2.0, 1.5, -1.0, 0.0, -3.0]})
+    shuffled = recs.sample(fraction=1.0, shuffle=True, seed=3)
+    assert not shuffled["user"].equals(recs["user"])  # not grouped: the layout check's path is not taken
+    got = [rankwise.evaluate(r, None, k=[1, 3], metrics=["score_entropy"], backend=engine).summary["value"].to_list()
+           for r in (recs, shuffled)]
+    assert got[0] == got[1]
+    assert math.isclose(got[0][0], math.log(1 + math.e ** 2) - 2 * math.e ** 2 / (1 + math.e ** 2), rel_tol=1e-13)
+    for r in (recs, shuffled):
+        bad = r.with_columns(pl.when(pl.col("item") == 12).then(float("inf")).otherwise(pl.col("score")).alias("score"))
+        with pytest.raises(rankwise.errors.InvalidScoreError, match="1 values of 'score'"):
+            rankwise.evaluate(bad, None, k=1, metrics=["score_entropy"], backend=engine)

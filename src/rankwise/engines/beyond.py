@@ -77,20 +77,43 @@ def with_scores(prep, recommendations, columns):
         raise InvalidScoreError(f"recommendations: {c.score!r} must be numeric for score_entropy, got "
                                 f"{schema[c.score]}.", rows=raw.head(_SHOW).collect(),
                                 hint=f"Cast it, e.g. pl.col({c.score!r}).cast(pl.Float64).")
+    if prep.rec_counts is not None:  # the layout check's path: the canonical rows are the input's, in its order
+        return _scores_beside(prep, raw, c)
     order = [pl.col(c.rank)] if c.rank in schema else [-pl.col(c.score)]
     scores = (raw.filter(pl.col(c.item).is_not_null()).sort([pl.col(c.user), *order], maintain_order=True)
               .select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM),
                       pl.col(c.score).cast(pl.Float64).alias(SCORE))
               .unique([USER, ITEM], keep="first", maintain_order=True).collect())
-    bad = scores.filter(pl.col(SCORE).is_null() | ~pl.col(SCORE).is_finite())
-    if bad.height:
-        raise InvalidScoreError(f"recommendations: {bad.height} values of {c.score!r} are null, NaN or infinite "
-                                "(score_entropy pools the scores).", rows=bad.head(_SHOW),
-                                hint="Drop or fill those rows, or leave score_entropy out of metrics.")
+    _refuse_bad_scores(scores.filter(pl.col(SCORE).is_null() | ~pl.col(SCORE).is_finite()), c)
     recs = prep.recs.lazy()
     key = recs.collect_schema()
     scores = scores.lazy().with_columns(pl.col(USER).cast(key[USER]), pl.col(ITEM).cast(key[ITEM]))
     recs = recs.join(scores, on=[USER, ITEM], how="left", maintain_order="left").select(USER, RANK, ITEM, SCORE)
+    return dataclasses.replace(prep, recs=recs)  # the accuracy engines ignore the extra column
+
+
+def _refuse_bad_scores(bad: pl.DataFrame, c) -> None:
+    """An InvalidScoreError showing ``bad``, the rows (user_id, item_id, score) whose score is null, NaN or infinite."""
+    from rankwise.errors import InvalidScoreError
+
+    if bad.height:
+        raise InvalidScoreError(f"recommendations: {bad.height} values of {c.score!r} are null, NaN or infinite "
+                                "(score_entropy pools the scores).", rows=bad.head(_SHOW),
+                                hint="Drop or fill those rows, or leave score_entropy out of metrics.")
+
+
+def _scores_beside(prep, raw: pl.LazyFrame, c):
+    """``prep`` with the input's score column set beside the canonical rows, when those are the input's rows
+    in its order (ranks already 1..n, no item repeated: no sort, no join); a null item's row gets no score."""
+    import dataclasses
+
+    from rankwise.inputs.normalize import RANK, SCORE
+
+    score = pl.col(c.score).cast(pl.Float64)
+    _refuse_bad_scores(raw.filter(pl.col(c.item).is_not_null() & (score.is_null() | ~score.is_finite())).select(
+        pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), score.alias(SCORE)).collect(), c)
+    scores = raw.select(pl.when(pl.col(c.item).is_not_null()).then(score).alias(SCORE))
+    recs = pl.concat([prep.recs.lazy().select(USER, RANK, ITEM), scores], how="horizontal")
     return dataclasses.replace(prep, recs=recs)  # the accuracy engines ignore the extra column
 
 
