@@ -921,3 +921,16 @@ def test_score_entropy_from_input_already_canonical_equals_the_sorted_path(engin
         bad = r.with_columns(pl.when(pl.col("item") == 12).then(float("inf")).otherwise(pl.col("score")).alias("score"))
         with pytest.raises(rankwise.errors.InvalidScoreError, match="1 values of 'score'"):
             rankwise.evaluate(bad, None, k=1, metrics=["score_entropy"], backend=engine)
+
+
+def test_ild_from_long_features_is_the_same_to_the_last_bit_call_after_call():
+    """The items and features of long item_features are numbered in sorted order: numbered in unique()'s order
+    (the threads'), the terms of each list's vector sum came in another order now and then, and ild moved in its
+    last bit (13 calls of 200 on this dataset before the fix)."""
+    recs, scores, truth, train, items, features, ks = _dataset(5)
+    assert not all(set(f) == {"0", "1", "2"} for f in features.values())  # long features, not embeddings
+    recs_df, truth_df, side = _frames(recs, scores, truth, train, items, features, False)
+    first = PB.polars_user(recs_df.lazy(), side, ks, Convention(), names=["ild"]).collect()["ild"]
+    assert first.drop_nulls().len() > 5
+    for _ in range(150):
+        assert PB.polars_user(recs_df.lazy(), side, ks, Convention(), names=["ild"]).collect()["ild"].equals(first)

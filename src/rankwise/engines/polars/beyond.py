@@ -240,9 +240,10 @@ def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.Laz
     f = (f.filter(peak > 0).with_columns((pl.col(VALUE) / peak).alias("x"))
          .with_columns((pl.col("x") ** 2).sum().over(ITEM).alias("sq"))
          .with_columns((pl.col("x") / pl.col("sq").sqrt()).alias("u")))
-    # collected once: a lazy unique() may number the ids differently each time it runs
-    item_ix = f.select(ITEM).unique().with_row_index("ii").collect()
-    feat_ix = f.select(FEATURE).unique().with_row_index("fi").collect()
+    # numbered in sorted order: unique() gives the ids in the threads' order, and the numbering orders the terms
+    # of each list's vector sum (A @ U), whose last bit would then move from run to run
+    item_ix = f.select(ITEM).unique().sort(ITEM).with_row_index("ii").collect()
+    feat_ix = f.select(FEATURE).unique().sort(FEATURE).with_row_index("fi").collect()
     f = f.join(item_ix.lazy(), on=ITEM).join(feat_ix.lazy(), on=FEATURE).select("ii", "fi", "u").collect()
     n_items, n_feats = item_ix.height, feat_ix.height
     U = sparse.csr_matrix((f["u"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
