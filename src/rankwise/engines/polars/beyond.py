@@ -237,16 +237,18 @@ def _ild_polars(top: pl.LazyFrame, side: SideInputs, conv: Convention) -> pl.Laz
     f = side.features.lazy()
     # each vector over its largest |value| first (as sql/beyond_user.sql): no overflow or underflow in sq
     peak = pl.col(VALUE).abs().max().over(ITEM)
-    f = (f.filter(peak > 0).with_columns((pl.col(VALUE) / peak).alias("x"))
-         .with_columns((pl.col("x") ** 2).sum().over(ITEM).alias("sq"))
-         .with_columns((pl.col("x") / pl.col("sq").sqrt()).alias("u")))
+    f = f.filter(peak > 0).with_columns((pl.col(VALUE) / peak).alias("x"))
     # numbered in sorted order: unique() gives the ids in the threads' order, and the numbering orders the terms
     # of each list's vector sum (A @ U), whose last bit would then move from run to run
     item_ix = f.select(ITEM).unique().sort(ITEM).with_row_index("ii").collect()
     feat_ix = f.select(FEATURE).unique().sort(FEATURE).with_row_index("fi").collect()
-    f = f.join(item_ix.lazy(), on=ITEM).join(feat_ix.lazy(), on=FEATURE).select("ii", "fi", "u").collect()
+    f = f.join(item_ix.lazy(), on=ITEM).join(feat_ix.lazy(), on=FEATURE).select("ii", "fi", "x").collect()
     n_items, n_feats = item_ix.height, feat_ix.height
-    U = sparse.csr_matrix((f["u"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
+    U = sparse.csr_matrix((f["x"].to_numpy(), (f["ii"].to_numpy(), f["fi"].to_numpy())), shape=(n_items, n_feats))
+    # each row over its norm, summed in the order of the feature numbers (a window sum in Polars adds them in the
+    # threads' order)
+    U.sort_indices()
+    U.data /= np.repeat(np.sqrt(np.asarray(U.multiply(U).sum(axis=1)).ravel()), np.diff(U.indptr))
     # dense item vectors (long rows of embeddings): a fast sparse x dense product
     return _ild_sums(top, item_ix, U.toarray() if n_items * n_feats <= 50_000_000 else U, schema)
 
