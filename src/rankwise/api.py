@@ -259,8 +259,7 @@ def run_prepared(prepared: dict, request: MetricRequest, conv: Convention, engin
         long, summary, excluded, per_item = shaped[None]
     else:
         long, summary, excluded = (_shape.stack({name: parts[i] for name, parts in shaped.items()}) for i in range(3))
-        per_item = None if beyond is None else pl.concat(  # (a plan on the Polars engine: Result.per_item)
-            [parts[3].lazy().select(pl.lit(name, pl.String).alias(_shape.RUN), pl.all()) for name, parts in shaped.items()])
+        per_item = None if beyond is None else _shape.stack_plans({name: parts[3] for name, parts in shaped.items()})
     return Result(long, within_range(summary, conv), excluded, conv, request, user_col, prepared, confidence,
                   item_rows=per_item, engine=engine)
 

@@ -178,6 +178,13 @@ def excluded(prep: Prepared, counts: dict[str, int], conv: Convention) -> pl.Dat
     return pl.DataFrame(rows, schema=EXCLUDED_SCHEMA, orient="row")
 
 
+def stack_plans(frames: dict, column: str = RUN) -> pl.LazyFrame:
+    """{run name: frame or plan} -> one plan with a leading ``run`` column (the names in the given order), for
+    the tables a Result collects when first read (per_item)."""
+    return pl.concat([frame.lazy().select(pl.lit(name, pl.String).alias(column), pl.all())
+                      for name, frame in frames.items()])
+
+
 def stack(frames: dict, column: str = RUN) -> pl.DataFrame:
     """{run name: frame} -> one frame with a leading ``run`` column (the names in the given order). The name
     column is set beside the frame's columns as they are: a select would copy columns chunked differently."""

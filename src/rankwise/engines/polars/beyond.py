@@ -149,14 +149,15 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     if drop_cold and not row_cols:
         row_cols = ["pop_rows"]  # whether the item is in train
     pop = _popularity(side, sorted(set(row_cols) | ({scol} if "seren_sum" in stats else set())), ids[1])
-    rows, sums = _buckets(recs, ks), {"n_items": pl.len().cast(pl.Int64)}
+    rows, sums, counted = _buckets(recs, ks), {"n_items": pl.len().cast(pl.Int64)}, pl.lit(True)
     if row_cols:
         values = pop.select(ITEM, *row_cols)
         if "tail_sum" in stats:
             values = values.join(_tail_items(pop, conv), on=ITEM, how="left")
         rows = rows.join(values, on=ITEM, how="left")  # train items; a cold item has null columns
         cold = pl.col(row_cols[0]).is_null()
-        counted = (~cold) if conv.cold_items == "drop" else pl.lit(True)
+        if conv.cold_items == "drop":
+            counted = ~cold
     if "n_counted" in stats:
         sums["n_counted"] = counted.cast(pl.Int64).sum() if drop_cold else pl.len().cast(pl.Int64)
     total = 0.0
