@@ -158,10 +158,14 @@ seren AS (
 -- by its largest |value| (x in [-1, 1]), so that its squared norm can neither overflow (values near
 -- 1e160) nor underflow to 0 (near 1e-160); a zero vector has no largest value and no direction. (The
 -- divisors are NULL rather than 0: an engine may compute the projection before the WHERE, and BigQuery
--- and Spark in ANSI mode raise on a division by zero; where sq > 0 the value is the same.)
+-- and Spark in ANSI mode raise on a division by zero; where sq > 0 the value is the same.) The squared
+-- norm is an exact sum too (units of 1e-18: x^2 <= 1 and the largest term is 1, so the rounding is below the
+-- double's last bit; x / sqrt(sq 1e-18) 1e18 = x 1e27 / sqrt(sq)): a float window sum adds an item's rows
+-- in the threads' order when they are scattered.
 unit AS (
-    SELECT v.item_id, v.feature, CAST(v.x / NULLIF(SQRT(v.sq), 0.0) * 1e18 AS DECIMAL(38, 0)) AS u
-    FROM (SELECT s.item_id, s.feature, s.x, SUM(s.x * s.x) OVER (PARTITION BY s.item_id) AS sq
+    SELECT v.item_id, v.feature, CAST(v.x * 1e27 / NULLIF(SQRT(CAST(v.sq AS DOUBLE)), 0.0) AS DECIMAL(38, 0)) AS u
+    FROM (SELECT s.item_id, s.feature, s.x,
+                 SUM(CAST(s.x * s.x * 1e18 AS DECIMAL(38, 0))) OVER (PARTITION BY s.item_id) AS sq
           FROM (SELECT f.item_id, f.feature,
                        f.value / NULLIF(MAX(ABS(f.value)) OVER (PARTITION BY f.item_id), 0.0) AS x
                 FROM item_features AS f) AS s) AS v
