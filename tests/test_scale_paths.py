@@ -238,3 +238,62 @@ def test_a_label_outside_the_packed_key_range_meets_no_recommendation(backend):
     assert rows[0]["precision@2"] == 0.5 and rows[0]["hit_rate@2"] == 1.0 and rows[1]["hit_rate@2"] == 0.0
     # the label outside the range still counts among user 0's two relevant items: one found of two
     assert rows[0]["recall@2"] == 0.5 and rows[0]["r_precision@2"] == 0.5 and rows[1]["recall@2"] == 0.0
+
+
+def _oracle_rows(rows, order, duplicates, min_score=None):
+    """The canonical (user, rank, item) rows by the input rules, in plain Python: each user's rows in ``order``
+    (a sort key of a row), scored below ``min_score`` dropped (a user left with none keeps a null row), a
+    repeated item kept at its first place under 'first_shift', then positions 1..n."""
+    by_user = {}
+    for row in rows:
+        by_user.setdefault(row["user"], []).append(row)
+    out = []
+    for user in sorted(by_user):
+        kept = [r for r in by_user[user] if min_score is None or r["score"] >= min_score]
+        if not kept:
+            out.append((user, None, None))
+            continue
+        seen, position = set(), 0
+        for r in sorted(kept, key=order):
+            if r["item"] in seen and duplicates == "first_shift":
+                continue
+            seen.add(r["item"])
+            position += 1
+            out.append((user, position, r["item"]))
+    return out
+
+
+@pytest.mark.parametrize("users", ["int", "str"])
+@pytest.mark.parametrize("case", ["rank", "rank_min_score", "score_item_asc", "score_item_desc",
+                                  "score_input_order", "first_shift", "list_repeats"])
+def test_general_path_orders_shuffled_rows_as_a_naive_oracle(case, users):
+    """Shuffled rows (ranks with gaps, equal scores, repeated items, text users) through the general path's
+    sorts: the canonical rows equal the input rules computed by hand in Python."""
+    rng = np.random.default_rng(13)
+    n = 3000
+    raw = pl.DataFrame({"user": rng.integers(0, 120, n), "item": rng.integers(0, 40, n),
+                        "rank": rng.choice(10 * n, n, replace=False) + 1,  # distinct, with gaps
+                        "score": rng.integers(0, 6, n) / 2.0})  # many equal scores
+    if users == "str":
+        raw = raw.with_columns(pl.format("u{}", pl.col("user")).alias("user"))
+    duplicates = "first_shift" if case in ("first_shift", "list_repeats") else "error"
+    if duplicates == "error":
+        raw = raw.unique(["user", "item"], keep="first", maintain_order=True)
+    min_score = 1.5 if case == "rank_min_score" else None
+    ties = {"score_item_desc": "item_desc", "score_input_order": "input_order"}.get(case, "item_asc")
+    conv = rankwise.Convention(duplicates=duplicates, ties=ties, min_score=min_score)
+    raw = raw.with_row_index("order")
+    if case.startswith("score"):
+        tie = {"item_asc": lambda r: r["item"], "item_desc": lambda r: -r["item"], "input_order": lambda r: r["order"]}
+        order = lambda r: (-r["score"], tie[ties](r))  # noqa: E731
+        given, cols = raw.drop("rank"), _inputs.Columns()
+    else:
+        order, given, cols = (lambda r: r["rank"]), raw, _inputs.Columns()
+    if case == "list_repeats":  # list form: each user's items in rank order, an item repeated in some lists
+        given = raw.sort("user", "rank").group_by("user", maintain_order=True).agg("item")
+    expected = _oracle_rows(raw.to_dicts(), order, duplicates, min_score)
+    truth = pl.DataFrame({"user": raw["user"][:1], "item": raw["item"][:1]})
+    got = _inputs.prepare(given, truth, cols, conv).recommendations
+    if case.startswith("rank"):
+        assert _runs.grouped_runs(given.lazy(), "user", "item", "rank") is None  # the general path
+    assert got.select("user_id", "rank", "item_id").rows() == expected
