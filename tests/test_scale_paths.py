@@ -297,3 +297,13 @@ def test_general_path_orders_shuffled_rows_as_a_naive_oracle(case, users):
     if case.startswith("rank"):
         assert _runs.grouped_runs(given.lazy(), "user", "item", "rank") is None  # the general path
     assert got.select("user_id", "rank", "item_id").rows() == expected
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_sorted_numbers_of_text_users_by_hand(collide, monkeypatch):
+    """Text users are numbered in their sorted order through a hash; two users that share a hash (forced here:
+    every value hashes to 7) take the exact way, with the same numbers."""
+    values = pl.Series("user_id", ["b", "a", "c", "a", "b", "d", "aa"])
+    if collide:
+        monkeypatch.setattr(pl.Series, "hash", lambda self, seed=0: pl.Series([7] * len(self), dtype=pl.UInt64))
+    assert _inputs._sorted_numbers(values).to_list() == [2, 0, 3, 0, 2, 4, 1]

@@ -657,14 +657,30 @@ def _by_user(df: pl.DataFrame, keys: list[str], descending: list[bool]) -> pl.Da
     column at a time, the last key first, each sort stable: Polars' sort by several columns of shuffled rows
     is 5-10x slower (1M users x 20 rows: 14 s against 1.5-2.6 s). Users that are not integers are sorted by
     their number in the sorted list of distinct users (the same order: a string sort of every row is the
-    slow part, 14 s against 5.5 s for the numbering)."""
+    slow part: 14 s at 20M rows against 2.2 s for the numbering, :func:`_sorted_numbers`)."""
     for key, desc in reversed(list(zip(keys, descending, strict=True))):
         df = df.sort(key, descending=desc, nulls_last=True, maintain_order=True)
     if df.schema[USER].is_integer():
         return df.sort(USER, maintain_order=True)
-    users = df.select(pl.col(USER).unique().sort()).with_row_index("_user")
-    return df.join(users, on=USER, how="left", maintain_order="left").sort("_user", maintain_order=True) \
-        .drop("_user")
+    return df.with_columns(_sorted_numbers(df.get_column(USER)).alias("_user")) \
+        .sort("_user", maintain_order=True).drop("_user")
+
+
+def _sorted_numbers(values: pl.Series) -> pl.Series:
+    """Each value's number (0, 1, ...) in the sorted list of the distinct values. The distinct values are found
+    on a 64-bit hash and the numbers joined on it (2.2 s at 20M text values against 5.5 s for a unique of the
+    text and a join on it); the numbers are checked against the values themselves, and two values that share a
+    hash take the exact way."""
+    hashes = values.hash(seed=0)
+    firsts = hashes.arg_unique()
+    distinct = values.gather(firsts)
+    order = distinct.arg_sort()
+    numbered = pl.DataFrame({"h": hashes.gather(firsts).gather(order)}).with_row_index("n")
+    numbers = pl.DataFrame({"h": hashes}).join(numbered, on="h", how="left", maintain_order="left").get_column("n")
+    if (distinct.gather(order).gather(numbers) == values).all():
+        return numbers
+    exact = values.unique().sort().to_frame("v").with_row_index("n")
+    return values.to_frame("v").join(exact, on="v", how="left", maintain_order="left").get_column("n")
 
 
 def _position_in_run() -> pl.Expr:
