@@ -923,6 +923,29 @@ def test_score_entropy_from_input_already_canonical_equals_the_sorted_path(engin
             rankwise.evaluate(bad, None, k=1, metrics=["score_entropy"], backend=engine)
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("case", ["first_shift", "min_score", "by_score"])
+def test_score_entropy_takes_the_score_of_the_row_the_input_rules_keep(engine, case):
+    """The general path carries each kept row's score through the input rules: a repeated item keeps its
+    best-ranked row's score (first_shift), rows below min_score are gone, or the rows are ranked by the score
+    itself. By hand: the pooled top-2 scores s, d = s - max s, H = ln Z - sum e^d d / Z with Z = sum e^d."""
+    recs = pl.DataFrame({"user": [2, 1, 1, 2, 1, 1], "item": [10, 11, 10, 13, 10, 12], "rank": [2, 7, 3, 9, 5, 8],
+                         "score": [0.5, 1.0, 2.0, -1.0, 9.0, 0.25]})
+    conv = {"first_shift": Convention(duplicates="first_shift"), "min_score": Convention(min_score=0.4),
+            "by_score": Convention(duplicates="first_shift")}[case]
+    given = recs.drop("rank") if case == "by_score" else recs
+    if case == "min_score":  # no repeated item: user 1's item 10 once (rank 3, score 2.0)
+        given = given.filter(~((pl.col("user") == 1) & (pl.col("item") == 10) & (pl.col("rank") == 5)))
+    # user 1 by rank: 10 (rank 3, score 2.0; its rank-5 repeat dropped), 11 (1.0), 12 (0.25); user 2: 10 (0.5), 13
+    # (-1.0). min_score 0.4: 12 and 13 go. By score: user 1's item 10 keeps its best score, 9.0; then 11, 12.
+    top2 = {"first_shift": [2.0, 1.0, 0.5, -1.0], "min_score": [2.0, 1.0, 0.5], "by_score": [9.0, 1.0, 0.5, -1.0]}[case]
+    d = [v - max(top2) for v in top2]  # shifted by the largest score: no cancellation in ln Z - sum / Z
+    z = math.fsum(math.exp(x) for x in d)
+    expected = math.log(z) - math.fsum(math.exp(x) * x for x in d) / z
+    got = rankwise.evaluate(given, None, k=2, metrics=["score_entropy"], convention=conv, backend=engine)
+    assert math.isclose(got.summary["value"][0], expected, rel_tol=1e-13)
+
+
 def test_ild_from_long_features_is_the_same_to_the_last_bit_call_after_call():
     """The items and features of long item_features are numbered in sorted order: numbered in unique()'s order
     (the threads'), the terms of each list's vector sum came in another order now and then, and ild moved in its

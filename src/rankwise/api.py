@@ -182,11 +182,11 @@ def evaluate(
     truth = local(ground_truth) if sum(n is not None for n in native.values()) < len(runs) else None
     if truth is not None and (len(runs) > 1 or None not in runs):
         truth = prepare_truth(truth, columns)  # once for every run
-    prepared = {}
+    prepared, scores = {}, beyond is not None and "score_entropy" in beyond.names
     for name, recs in runs.items():
         with naming_run(name):
-            prepared[name] = native.get(name) or prepare(local(recs), truth, columns, conv)
-    if beyond is not None and "score_entropy" in beyond.names:  # the scores ride along with the canonical rows
+            prepared[name] = native.get(name) or prepare(local(recs), truth, columns, conv, scores=scores)
+    if scores:  # the scores ride along with the canonical rows
         prepared = {name: _beyond.with_scores(prep, local(runs[name]), columns) for name, prep in prepared.items()}
     segment_of = None if segments is None else _segments.read(segments, ground_truth, user_col)  # (table, name)
     result = run_prepared(prepared, request, conv, engine, user_col=user_col, collect=collect,
@@ -470,11 +470,12 @@ class Evaluator:
         request, beyond = _plan(metrics, k, conv, self.has_truth, self.side)
         check_cutoffs(conv, request.ks, request.names)
         _require_metrics(self.engine, request, beyond)
-        key = input_key(conv)
+        scores = beyond is not None and "score_entropy" in beyond.names
+        key = (input_key(conv), scores)
         if key not in self._prepared:
-            self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv)
+            self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv, scores=scores)
         prep = self._prepared[key]
-        if beyond is not None and "score_entropy" in beyond.names:
+        if scores:
             prep = _beyond.with_scores(prep, self.recommendations, self.columns)
         return run_prepared({None: prep}, request, conv, self.engine, user_col=self.columns.user,
                             memory_limit=self.memory_limit, confidence=self.confidence, beyond=beyond)

@@ -79,6 +79,12 @@ def with_scores(prep, recommendations, columns):
                                 hint=f"Cast it, e.g. pl.col({c.score!r}).cast(pl.Float64).")
     if prep.rec_counts is not None:  # the layout check's path: the canonical rows are the input's, in its order
         return _scores_beside(prep, raw, c)
+    if SCORE in prep.recs.collect_schema():  # the general path kept them (prepare(..., scores=True))
+        recs = prep.recs.lazy().with_columns(pl.col(SCORE).cast(pl.Float64))
+        _refuse_bad_scores(recs.filter(pl.col(ITEM).is_not_null() & (pl.col(SCORE).is_null() |
+                                                                     ~pl.col(SCORE).is_finite()))
+                           .select(USER, ITEM, SCORE).collect(), c)
+        return dataclasses.replace(prep, recs=recs.select(USER, RANK, ITEM, SCORE))
     order = [pl.col(c.rank)] if c.rank in schema else [-pl.col(c.score)]
     scores = (raw.filter(pl.col(c.item).is_not_null()).sort([pl.col(c.user), *order], maintain_order=True)
               .select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM),

@@ -358,8 +358,10 @@ def prepare_truth(ground_truth, columns: Columns) -> Truth:
     return Truth(truth, users, raw.collect_schema(), ground_truth, lists, negatives)
 
 
-def prepare(recommendations, ground_truth, columns: Columns, convention: Convention) -> Prepared:
-    """Validate both inputs and normalise them to the canonical long tables.
+def prepare(recommendations, ground_truth, columns: Columns, convention: Convention, scores: bool = False) -> Prepared:
+    """Validate both inputs and normalise them to the canonical long tables. ``scores``: the canonical rows of the
+    general path keep the numeric score column of the input row the rules keep (score_entropy reads it; see
+    rankwise.engines.beyond.with_scores, which checks it).
 
     Every read of a file input happens here (the checks read each file once in full), so a file
     that fails to parse fails here, as an InputFileError naming it. ``ground_truth`` may be a
@@ -367,7 +369,7 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     """
     with reading(recommendations, "recommendations"):
         recs_raw = to_lazyframe(recommendations, "recommendations", columns)
-        recs, rec_users, rec_lists, rec_counts = _recommendations(recs_raw, columns, convention)
+        recs, rec_users, rec_lists, rec_counts = _recommendations(recs_raw, columns, convention, scores)
     gt = ground_truth if isinstance(ground_truth, Truth) else prepare_truth(ground_truth, columns)
     refuse_negative(gt, convention, columns)
     csv = [what for what, data in (("recommendations", recommendations), ("ground truth", gt.data))
@@ -432,10 +434,11 @@ def _file_source(path, schema, names: dict, has=None) -> FileSource | None:
 # -- recommendations -------------------------------------------------------------------------------
 
 
-def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
+def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention, scores: bool = False
                      ) -> tuple[pl.LazyFrame, pl.Series | None, pl.DataFrame | None, RecCounts | None]:
     """The canonical recommendations; their distinct users when the checks found them; the checked
-    lists when they came in list form; each user's row count when the layout check counted them."""
+    lists when they came in list form; each user's row count when the layout check counted them. ``scores``:
+    the general path's rows keep a numeric score column (as SCORE, unchecked)."""
     schema = lf.collect_schema()
     require(schema, [c.user, c.item], "recommendations", c, optional=("rank", "score"))
     if (not isinstance(schema[c.item], pl.List) and c.rank in schema and schema[c.rank].is_integer()
@@ -471,8 +474,9 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
         scored = [SCORE] if conv.min_score is not None and c.score in schema else []
         if scored:
             _numeric_score(lf, schema, c, "to compare it with min_score")
+        carried = not scored and scores and c.score in schema and schema[c.score].is_numeric()
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.rank).alias(RANK),
-                       *(pl.col(c.score).alias(SCORE) for _ in scored)).collect()
+                       *(pl.col(c.score).alias(SCORE) for _ in scored or ([SCORE] if carried else []))).collect()
         _check_nulls(df, [USER, ITEM, RANK, *scored], "recommendations", c)
         df = _check_ranks(df, c)  # sorted by (user, rank)
         if scored:
@@ -481,7 +485,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
         _numeric_score(lf, schema, c, "to rank by it")
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.score).alias(SCORE)).collect()
         _check_nulls(df, [USER, ITEM, SCORE], "recommendations", c)
-        df = _rank_by_score(_finite_scores(df, c), conv.ties, conv.min_score)
+        df = _rank_by_score(_finite_scores(df, c), conv.ties, conv.min_score, keep_score=scores)
     else:
         raise no_order_column(c, list(schema))
     if conv.min_score is not None and c.score not in schema:
@@ -491,7 +495,7 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention
             hint="Pass scores (score_col=...), or use a convention with min_score=None.",
         )
     df = _handle_duplicates(df, conv.duplicates, c)  # every path's rows are sorted by (user, rank) here
-    return _positions(df).lazy(), None, None, None
+    return _positions(df, scores).lazy(), None, None, None
 
 
 def _ordered_lists(lists: pl.DataFrame, c: Columns, conv: Convention) -> pl.LazyFrame:
@@ -640,7 +644,7 @@ def _drop_below(df: pl.DataFrame, min_score: float) -> pl.DataFrame:
     return pl.concat([kept, emptied.with_columns(pl.lit(None, dtype=df.schema[ITEM]).alias(ITEM))], how="diagonal")
 
 
-def _rank_by_score(df: pl.DataFrame, ties: str, min_score: float | None) -> pl.DataFrame:
+def _rank_by_score(df: pl.DataFrame, ties: str, min_score: float | None, keep_score: bool = False) -> pl.DataFrame:
     """Rank = position by score descending; equal scores ordered by the ``ties`` rule; with
     ``min_score``, :func:`_drop_below` first."""
     df = df.with_row_index("_order")
@@ -649,7 +653,7 @@ def _rank_by_score(df: pl.DataFrame, ties: str, min_score: float | None) -> pl.D
     tie_key = {"item_asc": (ITEM, False), "item_desc": (ITEM, True), "input_order": ("_order", False)}[ties]
     df = _by_user(df, [SCORE, tie_key[0]], descending=[True, tie_key[1]])
     ranks = pl.when(pl.col(ITEM).is_not_null()).then(_position_in_run() + 1)
-    return df.with_columns(ranks.alias(RANK)).select(USER, RANK, ITEM)
+    return df.with_columns(ranks.alias(RANK)).select(USER, RANK, ITEM, *([SCORE] if keep_score else []))
 
 
 def _by_user(df: pl.DataFrame, keys: list[str], descending: list[bool]) -> pl.DataFrame:
@@ -718,9 +722,10 @@ def _pair(df: pl.DataFrame) -> pl.Expr:
     return pl.struct(USER, ITEM)
 
 
-def _positions(df: pl.DataFrame) -> pl.DataFrame:
-    """Ranks become positions 1..n in rank order (gaps close); null-item rows keep a null rank."""
-    df = df.select(USER, RANK, ITEM)  # sorted by (user, rank)
+def _positions(df: pl.DataFrame, scores: bool = False) -> pl.DataFrame:
+    """Ranks become positions 1..n in rank order (gaps close); null-item rows keep a null rank. ``scores``: the
+    score column stays, where there is one."""
+    df = df.select(USER, RANK, ITEM, *([SCORE] if scores and SCORE in df.columns else []))  # sorted by (user, rank)
     pos = pl.when(pl.col(ITEM).is_not_null()).then(_position_in_run() + 1)
     return df.with_columns(pos.alias(RANK))
 
