@@ -265,7 +265,7 @@ def _oracle_rows(rows, order, duplicates, min_score=None):
 
 @pytest.mark.parametrize("users", ["int", "str"])
 @pytest.mark.parametrize("case", ["rank", "rank_min_score", "score_item_asc", "score_item_desc",
-                                  "score_input_order", "first_shift", "list_repeats"])
+                                  "score_input_order", "score_integer", "first_shift", "list_repeats"])
 def test_general_path_orders_shuffled_rows_as_a_naive_oracle(case, users):
     """Shuffled rows (ranks with gaps, equal scores, repeated items, text users) through the general path's
     sorts: the canonical rows equal the input rules computed by hand in Python."""
@@ -280,7 +280,10 @@ def test_general_path_orders_shuffled_rows_as_a_naive_oracle(case, users):
     if duplicates == "error":
         raw = raw.unique(["user", "item"], keep="first", maintain_order=True)
     min_score = 1.5 if case == "rank_min_score" else None
-    ties = {"score_item_desc": "item_desc", "score_input_order": "input_order"}.get(case, "item_asc")
+    ties = {"score_item_desc": "item_desc", "score_input_order": "input_order", "score_integer": "item_desc"}.get(
+        case, "item_asc")
+    if case == "score_integer":  # integer scores: every key an integer, sorted as one packed key
+        raw = raw.with_columns(pl.col("score").mul(2).cast(pl.Int64))
     conv = rankwise.Convention(duplicates=duplicates, ties=ties, min_score=min_score)
     raw = raw.with_row_index("order")
     if case.startswith("score"):
@@ -307,3 +310,27 @@ def test_sorted_numbers_of_text_users_by_hand(collide, monkeypatch):
     if collide:
         monkeypatch.setattr(pl.Series, "hash", lambda self, seed=0: pl.Series([7] * len(self), dtype=pl.UInt64))
     assert _inputs._sorted_numbers(values).to_list() == [2, 0, 3, 0, 2, 4, 1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_sorted_by_user_then_keys_as_python_sorts_them(seed):
+    """_by_user (the general path's sort: integer keys packed into one, others one column at a time) against
+    Python's sorted: nulls last in every key, descending keys, rows equal in every key in input order."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    def nullable(values):
+        return [None if rng.random() < 0.15 else int(v) for v in values]
+    df = pl.DataFrame({"user_id": rng.integers(-3, 4, n), "a": nullable(rng.integers(-5, 5, n)),
+                       "b": nullable(rng.integers(0, 3, n)), "f": rng.integers(0, 4, n) / 2.0},
+                      schema={"user_id": pl.Int64, "a": pl.Int64, "b": pl.Int64, "f": pl.Float64}).with_row_index("i")
+    for keys, descending in ((["a"], [False]), (["a", "b"], [True, False]), (["b", "a"], [False, True]),
+                             (["f", "a"], [True, False])):
+        def order(row):
+            parts = [row["user_id"]]
+            for key, desc in zip(keys, descending):
+                v = row[key]
+                parts += [v is None, 0 if v is None else (-v if desc else v)]
+            return (*parts, row["i"])
+        for users in (df, df.with_columns(pl.format("u{}", pl.col("user_id") + 10).alias("user_id"))):
+            expected = [r["i"] for r in sorted(users.to_dicts(), key=order)]  # text users: "u10" before "u7"
+            assert _inputs._by_user(users, keys, descending)["i"].to_list() == expected
