@@ -334,3 +334,22 @@ def test_rows_sorted_by_user_then_keys_as_python_sorts_them(seed):
         for users in (df, df.with_columns(pl.format("u{}", pl.col("user_id") + 10).alias("user_id"))):
             expected = [r["i"] for r in sorted(users.to_dicts(), key=order)]  # text users: "u10" before "u7"
             assert _inputs._by_user(users, keys, descending)["i"].to_list() == expected
+
+
+@pytest.mark.parametrize("rule", ["error", "first_shift"])
+def test_pairs_that_share_a_hash_are_not_repeated_items(rule, monkeypatch):
+    """Text users: a repeated item is looked for on the pairs' hashes; pairs that only share a hash (forced: every
+    pair's value is 7) are no repeat, and a real repeat is still found."""
+    monkeypatch.setattr(_inputs, "_pair", lambda df: pl.lit(7, pl.UInt64).repeat_by(pl.len()).explode())
+    recs = pl.DataFrame({"user": ["a", "a", "b"], "item": [1, 2, 1], "rank": [2, 1, 1]})  # not in list order
+    truth = pl.DataFrame({"user": ["a"], "item": [1]})
+    conv = rankwise.Convention(duplicates=rule)
+    got = _inputs.prepare(recs, truth, _inputs.Columns(), conv).recommendations
+    assert got.select("user_id", "rank", "item_id").rows() == [("a", 1, 2), ("a", 2, 1), ("b", 1, 1)]
+    repeated = pl.concat([recs, pl.DataFrame({"user": ["a"], "item": [2], "rank": [3]})])
+    if rule == "error":
+        with pytest.raises(rankwise.errors.DuplicateItemError):
+            _inputs.prepare(repeated, truth, _inputs.Columns(), conv)
+    else:
+        got = _inputs.prepare(repeated, truth, _inputs.Columns(), conv).recommendations
+        assert got.select("user_id", "rank", "item_id").rows() == [("a", 1, 2), ("a", 2, 1), ("b", 1, 1)]

@@ -726,6 +726,8 @@ def _handle_duplicates(df: pl.DataFrame, rule: str, c: Columns) -> pl.DataFrame:
     if present.select(_pair(present).n_unique()).item() == present.height:  # no item twice in a list
         return df
     dup_mask = pl.struct(USER, ITEM).is_duplicated()
+    if not present.select(dup_mask.any()).item():  # two pairs shared a hash
+        return df
     if rule == "error":
         dup = present.filter(dup_mask).sort(USER, RANK)
         raise DuplicateItemError(
@@ -739,14 +741,15 @@ def _handle_duplicates(df: pl.DataFrame, rule: str, c: Columns) -> pl.DataFrame:
 
 
 def _pair(df: pl.DataFrame) -> pl.Expr:
-    """(user, item) as one value: packed into a UInt64 when both are integers in [0, 2^32) (counting the
-    distinct pairs is then 5x faster than over a struct: 0.4 s against 1.9-2.4 s at 20M rows), else a struct."""
+    """(user, item) as one UInt64: packed when both are integers in [0, 2^32), else the pair's hash (two
+    pairs may share it: fewer distinct values than rows is then checked on the pairs themselves). Counting the
+    distinct values is 4-5x faster than over a struct (20M rows: 0.4-0.6 s against 1.9-2.4 s)."""
     if df.schema[USER].is_integer() and df.schema[ITEM].is_integer() and df.height:
         low, high = df.select(pl.min_horizontal(pl.col(USER).min(), pl.col(ITEM).min()).alias("low"),
                               pl.max_horizontal(pl.col(USER).max(), pl.col(ITEM).max()).alias("high")).row(0)
         if 0 <= low and high < NARROW_IDS:
             return pl.col(USER).cast(pl.UInt64) * NARROW_IDS + pl.col(ITEM).cast(pl.UInt64)
-    return pl.struct(USER, ITEM)
+    return pl.struct(USER, ITEM).hash(seed=0)
 
 
 def _positions(df: pl.DataFrame, scores: bool = False) -> pl.DataFrame:
