@@ -30,3 +30,16 @@ def test_no_absolute_machine_paths_in_committed_files():
         text = path.read_text(errors="ignore")
         found += [f"{name}: {m.group(0)}" for m in ABSOLUTE.finditer(text)]
     assert not found, "absolute paths in committed files:\n" + "\n".join(found[:20])
+
+
+# the top level the brief fixes (README, pyproject, src, sql, tests, .ci, bench, examples), with docs/ and
+# integrations/ (the dbt package and the MLflow example)
+TOP_LEVEL = {".ci", ".gitignore", "README.md", "bench", "docs", "examples", "integrations", "pyproject.toml", "sql",
+             "src", "tests"}
+
+
+def test_nothing_stray_at_the_top_level():
+    """A file a test or a README block wrote into the working directory is not committed at the top level (two
+    trec_eval fixtures and a README block's run.txt / qrels.txt once were)."""
+    stray = sorted({name.split("/")[0] for name in _tracked()} - TOP_LEVEL)
+    assert stray == [], f"not part of the layout: {stray}"
