@@ -340,7 +340,7 @@ def test_rows_sorted_by_user_then_keys_as_python_sorts_them(seed):
 def test_pairs_that_share_a_hash_are_not_repeated_items(rule, monkeypatch):
     """Text users: a repeated item is looked for on the pairs' hashes; pairs that only share a hash (forced: every
     pair's value is 7) are no repeat, and a real repeat is still found."""
-    monkeypatch.setattr(_inputs, "_pair", lambda df: pl.lit(7, pl.UInt64).repeat_by(pl.len()).explode())
+    monkeypatch.setattr(_inputs, "pair_key", lambda schema, a, b: pl.lit(7, pl.UInt64).repeat_by(pl.len()).explode())
     recs = pl.DataFrame({"user": ["a", "a", "b"], "item": [1, 2, 1], "rank": [2, 1, 1]})  # not in list order
     truth = pl.DataFrame({"user": ["a"], "item": [1]})
     conv = rankwise.Convention(duplicates=rule)

@@ -81,16 +81,14 @@ def with_scores(prep, recommendations, columns):
         return _scores_beside(prep, raw, c)
     if SCORE in prep.recs.collect_schema():  # the general path kept them (prepare(..., scores=True))
         recs = prep.recs.lazy().with_columns(pl.col(SCORE).cast(pl.Float64))
-        _refuse_bad_scores(recs.filter(pl.col(ITEM).is_not_null() & (pl.col(SCORE).is_null() |
-                                                                     ~pl.col(SCORE).is_finite()))
-                           .select(USER, ITEM, SCORE).collect(), c)
+        _refuse_bad_scores(recs, c)
         return dataclasses.replace(prep, recs=recs.select(USER, RANK, ITEM, SCORE))
     order = [pl.col(c.rank)] if c.rank in schema else [-pl.col(c.score)]
     scores = (raw.filter(pl.col(c.item).is_not_null()).sort([pl.col(c.user), *order], maintain_order=True)
               .select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM),
                       pl.col(c.score).cast(pl.Float64).alias(SCORE))
               .unique([USER, ITEM], keep="first", maintain_order=True).collect())
-    _refuse_bad_scores(scores.filter(pl.col(SCORE).is_null() | ~pl.col(SCORE).is_finite()), c)
+    _refuse_bad_scores(scores.lazy(), c)
     recs = prep.recs.lazy()
     key = recs.collect_schema()
     scores = scores.lazy().with_columns(pl.col(USER).cast(key[USER]), pl.col(ITEM).cast(key[ITEM]))
@@ -98,10 +96,15 @@ def with_scores(prep, recommendations, columns):
     return dataclasses.replace(prep, recs=recs)  # the accuracy engines ignore the extra column
 
 
-def _refuse_bad_scores(bad: pl.DataFrame, c) -> None:
-    """An InvalidScoreError showing ``bad``, the rows (user_id, item_id, score) whose score is null, NaN or infinite."""
+def _refuse_bad_scores(rows: pl.LazyFrame, c) -> None:
+    """An InvalidScoreError showing the rows of ``rows`` (user_id, item_id, score as Float64) whose item is present
+    and whose score is null, NaN or infinite."""
     from rankwise.errors import InvalidScoreError
+    from rankwise.inputs.normalize import SCORE
 
+    score = pl.col(SCORE)
+    bad = rows.filter(pl.col(ITEM).is_not_null() & (score.is_null() | ~score.is_finite())).select(
+        USER, ITEM, SCORE).collect()
     if bad.height:
         raise InvalidScoreError(f"recommendations: {bad.height} values of {c.score!r} are null, NaN or infinite "
                                 "(score_entropy pools the scores).", rows=bad.head(_SHOW),
@@ -116,8 +119,7 @@ def _scores_beside(prep, raw: pl.LazyFrame, c):
     from rankwise.inputs.normalize import RANK, SCORE
 
     score = pl.col(c.score).cast(pl.Float64)
-    _refuse_bad_scores(raw.filter(pl.col(c.item).is_not_null() & (score.is_null() | ~score.is_finite())).select(
-        pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), score.alias(SCORE)).collect(), c)
+    _refuse_bad_scores(raw.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), score.alias(SCORE)), c)
     scores = raw.select(pl.when(pl.col(c.item).is_not_null()).then(score).alias(SCORE))
     recs = pl.concat([prep.recs.lazy().select(USER, RANK, ITEM), scores], how="horizontal")
     return dataclasses.replace(prep, recs=recs)  # the accuracy engines ignore the extra column

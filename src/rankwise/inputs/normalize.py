@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rankwise.inputs.layout import grouped_runs
+from rankwise.inputs.layout import grouped_runs, pair_key
 from rankwise.conventions.knobs import INPUT_KNOBS, Convention
 from rankwise.errors import (
     DtypeMismatchError,
@@ -474,9 +474,9 @@ def _recommendations(lf: pl.LazyFrame, c: Columns, conv: Convention, scores: boo
         scored = [SCORE] if conv.min_score is not None and c.score in schema else []
         if scored:
             _numeric_score(lf, schema, c, "to compare it with min_score")
-        carried = not scored and scores and c.score in schema and schema[c.score].is_numeric()
+        carried = bool(scored) or (scores and c.score in schema and schema[c.score].is_numeric())
         df = lf.select(pl.col(c.user).alias(USER), pl.col(c.item).alias(ITEM), pl.col(c.rank).alias(RANK),
-                       *(pl.col(c.score).alias(SCORE) for _ in scored or ([SCORE] if carried else []))).collect()
+                       *([pl.col(c.score).alias(SCORE)] if carried else [])).collect()
         _check_nulls(df, [USER, ITEM, RANK, *scored], "recommendations", c)
         df = _check_ranks(df, c)  # sorted by (user, rank)
         if scored:
@@ -723,7 +723,8 @@ def _position_in_run() -> pl.Expr:
 
 def _handle_duplicates(df: pl.DataFrame, rule: str, c: Columns) -> pl.DataFrame:
     present = df.filter(pl.col(ITEM).is_not_null())
-    if present.select(_pair(present).n_unique()).item() == present.height:  # no item twice in a list
+    # pair_key packs integer ids (hashes others): fewer distinct keys than rows is checked on the pairs themselves
+    if present.select(pair_key(present.schema, USER, ITEM).n_unique()).item() == present.height:
         return df
     dup_mask = pl.struct(USER, ITEM).is_duplicated()
     if not present.select(dup_mask.any()).item():  # two pairs shared a hash
@@ -738,18 +739,6 @@ def _handle_duplicates(df: pl.DataFrame, rule: str, c: Columns) -> pl.DataFrame:
         )
     # first_shift: keep the best-ranked occurrence (the rows are in rank order); _positions() then closes the gaps
     return df.filter(pl.col(ITEM).is_null() | pl.struct(USER, ITEM).is_first_distinct())
-
-
-def _pair(df: pl.DataFrame) -> pl.Expr:
-    """(user, item) as one UInt64: packed when both are integers in [0, 2^32), else the pair's hash (two
-    pairs may share it: fewer distinct values than rows is then checked on the pairs themselves). Counting the
-    distinct values is 4-5x faster than over a struct (20M rows: 0.4-0.6 s against 1.9-2.4 s)."""
-    if df.schema[USER].is_integer() and df.schema[ITEM].is_integer() and df.height:
-        low, high = df.select(pl.min_horizontal(pl.col(USER).min(), pl.col(ITEM).min()).alias("low"),
-                              pl.max_horizontal(pl.col(USER).max(), pl.col(ITEM).max()).alias("high")).row(0)
-        if 0 <= low and high < NARROW_IDS:
-            return pl.col(USER).cast(pl.UInt64) * NARROW_IDS + pl.col(ITEM).cast(pl.UInt64)
-    return pl.struct(USER, ITEM).hash(seed=0)
 
 
 def _positions(df: pl.DataFrame, scores: bool = False) -> pl.DataFrame:
