@@ -3,6 +3,10 @@
 At --users (default 1M) x 100, every metric at k = 1, 5, 10, 20, 50, 100, every tool in a fresh process
 (peak RSS from os.wait4; this driver stays small so the number is the child's own), --reps times, medians:
   floor-polars / floor-duckdb    bench/peers/floor.py: scan both long Parquet files, count rows per user
+  floor-join-polars              bench/peers/floor.py --level join: the two files joined on (user, item),
+                                 matches counted per user (with --tools floor)
+  floor-lists-polars             bench/peers/floor.py --level lists: the list-form files read, every list
+                                 decoded (with --tools floor)
   long-<engine>                  rankwise.evaluate(recs.parquet, truth.parquet)            (today's path)
   list-<engine>                  rankwise.evaluate on the same data in list form, from Parquet
                                  (lists_recs_/lists_truth_<N>.parquet, written once from the long files)
@@ -63,6 +67,12 @@ def jobs(users: str, conventions: list[str], tools: list[str], grouped=GROUPED.s
         for engine in ("polars", "duckdb"):
             out.append((f"floor-{engine}", "-", [sys.executable, FLOOR, "--recs", recs, "--truth", truth,
                                                   "--engine", engine]))
+        # the bare join of the recommended rows with the labels (no metric): what any plan that joins pays
+        out.append(("floor-join-polars", "-", [sys.executable, FLOOR, "--recs", recs, "--truth", truth, "--level", "join"]))
+        # the list-form files read, every list decoded: the list form's own scan
+        lists = [HERE / "data" / f"lists_{n}_{users}.parquet" for n in ("recs", "truth")]
+        out.append(("floor-lists-polars", "-", [sys.executable, FLOOR, "--recs", lists[0], "--truth", lists[1],
+                                                "--level", "lists"]))
     for conv in conventions:
         proto = [sys.executable, PROTO, "--users", users, "--convention", conv]
         for engine in ("polars", "duckdb"):
@@ -78,9 +88,9 @@ def jobs(users: str, conventions: list[str], tools: list[str], grouped=GROUPED.s
 
 
 def seconds(res: dict) -> float:
-    """Floor: its scan; rankwise: everything after the import (group + evaluate)."""
+    """Floor: its one timed section (scan, join or lists); rankwise: everything after the import (group + evaluate)."""
     if "timings" in res:
-        return res["timings"]["scan"]
+        return next(iter(res["timings"].values()))
     return res["total_s"]
 
 
@@ -131,6 +141,10 @@ def report(results: list[dict]) -> None:
         print(f"\nfloor: polars {floors['polars']:.2f} s, duckdb {floors['duckdb']:.2f} s; best {floor:.2f} s")
     print("| convention | ratio | polars | duckdb | best engine | goal |")
     print("|---|---|---:|---:|---:|---:|")
+    for tool, what in (("floor-join-polars", "bare join / floor (no metric)"),
+                       ("floor-lists-polars", "list files read / floor (no metric)")):
+        if med.get(("-", tool)):
+            print(f"| - | {what} | {med['-', tool] / floor:.2f} | | | |")
     for conv in sorted({c for c, _ in cells if c != "-"}):
         def m(tool):
             return med.get((conv, tool))

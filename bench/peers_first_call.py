@@ -105,15 +105,17 @@ def run(cmd: list[str], keep_path: bool = False) -> dict:
     return res
 
 
-def matrix(libraries: list[str], groups: list[str], ks: list[int]) -> list[tuple]:
-    """(tool, preset, group, k) for every process of one repetition."""
+def matrix(libraries: list[str], groups: list[str], ks: list[int], scipy_row: bool = False) -> list[tuple]:
+    """(tool, preset, group, k) for every process of one repetition (``scipy_row``: also rankwise-polars+scipy,
+    the Polars engine with scipy.special imported before the clock)."""
+    extra = ("rankwise-polars+scipy",) if scipy_row else ()
     jobs = []
     for k in ks:
         for library in libraries:
             lib_groups = (["accuracy"] if "accuracy" in groups else []) + \
                 (list(BEYOND.get(library, {})) if "beyond" in groups else [])
             for group in lib_groups:
-                for tool in ("rankwise-polars", "rankwise-duckdb", library):
+                for tool in ("rankwise-polars", "rankwise-duckdb", *extra, library):
                     jobs.append((tool, library, group, k))
     return jobs
 
@@ -128,6 +130,9 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=HERE / "data")
     ap.add_argument("--once-above", type=float, default=60.0,
                     help="a process slower than this (s) in the first repetition is not repeated")
+    ap.add_argument("--scipy-row", action="store_true",
+                    help="also rankwise-polars+scipy: scipy.special imported before the clock (a diagnostic row: "
+                         "what the first call costs without scipy's first import; not in the best-of ratio)")
     ap.add_argument("--write-arrays", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, help="write every process's result here (default bench/results/)")
     a = ap.parse_args()
@@ -144,7 +149,7 @@ def main() -> None:
     print(f"arrays ready in {time.perf_counter() - t0:.1f} s: {arrays}", file=sys.stderr)
     libraries = a.libraries.split(",")
     pythons = {tool: python_of(tool) for tool in ["rankwise", *libraries]}
-    jobs = matrix(libraries, a.groups.split(","), ks)
+    jobs = matrix(libraries, a.groups.split(","), ks, a.scipy_row)
     results: list[dict] = []
     slow = set()
     for rep in range(a.reps):
@@ -177,19 +182,24 @@ def report(results: list[dict], ks: list[int]) -> int:
     print("|---|---|---:|---|---:|---|---:|---:|---:|---:|")
     order = sorted({key[:3] for key in cells}, key=lambda x: (x[2], x[0], x[1] != "accuracy", x[1]))
     for library, group, k in order:
-        row = {t: cells[(library, group, k, t)] for t in ("rankwise-polars", "rankwise-duckdb", library)
+        row = {t: cells[(library, group, k, t)] for t in ("rankwise-polars", "rankwise-duckdb",
+                                                          "rankwise-polars+scipy", library)
                if (library, group, k, t) in cells}
         med = {t: statistics.median(r["call_s"] for r in rs) for t, rs in row.items()}
         best = min(med.get("rankwise-polars", math.inf), med.get("rankwise-duckdb", math.inf))
         for tool, rs in row.items():
             calls = ", ".join(f"{r['call_s']:.3f}" for r in rs)
             ratio = f"{best / med[library]:.2f}" if tool == library and med.get(library) else ""
+            if tool.endswith("+scipy") and med.get(library):
+                ratio = f"({med[tool] / med[library]:.2f}, scipy pre-imported)"
             print(f"| {library} | {group} | {k} | {tool} {rs[0]['version']} | {med[tool]:.3f} | {calls} | "
                   f"{statistics.median(r['import_s'] for r in rs):.2f} | "
                   f"{statistics.median(r['wall_s'] for r in rs):.2f} | "
                   f"{max(r['peak_rss_gb'] for r in rs):.2f} | {ratio} |")
         theirs = row.get(library, [{}])[0].get("values", {})
-        for tool in ("rankwise-polars", "rankwise-duckdb"):
+        for tool in ("rankwise-polars", "rankwise-duckdb", "rankwise-polars+scipy"):
+            if tool not in row:
+                continue
             ours = row.get(tool, [{}])[0].get("values", {})
             for m, v in theirs.items():
                 if not math.isclose(v, ours.get(m, math.nan), rel_tol=1e-9, abs_tol=1e-9):

@@ -51,6 +51,8 @@ TOOLS = {
                   check_max=60),  # Spark's check evaluates one single-user frame per user: keep it short
     "floor-polars": dict(py="main", cmd=["peers/floor.py", "--engine", "polars"], configs=["scan"]),
     "floor-duckdb": dict(py="main", cmd=["peers/floor.py", "--engine", "duckdb"], configs=["scan"]),
+    # the plainest exact program for precision@10 and its t interval (imports, join, mean): target 3's floor
+    "floor-precision-polars": dict(py="main", cmd=["peers/floor.py", "--level", "precision"], configs=["scan"]),
 }
 ALIASES = {"floor": ["floor-polars", "floor-duckdb"], "rankwise": ["rankwise-polars", "rankwise-duckdb"]}
 TOL = 1e-9
