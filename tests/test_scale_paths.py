@@ -240,6 +240,23 @@ def test_a_label_outside_the_packed_key_range_meets_no_recommendation(backend):
     assert rows[0]["recall@2"] == 0.5 and rows[0]["r_precision@2"] == 0.5 and rows[1]["recall@2"] == 0.0
 
 
+
+@pytest.mark.filterwarnings("ignore::rankwise.errors.CutoffWarning")
+def test_the_judged_aware_and_parameter_joins_use_the_same_key_rules(backend):
+    """The judged-aware stage (bpref, infAP) and a parameter family (Rprec_mult at two multipliers) join the
+    recommendations with the labels on the same 64-bit key as the earning rows, with the same rule: user 0's label
+    2^32 + 5 would pack onto user 1's recommended item 5 and make it relevant. By hand (trec_eval's definitions,
+    n_rel = 2 for both users): user 0 finds its relevant item at rank 2 with no judged non-relevant item above it:
+    bpref = 1/2, infAP = (1/2 + (1/2)(0/1)) / 2 = 0.25, Rprec_mult_1 = 1/floor(2 + 0.9) = 0.5, Rprec_mult_2 =
+    1/floor(4 + 0.9) = 0.25; user 1 finds none: every value 0 (0.5, 0.5, 0.5 for bpref, infAP, Rprec_mult_1 if the
+    label met its recommendation)."""
+    recs = pl.DataFrame({"user": [0, 0, 1], "item": [7, 4294967295, 5], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [0, 0, 1, 1], "item": [4294967301, 4294967295, 9, -1], "relevance": [1, 1, 1, 1]})
+    res = rankwise.evaluate(recs, truth, measures=["bpref", "infAP", "Rprec_mult_1.00", "Rprec_mult_2.00"],
+                            convention="trec_eval", backend=backend)
+    assert res.per_measure.sort("user").rows() == [(0, 0.5, 0.25, 0.5, 0.25), (1, 0.0, 0.0, 0.0, 0.0)]
+    assert res.per_measure.columns == ["user", "bpref", "infAP", "Rprec_mult_1.00", "Rprec_mult_2.00"]
+
 def _oracle_rows(rows, order, duplicates, min_score=None):
     """The canonical (user, rank, item) rows by the input rules, in plain Python: each user's rows in ``order``
     (a sort key of a row), scored below ``min_score`` dropped (a user left with none keeps a null row), a
