@@ -198,7 +198,7 @@ def report(results: list[dict], ks: list[int]) -> int:
                   f"{max(r['peak_rss_gb'] for r in rs):.2f} | {ratio} |")
         theirs = row.get(library, [{}])[0].get("values", {})
         for tool in ("rankwise-polars", "rankwise-duckdb", "rankwise-polars+scipy"):
-            if tool not in row:
+            if tool not in row and tool.endswith("+scipy"):  # the optional row (--scipy-row)
                 continue
             ours = row.get(tool, [{}])[0].get("values", {})
             for m, v in theirs.items():
