@@ -34,6 +34,13 @@ def duckdb_floor(recs: str, truth: str) -> int:
     return sum(con.execute(q, [p]).fetchone()[0] for p in (recs, truth))
 
 
+def relevant_labels(truth: str) -> "pl.LazyFrame":
+    """The ground truth's relevant labels (relevance > 0: rankwise's default threshold)."""
+    import polars as pl
+
+    return pl.scan_parquet(truth).filter(pl.col("relevance") > 0)
+
+
 def join_floor(recs: str, truth: str, k: int | None = None) -> "pl.DataFrame":
     """(user, hits): the recommended rows (within the top k) that have a relevant label, counted per user.
     The join is on one UInt64 key, user * 2^32 + item (the bench's ids are below 2^32; the fastest join of
@@ -44,7 +51,7 @@ def join_floor(recs: str, truth: str, k: int | None = None) -> "pl.DataFrame":
     rows = pl.scan_parquet(recs).select("user", "item", "rank")
     if k is not None:
         rows = rows.filter(pl.col("rank") <= k)
-    labels = pl.scan_parquet(truth).filter(pl.col("relevance") > 0).select(key)
+    labels = relevant_labels(truth).select(key)
     return rows.select("user", key).join(labels, on="key", how="inner").group_by("user").len("hits").collect()
 
 
@@ -62,7 +69,7 @@ def precision_floor(recs: str, truth: str) -> tuple[float, float, float]:
     from scipy.special import stdtrit
 
     hits = join_floor(recs, truth, K)
-    users = pl.scan_parquet(truth).filter(pl.col("relevance") > 0).select("user").unique().collect()
+    users = relevant_labels(truth).select("user").unique().collect()
     p = users.join(hits, on="user", how="left").select((pl.col("hits").fill_null(0) / K).alias("p"))["p"]
     n, mean, sd = p.len(), p.mean(), p.std()
     half = stdtrit(n - 1, 0.975) * sd / np.sqrt(n)

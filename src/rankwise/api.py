@@ -182,7 +182,7 @@ def evaluate(
     truth = local(ground_truth) if sum(n is not None for n in native.values()) < len(runs) else None
     if truth is not None and (len(runs) > 1 or None not in runs):
         truth = prepare_truth(truth, columns)  # once for every run
-    prepared, scores = {}, beyond is not None and "score_entropy" in beyond.names
+    prepared, scores = {}, beyond is not None and beyond.reads_scores
     for name, recs in runs.items():
         with naming_run(name):
             prepared[name] = native.get(name) or prepare(local(recs), truth, columns, conv, scores=scores)
@@ -410,6 +410,11 @@ class BeyondPlan(NamedTuple):
     side: object
     only: bool
 
+    @property
+    def reads_scores(self) -> bool:
+        """Whether a metric asked for reads the recommendations' scores (score_entropy)."""
+        return "score_entropy" in self.names
+
 
 def _split_beyond(metrics) -> tuple[list | None, list[str]]:
     """(accuracy metrics: None = all, [] = none; beyond-accuracy names) of a ``metrics`` argument."""
@@ -470,7 +475,7 @@ class Evaluator:
         request, beyond = _plan(metrics, k, conv, self.has_truth, self.side)
         check_cutoffs(conv, request.ks, request.names)
         _require_metrics(self.engine, request, beyond)
-        scores = beyond is not None and "score_entropy" in beyond.names
+        scores = beyond is not None and beyond.reads_scores
         key = (input_key(conv), scores)
         if key not in self._prepared:
             self._prepared[key] = prepare(self.recommendations, self.truth, self.columns, conv, scores=scores)

@@ -110,6 +110,11 @@ class Prepared:
     def recommendations(self) -> pl.DataFrame:
         return self.recs.collect()
 
+    @property
+    def narrow_ids(self) -> bool:
+        """Every recommended user and item id is an integer in [0, NARROW_IDS), as the layout check found."""
+        return self.rec_counts is not None and self.rec_counts.narrow
+
     @cached_property
     def ground_truth(self) -> pl.DataFrame:
         return self.truth.collect()

@@ -95,9 +95,8 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
     # each user's rows within k are short runs (recommendation lists): the running sums' own scan (see Runs)
     runs = _runs(ks)
-    narrow = prep.rec_counts is not None and prep.rec_counts.narrow
     judged = (
-        _labelled(within_reach, earning, narrow)
+        _labelled(within_reach, earning, prep.narrow_ids)
         .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
         .pipe(_in_rank_order)
         .with_columns(hits_so_far=runs.sum(pl.col("is_rel"), pl.Int64))
@@ -172,7 +171,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         grid = grid.join(_rndcg(ideal, running, users, cutoffs), on=[USER, "k"], how="left", nulls_equal=True,
                          maintain_order="left")
     if pool:
-        grid = _read_back(grid, _pooled_at_k(recs, truth, universe, conv, ks, narrow))
+        grid = _read_back(grid, _pooled_at_k(recs, truth, universe, conv, ks, prep.narrow_ids))
     # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
     if conv.ideal == "predictions_topk":
         # per (user, k) the top k's gains in descending order, then discounted and summed in that order
@@ -395,8 +394,7 @@ def param_columns(prep: Prepared, rows: pl.DataFrame, request: MetricRequest, co
     relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
     labels = prep.truth.filter(pl.col(ITEM).is_not_null() & relevant).select(USER, ITEM)
     hits = (
-        _labelled(prep.recs.filter(pl.col(RANK) <= max(request.ks)).select(USER, ITEM, RANK), labels,
-                  prep.rec_counts is not None and prep.rec_counts.narrow)
+        _labelled(prep.recs.filter(pl.col(RANK) <= max(request.ks)).select(USER, ITEM, RANK), labels, prep.narrow_ids)
         .join(users, on=USER, how="inner", nulls_equal=True)
         .sort(USER, RANK)
         .with_columns(j=position(USER) + 1)
