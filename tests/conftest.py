@@ -152,5 +152,5 @@ def pg_dsn():
     return engines.PG_DSN
 
 # Scripts that run inside other libraries' virtualenvs are not test modules (nor doctest targets).
-collect_ignore_glob = ["conformance/runners/*", "conformance/datasets.py", "conformance/make_fixtures.py"]
+collect_ignore_glob = ["conformance/runners/*", "conformance/fixtures/*", "conformance/datasets.py", "conformance/make_fixtures.py"]
 sys.path.insert(0, str(Path(__file__).parent / "conformance"))  # make_fixtures.run_library for live runs
