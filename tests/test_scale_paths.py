@@ -370,3 +370,30 @@ def test_pairs_that_share_a_hash_are_not_repeated_items(rule, monkeypatch):
     else:
         got = _inputs.prepare(repeated, truth, _inputs.Columns(), conv).recommendations
         assert got.select("user_id", "rank", "item_id").rows() == [("a", 1, 2), ("a", 2, 1), ("b", 1, 1)]
+
+
+
+@pytest.mark.parametrize("preset", ["default", "trec_eval"])
+def test_the_summary_of_many_rows_one_metric_at_a_time_is_the_same(monkeypatch, preset):
+    """From SUMMARY_BY_COLUMN rows the Polars summary aggregates one metric at a time (its group-by then copies one
+    column, not the whole frame): every value, count and sd bit for bit those of the one group-by, through evaluate
+    (every metric: means, trec_eval's sums and geometric means, undefined values) and on a frame of many chunks."""
+    from rankwise.engines import polars as engine
+
+    recs, truth = _data(400)
+    conv = rankwise.PRESETS["trec_eval"].replace(metrics=None) if preset == "trec_eval" else preset
+    run = lambda: rankwise.evaluate(recs, truth, k=[1, 3, 10, 30], metrics="all", convention=conv,  # noqa: E731
+                                    backend="polars").summary
+    rng = np.random.default_rng(3)
+    n = 5000
+    values = pl.Series(rng.random(4 * n) * 1e3).scatter(rng.choice(4 * n, 700, replace=False), None)
+    long = pl.DataFrame({"user_id": np.tile(np.arange(n), 4), "k": np.repeat([1, 3, 10, 30], n),
+                         "precision": values, "ndcg": values.reverse(), "num_rel_ret": values.round(0)})
+    chunked = pl.concat([long.slice(i, 333) for i in range(0, long.height, 333)], rechunk=False)
+    assert chunked.n_chunks() > 1
+    whole = run(), engine.summary(chunked, rankwise.PRESETS["trec_eval"], 1.0)
+    monkeypatch.setattr(engine, "SUMMARY_BY_COLUMN", 0)
+    by_column = run(), engine.summary(chunked, rankwise.PRESETS["trec_eval"], 1.0)
+    for one, other in zip(by_column, whole):
+        assert one["value"].null_count() < one.height
+        plt.assert_frame_equal(one, other, check_exact=True)

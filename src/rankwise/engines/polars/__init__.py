@@ -333,6 +333,12 @@ def _aggregate(m, name: str) -> pl.Expr:
     return pl.when(n > 0).then(x.sum() / n)
 
 
+# from this many per-user rows summary() aggregates one metric at a time, the same values (the group-by copies the
+# columns it reads into one piece each: at 1M users x six k, the defaults' 16 columns, a 0.75 GB copy that took the
+# peak RSS of evaluate from 1.73-1.77 to 1.89-1.92 GB); one group-by per metric costs about 15 ms more)
+SUMMARY_BY_COLUMN = 1_000_000
+
+
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(), means=()) -> pl.DataFrame:
     """sql/summary.sql in Polars: per metric and k the mean over the users whose value is defined,
     their number and the sample standard deviation (rows in (k, user) order: the same sums every run);
@@ -341,16 +347,19 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(
     of = {m: BY_NAME[m] for m in METRIC_COLUMNS if m in per_user_long.columns}  # the metrics computed
     of |= {p.column: BY_NAME[p.metric] for p in params} | {m.column: BY_NAME["ipt11_avg"] for m in means}
     present = list(of)
-    # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
-    per_k = per_user_long.group_by("k", maintain_order=True).agg(
+    def aggregates(m: str) -> list[pl.Expr]:
         # sum / n, as the SQL's AVG: Polars' mean depends on the frame's chunks (two chunks holding
-        # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf)
-        *[_aggregate(of[m], m).alias(f"value:{m}") for m in present],
-        *[pl.col(m).count().alias(f"n_users:{m}") for m in present],
-        # a sum or a geometric mean is not a mean over users: no sd (summary.sql's NULL)
-        *[(pl.col(m).std(ddof=1) if of[m].summary == "mean" else pl.lit(None, dtype=pl.Float64))
-          .alias(f"sd:{m}") for m in present],
-    )
+        # 1.44e308 each: 1.44e308, where the sum, and so the SQL's mean, is inf; one chunk: inf); a sum or a
+        # geometric mean is not a mean over users: no sd (summary.sql's NULL)
+        return [_aggregate(of[m], m).alias(f"value:{m}"), pl.col(m).count().alias(f"n_users:{m}"),
+                (pl.col(m).std(ddof=1) if of[m].summary == "mean" else pl.lit(None, dtype=pl.Float64)).alias(f"sd:{m}")]
+
+    # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
+    if per_user_long.height < SUMMARY_BY_COLUMN or not present:
+        per_k = per_user_long.group_by("k", maintain_order=True).agg(*[e for m in present for e in aggregates(m)])
+    else:  # the group-by copies the columns it reads into one piece each: a metric at a time, not the whole frame
+        per_k = pl.concat([per_user_long.select("k", m).group_by("k", maintain_order=True).agg(aggregates(m))
+                           .drop([] if i == 0 else ["k"]) for i, m in enumerate(present)], how="horizontal")
     out = pl.concat([
         per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
                      pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
