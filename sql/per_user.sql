@@ -31,6 +31,7 @@
 --   $pool_statistics       1 = the judged-aware stages (pool_labels .. pooled_at_k: bpref, infAP, unj, ...)
 --   $gain_statistics       1 = every judged row and the labels' ideal at each rank (G, binG, ndcg_rel, Rndcg,
 --                          rbp_resid); 0 leaves those metrics' columns meaningless, the others unchanged
+--   $rndcg_statistics      1 = Rndcg's sum over the ideal's R levels (rndcg_points .. rndcg; needs $gain_statistics)
 -- Ground truth: a row with relevance > 0 and >= $relevance_threshold is relevant; one with relevance >= 0 that
 --   is not, judged non-relevant; one with relevance < 0 (negative_relevance = 'unjudged': trec_eval's -1) is
 --   pooled but not judged (never relevant, no gain); an item without a row is not judged.
@@ -282,7 +283,7 @@ rndcg_points AS (
     FROM ideal_running AS i
     JOIN universe AS u ON u.user_id = i.user_id
     CROSS JOIN cutoffs AS c
-    WHERE i.is_bound = 1 AND $gain_statistics = 1
+    WHERE i.is_bound = 1 AND $rndcg_statistics = 1
 ),
 -- (the judged row found by an inner join first: older ClickHouse servers take no inequality in a LEFT JOIN's ON)
 rndcg_found AS (

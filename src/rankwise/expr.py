@@ -1152,7 +1152,8 @@ class _Rows:
         }
         if needed & _JUDGED:  # each position's label relevance, and the labels' positive gains, once per stage
             stage = stage.struct.with_fields(lrel=rows._position_relevance(k))
-            if needed & _metrics.OPTIONAL_STATISTICS["gain_statistics"]:
+            optional = _metrics.OPTIONAL_STATISTICS
+            if needed & (optional["gain_statistics"] | optional["rndcg_statistics"]):
                 stage = stage.struct.with_fields(ideal=rows._positive_gains())
             build.update(rows._judged_statistics())
         fields = {name: build[name]() for name in sorted(needed) if name not in ("n_recs", "n_rel")}

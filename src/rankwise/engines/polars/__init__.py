@@ -32,9 +32,11 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
-    # the optional statistics (per_user.sql's $pool_statistics, $gain_statistics): only for a metric that reads them
+    # the optional statistics (per_user.sql's $pool_statistics, $gain_statistics, $rndcg_statistics): only for a
+    # metric that reads them
     switches = stage_switches(computed)
     pool, gain_stats = bool(switches["pool_statistics"]), bool(switches["gain_statistics"])
+    rndcg = gain_stats and bool(switches["rndcg_statistics"])
     if (prep.rec_lists is not None and positions.applies_to(conv, ks, computed)
             and (levels := positions.levels(prep)) is not None):
         return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
@@ -168,6 +170,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     grid = cutoffs.join(users.sort(USER), how="cross", maintain_order="left_right")
     if gain_stats:
         grid = grid.join(ideal_user, on=USER, how="left", nulls_equal=True, maintain_order="left")
+    if rndcg:
         grid = grid.join(_rndcg(ideal, running, users, cutoffs), on=[USER, "k"], how="left", nulls_equal=True,
                          maintain_order="left")
     if pool:
@@ -211,9 +214,10 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         pl.col("precision_sum", "dcg", "idcg", "rbp_sum", "err_sum", "iprec_max", "ipt11_sum").fill_null(0.0),
         *([pl.col("nonrel_ret", "pooled_ret").fill_null(0).cast(pl.Float64), pl.col("bpref_sum", "infap_sum").fill_null(0.0)]
           if pool else []),
-        *([pl.col("bing_sum", "g_sum", "ndcg_rel_sum", "judged_rbp", "rndcg_sum", "idcg_all", "gain_total",
+        *([pl.col("bing_sum", "g_sum", "ndcg_rel_sum", "judged_rbp", "idcg_all", "gain_total",
                   "n_bounds").fill_null(0.0),
            pl.col("pos_ret", "judged_ret").fill_null(0).cast(pl.Float64), pl.col("n_pos").fill_null(0)] if gain_stats else []),
+        *([pl.col("rndcg_sum").fill_null(0.0)] if rndcg else []),
         first_hit.alias("first_hit"),
         # recommended or relevant items: the rows a per-item table (Evidently) holds for the user
         (pl.col("n_recs") + pl.col("n_rel") - pl.col("hits_all")).alias("n_candidates"),
