@@ -160,3 +160,40 @@ def test_spark_stats_keep_the_user_rule_of_per_user_sql():
         return where.sql("duckdb")
 
     assert rule("spark_user_stats", "spark") == rule("per_user", "duckdb")
+
+
+def test_each_optional_stage_runs_only_for_the_metrics_that_read_it():
+    """per_user.sql's stage switches, by hand: Rndcg's sum over the R levels is its own stage on top of the gain
+    stage (G, binG, ndcg_rel and rbp_resid do not run it); trec_eval's judged-aware metrics run the pool stage."""
+    from rankwise.metrics.declarations import stage_switches
+
+    def on(*metrics):
+        return {stage for stage, flag in stage_switches(set(metrics)).items() if flag}
+
+    assert on("precision", "ndcg", "map") == set()
+    assert on("g", "bin_g", "ndcg_rel", "rbp_resid") == {"gain_statistics"}
+    assert on("rndcg") == {"gain_statistics", "rndcg_statistics"}
+    assert on("bpref", "infap") == {"pool_statistics"}
+    assert set(stage_switches(None).values()) == {1}
+
+
+def test_the_gain_metrics_are_the_same_with_and_without_rndcgs_stage():
+    """G, binG, ndcg_rel and rbp_resid asked alone (no Rndcg stage) equal the same metrics asked beside Rndcg, on
+    both embedded engines."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    recs = (pl.DataFrame({"user": np.repeat(np.arange(60), 12), "item": rng.integers(0, 40, 720)})
+            .unique(["user", "item"], keep="first", maintain_order=True)
+            .with_columns(rank=pl.int_range(1, pl.len() + 1).over("user")))
+    truth = pl.DataFrame({"user": rng.integers(0, 70, 900), "item": rng.integers(0, 40, 900),
+                          "relevance": rng.integers(0, 4, 900)}).unique(["user", "item"], keep="first")
+    conv = rankwise.PRESETS["trec_eval"].replace(metrics=None)
+    gains = ["g", "bin_g", "ndcg_rel", "rbp_resid"]
+    for backend in ("polars", "duckdb"):
+        alone = rankwise.evaluate(recs, truth, k=[1, 5, 20], metrics=gains, convention=conv, backend=backend).per_user
+        beside = rankwise.evaluate(recs, truth, k=[1, 5, 20], metrics=[*gains, "rndcg"], convention=conv,
+                                   backend=backend).per_user
+        assert alone.select(pl.exclude("^rndcg.*$")).to_dict(as_series=False) == beside.select(alone.columns).to_dict(
+            as_series=False)
+        assert beside["rndcg@5"].drop_nans().drop_nulls().sum() > 0

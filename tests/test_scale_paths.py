@@ -372,7 +372,6 @@ def test_pairs_that_share_a_hash_are_not_repeated_items(rule, monkeypatch):
         assert got.select("user_id", "rank", "item_id").rows() == [("a", 1, 2), ("a", 2, 1), ("b", 1, 1)]
 
 
-
 @pytest.mark.parametrize("preset", ["default", "trec_eval"])
 def test_the_summary_of_many_rows_one_metric_at_a_time_is_the_same(monkeypatch, preset):
     """From SUMMARY_BY_COLUMN rows the Polars summary aggregates one metric at a time (its group-by then copies one
