@@ -80,7 +80,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         .with_columns(running_sum(pl.col("gain") / discount(pl.col("pos")), pl.col("_p")).alias("idcg"),
                       running_sum(pl.max_horizontal("gain", pl.lit(1.0)), pl.col("_p")).alias("cost"),
                       running_sum(pl.col("gain"), pl.col("_p")).alias("gain_total"))
-    )
+    ).cache()  # (read by up to seven stages, each wanting other columns: Polars' own elimination computed it per stage)
     ideal_user = ideal.filter(pl.col("pos") == pl.col("n_pos")).select(
         USER, "n_pos", pl.col("idcg").alias("idcg_all"), "gain_total",
         pl.lit(0.0).alias("n_bounds"))  # n_bounds below
@@ -119,7 +119,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else \
         labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
     g_max = 1.0 if g_max is None else g_max  # no label at all: no row earns, R is never read
-    judged = judged.with_columns(err_r=knobs.err_stop(pl.col(REL).cast(pl.Float64), g_max))
+    judged = judged.with_columns(err_r=knobs.err_stop(pl.col(REL).cast(pl.Float64), g_max)).cache()  # (as ideal)
     hit = pl.col("is_rel") == 1
     users = universe.join(
         judged.group_by(USER).agg(pl.col(RANK).filter(hit).min().alias("first_hit_any"),
