@@ -97,12 +97,23 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
     # each user's rows within k are short runs (recommendation lists): the running sums' own scan (see Runs)
     runs = _runs(ks)
-    judged = (
-        _labelled(within_reach, earning, prep.narrow_ids)
-        .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
-        .pipe(_in_rank_order)
-        .with_columns(hits_so_far=runs.sum(pl.col("is_rel"), pl.Int64))
-    )
+    earns = (pl.col(REL) >= 0) if zero_earns else (pl.col(REL) > 0)
+    pooled_rows = None
+    if pool and prep.rec_lists is None:
+        # one join of the recommended rows with every label: the judged rows (the earning labels) and the judged-aware
+        # stage's (every label kind, within max(k)) are both filters of it (one scan, join and sort, not two)
+        kind = pl.when(pl.col("is_rel") == 1).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind")
+        labelled = (_labelled(within_reach, labels.filter(pl.col(ITEM).is_not_null()).with_columns(kind),
+                              prep.narrow_ids)
+                    .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+                    .sort(USER, RANK).cache())
+        pooled_rows = labelled.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM, "kind", "n_rel")
+        in_order = labelled.filter(earns).drop("kind")
+    else:
+        in_order = (_labelled(within_reach, earning, prep.narrow_ids)
+                    .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+                    .sort(USER, RANK))
+    judged = in_order.with_columns(_p=position(USER)).with_columns(hits_so_far=runs.sum(pl.col("is_rel"), pl.Int64))
     if gain_stats:
         judged = (
             judged.with_columns(gain_so_far=runs.sum(pl.col("gain")))
@@ -174,7 +185,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         grid = grid.join(_rndcg(ideal, running, users, cutoffs), on=[USER, "k"], how="left", nulls_equal=True,
                          maintain_order="left")
     if pool:
-        grid = _read_back(grid, _pooled_at_k(recs, truth, universe, conv, ks, prep.narrow_ids))
+        grid = _read_back(grid, _pooled_at_k(recs, truth, universe, conv, ks, prep.narrow_ids, pooled_rows))
     # the plan holds only the ideal DCG the convention uses (the SQL filters the others to nothing)
     if conv.ideal == "predictions_topk":
         # per (user, k) the top k's gains in descending order, then discounted and summed in that order
@@ -231,11 +242,6 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     )
 
 
-def _in_rank_order(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """``rows`` sorted by (user, rank), with each row's position in its user's run (``_p``, which ``Runs`` reads)."""
-    return rows.sort(USER, RANK).with_columns(_p=position(USER))
-
-
 def _runs(ks: tuple[int, ...]) -> Runs:
     """The running statistics of rows within the largest k: short runs (recommendation lists) get the scan."""
     return Runs(USER, short=max(ks) <= Runs.SHORT)
@@ -279,23 +285,26 @@ INFAP_EPSILON = positions.INFAP_EPSILON
 
 
 def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,
-                 ks: tuple[int, ...], narrow: bool) -> pl.LazyFrame:
+                 ks: tuple[int, ...], narrow: bool, rows: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """sql/per_user.sql's pooled .. pooled_at_k: every recommended item within max(k) with a label row, of kind 1
     (relevant), 0 (judged non-relevant: relevance >= 0, not relevant) or -1 (pooled, not judged: relevance < 0),
     and in rank order the running count of judged non-relevant items (nonrel_ret) and the sums bpref and infAP
     add at each relevant item (m_bpref.c, m_infap.c; j = rank - 1, r, n, p the kinds above it):
     bpref 1 - min(n, R) / min(N, R) (1 when n = 0); infAP 1 at rank 1, else
-    1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001. ``narrow``: see :func:`_pair_key`."""
+    1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001. ``narrow``: see :func:`_pair_key`.
+    ``rows``: those rows (user, rank, item, kind, n_rel) in (user, rank) order when the caller has them."""
     relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
     runs = _runs(ks)
     kinds = truth.filter(pl.col(ITEM).is_not_null()).select(
         USER, ITEM, pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind"))
     n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
+    if rows is None:
+        rows = (_labelled(recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM), kinds, narrow)
+                .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+                .sort(USER, RANK))
     rows = (
-        _labelled(recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM), kinds, narrow)
-        .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
-        .join(n_nonrel, on=USER, how="left", nulls_equal=True)
-        .pipe(_in_rank_order)
+        rows.join(n_nonrel, on=USER, how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(_p=position(USER))
         .with_columns(rel_so_far=runs.sum((pl.col("kind") == 1).cast(pl.Int64), pl.Int64),
                       nonrel_so_far=runs.sum((pl.col("kind") == 0).cast(pl.Int64), pl.Int64),
                       pooled_so_far=runs.sum((pl.col("kind") == -1).cast(pl.Int64), pl.Int64))
