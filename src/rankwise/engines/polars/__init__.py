@@ -102,8 +102,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     if pool and prep.rec_lists is None:
         # one join of the recommended rows with every label: the judged rows (the earning labels) and the judged-aware
         # stage's (every label kind, within max(k)) are both filters of it (one scan, join and sort, not two)
-        kind = pl.when(pl.col("is_rel") == 1).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind")
-        labelled = (_labelled(within_reach, labels.filter(pl.col(ITEM).is_not_null()).with_columns(kind),
+        labelled = (_labelled(within_reach, labels.filter(pl.col(ITEM).is_not_null()).with_columns(_kind(conv)),
                               prep.narrow_ids)
                     .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
                     .sort(USER, RANK).cache())
@@ -284,6 +283,13 @@ def _rndcg(ideal: pl.LazyFrame, running: pl.LazyFrame, users: pl.LazyFrame, cuto
 INFAP_EPSILON = positions.INFAP_EPSILON
 
 
+def _kind(conv: Convention) -> pl.Expr:
+    """A label's kind for the judged-aware stage: 1 relevant, 0 judged non-relevant (relevance >= 0), -1 pooled but
+    not judged (relevance < 0)."""
+    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
+    return pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind")
+
+
 def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,
                  ks: tuple[int, ...], narrow: bool, rows: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """sql/per_user.sql's pooled .. pooled_at_k: every recommended item within max(k) with a label row, of kind 1
@@ -293,10 +299,8 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
     bpref 1 - min(n, R) / min(N, R) (1 when n = 0); infAP 1 at rank 1, else
     1/rank + (j/rank) ((r + n + p) / j) ((r + e) / (r + n + 2e)), e = 0.00001. ``narrow``: see :func:`_pair_key`.
     ``rows``: those rows (user, rank, item, kind, n_rel) in (user, rank) order when the caller has them."""
-    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
     runs = _runs(ks)
-    kinds = truth.filter(pl.col(ITEM).is_not_null()).select(
-        USER, ITEM, pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind"))
+    kinds = truth.filter(pl.col(ITEM).is_not_null()).select(USER, ITEM, _kind(conv))
     n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
     if rows is None:
         rows = (_labelled(recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM), kinds, narrow)
