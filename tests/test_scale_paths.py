@@ -396,3 +396,26 @@ def test_the_summary_of_many_rows_one_metric_at_a_time_is_the_same(monkeypatch, 
     for one, other in zip(by_column, whole):
         assert one["value"].null_count() < one.height
         plt.assert_frame_equal(one, other, check_exact=True)
+
+
+@pytest.mark.parametrize("by_column", [False, True], ids=["one-group-by", "by-column"])
+def test_f_of_means_is_its_formula_over_the_summary_means_run_after_run(monkeypatch, by_column):
+    """F of means (Evidently's f_aggregation='of_means') is (1 + b^2) P R / (b^2 P + R) over the summary's own mean
+    precision P and mean recall R, bit for bit, and the same run after run: Polars' group-by mean summed the values in
+    another order from one run to the next, so F1 differed in its last digits between two runs of one evaluate."""
+    from rankwise.engines import polars as engine
+
+    rng = np.random.default_rng(11)
+    n = 200_000
+    long = pl.DataFrame({"user_id": np.tile(np.arange(n), 2), "k": np.repeat([5, 10], n),
+                         "precision": rng.random(2 * n), "recall": rng.random(2 * n), "fbeta": rng.random(2 * n)})
+    chunked = pl.concat([long.slice(i, 9_999) for i in range(0, long.height, 9_999)], rechunk=False)
+    if by_column:
+        monkeypatch.setattr(engine, "SUMMARY_BY_COLUMN", 0)
+    runs = [engine.summary(chunked, rankwise.PRESETS["evidently"], 1.0) for _ in range(4)]
+    for other in runs[1:]:
+        plt.assert_frame_equal(runs[0], other, check_exact=True)
+    value = {(row["metric"], row["k"]): row["value"] for row in runs[0].iter_rows(named=True)}
+    for k in (5, 10):
+        p, r = value["precision", k], value["recall", k]
+        assert value["fbeta", k] == 2.0 * p * r / (p + r)
