@@ -420,10 +420,9 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(
         if m.of_means is None or getattr(conv, m.of_means[0]) != m.of_means[1] or m.name not in present:
             continue
         reads = sorted(_formulas.reads(m.sql) & set(present))
-        # the means as the summary's own (sum / n, in (k, user) order: Polars' group-by mean summed in another order
-        # from run to run, so F of means differed in its last digits between two runs)
-        means = per_user_long.group_by("k", maintain_order=True).agg(
-            pl.when(pl.col(r).count() > 0).then(pl.col(r).sum() / pl.col(r).count()).alias(r) for r in reads)
+        # the summary's own means (Polars' group-by mean summed in another order from run to run: F of means
+        # differed in its last digits between two runs)
+        means = per_user_long.group_by("k", maintain_order=True).agg(_aggregate(BY_NAME[r], r).alias(r) for r in reads)
         over_means = _formulas.to_polars(m.sql, {**conv.sql_parameters(), "beta": float(beta)})  # reads columns
         defined = pl.all_horizontal(pl.col(r).is_not_null() for r in reads)  # no user, no value (summary.sql)
         f = means.select("k", pl.when(defined).then(over_means).alias("of_means"))
