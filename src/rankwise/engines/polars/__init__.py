@@ -103,15 +103,12 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
         # one join of the recommended rows with every label: the judged rows (the earning labels) and the judged-aware
         # stage's (every label kind, within max(k)) are both filters of it (one scan, join and sort, not two)
         kinds = truth.filter(pl.col(ITEM).is_not_null()).with_columns(_kind(conv))
-        labelled = (_label_values(_labelled(within_reach, kinds, prep.narrow_ids), conv)
-                    .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
-                    .sort(USER, RANK).cache())
+        labelled = _label_values(_in_rank_order(within_reach, kinds, universe, prep.narrow_ids), conv).cache()
         pooled_rows = labelled.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM, "kind", "n_rel")
         in_order = labelled.filter(earns).drop("kind")
     else:
-        in_order = (_label_values(_labelled(within_reach, earning.select(USER, ITEM, REL), prep.narrow_ids), conv)
-                    .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
-                    .sort(USER, RANK))
+        in_order = _label_values(_in_rank_order(within_reach, earning.select(USER, ITEM, REL), universe,
+                                                prep.narrow_ids), conv)
     judged = in_order.with_columns(_p=position(USER)).with_columns(hits_so_far=runs.sum(pl.col("is_rel"), pl.Int64))
     if gain_stats:
         judged = (
@@ -266,10 +263,15 @@ def _column_by_column(grid: pl.LazyFrame, statistics: dict[str, pl.Expr], values
     return frame.select(*OUTPUT_KEYS, *[pl.col(f"metric:{m}").alias(m) for m in order])
 
 
+def _relevant(conv: Convention) -> pl.Expr:
+    """A label is relevant: relevance > 0 and at least the convention's relevance_threshold."""
+    return (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
+
+
 def _label_values(rows: pl.LazyFrame, conv: Convention) -> pl.LazyFrame:
     """A label's is_rel (relevant: 1, else 0) and gain (knobs.gain), from its relevance (sql: earning)."""
     return rows.with_columns(
-        is_rel=((pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)).fill_null(False).cast(pl.Int64)
+        is_rel=_relevant(conv).fill_null(False).cast(pl.Int64)
     ).with_columns(gain=knobs.gain(conv))
 
 
@@ -318,8 +320,7 @@ INFAP_EPSILON = positions.INFAP_EPSILON
 def _kind(conv: Convention) -> pl.Expr:
     """A label's kind for the judged-aware stage: 1 relevant, 0 judged non-relevant (relevance >= 0), -1 pooled but
     not judged (relevance < 0)."""
-    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
-    return pl.when(relevant).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind")
+    return pl.when(_relevant(conv)).then(1).when(pl.col(REL) >= 0).then(0).otherwise(-1).alias("kind")
 
 
 def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame, conv: Convention,
@@ -335,9 +336,7 @@ def _pooled_at_k(recs: pl.LazyFrame, truth: pl.LazyFrame, universe: pl.LazyFrame
     kinds = truth.filter(pl.col(ITEM).is_not_null()).select(USER, ITEM, _kind(conv))
     n_nonrel = kinds.group_by(USER).agg((pl.col("kind") == 0).sum().cast(pl.Int64).alias("n_nonrel"))
     if rows is None:
-        rows = (_labelled(recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM), kinds, narrow)
-                .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
-                .sort(USER, RANK))
+        rows = _in_rank_order(recs.filter(pl.col(RANK) <= max(ks)).select(USER, RANK, ITEM), kinds, universe, narrow)
     rows = (
         rows.join(n_nonrel, on=USER, how="left", nulls_equal=True, maintain_order="left")
         .with_columns(_p=position(USER))
@@ -451,8 +450,7 @@ def param_columns(prep: Prepared, rows: pl.DataFrame, request: MetricRequest, co
     grouped per (user, k) into every value's statistic (_PARAM_STATS); each value is then its metric's
     declared formula with its knob at that value, under the convention's empty rules."""
     users = rows.lazy().filter(pl.col("k") == pl.col("k").min()).select(USER, "n_rel")
-    relevant = (pl.col(REL) > 0) & (pl.col(REL) >= conv.relevance_threshold)
-    labels = prep.truth.filter(pl.col(ITEM).is_not_null() & relevant).select(USER, ITEM)
+    labels = prep.truth.filter(pl.col(ITEM).is_not_null() & _relevant(conv)).select(USER, ITEM)
     hits = (
         _labelled(prep.recs.filter(pl.col(RANK) <= max(request.ks)).select(USER, ITEM, RANK), labels, prep.narrow_ids)
         .join(users, on=USER, how="inner", nulls_equal=True)
@@ -534,6 +532,14 @@ def _read_back(grid: pl.LazyFrame, at_k: pl.LazyFrame) -> pl.LazyFrame:
     carried = [c for c in at_k.collect_schema().names() if c not in (USER, "k")]
     return (grid.join(at_k, on=[USER, "k"], how="left", nulls_equal=True, maintain_order="left")
             .with_columns(pl.col(carried).forward_fill().over(USER)))
+
+
+def _in_rank_order(rows: pl.LazyFrame, labels: pl.LazyFrame, universe: pl.LazyFrame, narrow: bool) -> pl.LazyFrame:
+    """The recommended ``rows`` with a label in ``labels`` (:func:`_labelled`), of the universe's users (with their
+    n_rel), sorted by (user, rank)."""
+    return (_labelled(rows, labels, narrow)
+            .join(universe.select(USER, "n_rel"), on=USER, how="inner", nulls_equal=True)
+            .sort(USER, RANK))
 
 
 def _labelled(rows: pl.LazyFrame, labels: pl.LazyFrame, narrow: bool) -> pl.LazyFrame:
