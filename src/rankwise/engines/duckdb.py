@@ -3,8 +3,12 @@ one connection (see rankwise.engines.protocol for the protocol).
 
 The per-user rows land in a temporary table sorted by (k, user_id); the summary, the user counts
 and the empty-rule examples read that table in the same session, and only then are the rows
-fetched as a Polars frame. The summary runs on one thread over the sorted table, so its sums are
-bit-identical run after run (DuckDB's parallel AVG adds in whatever order the threads finish).
+fetched as a Polars frame. A large input (Prepared.user_ranges) is evaluated one range of users at a
+time instead, each range's rows fetched, and the summary, counts and examples read the frame of them
+all: per_user.sql's stages that DuckDB holds in memory without spilling then hold one range's rows
+(1M users x 100, the defaults: peak RSS 3.6 -> 1.4 GB). The summary runs on one thread over the
+sorted rows, so its sums are bit-identical run after run (DuckDB's parallel AVG adds in whatever
+order the threads finish).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import polars as pl
 from rankwise import _duckdb_connect
 from rankwise.conventions import Convention
 from rankwise.engines.beyond import NO_CATALOG
-from rankwise.engines.protocol import COUNTS, COUNTS_SQL, Capabilities, Engine, Output, error_rules, examples_sql
+from rankwise.engines import protocol
+from rankwise.engines.protocol import COUNTS, COUNTS_SQL, Capabilities, Engine, Output, end_to_end, error_rules, examples_sql
 from rankwise.errors import RankwiseError
 from rankwise.inputs.normalize import ITEM, USER, FileSource, Prepared
 from rankwise.inputs.side import FEATURE, VALUE, SideInputs
@@ -98,7 +103,9 @@ def _session(memory_limit: int | None):
                 hint="Raise memory_limit, or free memory; DuckDB spills joins and sorts to disk, "
                      "but some operators need their working set in memory.") from error
 
-def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest, conv: Convention) -> Output:
+def _inputs(con: duckdb.DuckDBPyConnection, prep: Prepared, low=None, high=None) -> None:
+    """The inputs per_user.sql reads, as ``recommendations`` and ``ground_truth``: of the users from ``low``
+    (inclusive) to ``high`` (exclusive; None: unbounded)."""
     for name in ("ground_truth", "recommendations"):
         if name == "recommendations" and prep.rec_lists is not None:
             # list form: DuckDB finds the rows that can earn on the lists (sql/list_rows.sql) instead
@@ -107,19 +114,43 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
             con.execute(f"CREATE OR REPLACE TEMP TABLE recommendations AS {_sql_files.read('list_rows')}")
         elif select(prep.sources.get(name)):
             # the validated Parquet file, read by DuckDB itself (same renames and casts as the Polars
-            # scan): no copy of a 100M-row table through Polars, and DuckDB can spill it
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select(prep.sources[name])}")
+            # scan): no copy of a 100M-row table through Polars, and DuckDB can spill it; a range of users
+            # reads the row groups that can hold them
+            bounds = [f"user_id {op} {_literal(v)}" for op, v in ((">=", low), ("<", high)) if v is not None]
+            where = f" WHERE {' AND '.join(bounds)}" if bounds else ""
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM ({select(prep.sources[name])}){where}")
         else:
-            con.register(name, getattr(prep, name))
+            con.register(name, getattr(prep.of_users(low, high), name))
+
+
+def _literal(value) -> str:
+    """A user id (an integer or a string) as a DuckDB literal."""
+    return str(int(value)) if isinstance(value, int) else "'" + str(value).replace("'", "''") + "'"
+
+
+def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest, conv: Convention) -> Output:
     con.register("cutoffs", pl.DataFrame({"k": list(request.ks)}, schema={"k": pl.Int64}))
     # per_user.sql and summary.sql with only the metrics computed (their generated stages restricted: DuckDB
     # binds, plans and stores no other metric; the summary, counts and examples read no other column)
     computed = computed_columns(request)
     kept = [m for m in USER_LEVEL if m in computed]
+    ranges = [(None, None)] if request.params else prep.user_ranges(protocol.ROWS_PER_RANGE)
+    if len(ranges) > 1 and conv.err_max_grade == 0 and "err" in computed:
+        # ERR's g_max is the largest relevance of every label, not of a range's: bound as the knob (the same number)
+        g_max = prep.largest_relevance()
+        conv = conv if g_max is None or g_max <= 0 else conv.replace(err_max_grade=g_max)
     sql = _sql_files.restricted("per_user", frozenset(kept))
-    con.execute(f"CREATE TEMP TABLE per_user AS SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel"
-                f"{''.join(f', rows.{m}' for m in kept)} FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id",
-                _sql_files.bind(sql, conv, request.beta, computed=computed))
+    rows_sql = (f"SELECT rows.user_id, rows.k, rows.n_recs, rows.n_rel{''.join(f', rows.{m}' for m in kept)} "
+                f"FROM ({sql}) AS rows ORDER BY rows.k, rows.user_id")
+    parameters = _sql_files.bind(sql, conv, request.beta, computed=computed)
+    if len(ranges) == 1:
+        _inputs(con, prep)
+        con.execute(f"CREATE TEMP TABLE per_user AS {rows_sql}", parameters)
+        ranged = None
+    else:  # one range of users at a time, fetched; the summary, counts and examples then read the frame
+        ranged = end_to_end([(_inputs(con, prep, low, high), con.sql(rows_sql, params=parameters).pl())[1]
+                             for low, high in ranges], len(request.ks))
+        con.register("per_user", ranged)
     if request.params:
         _param_rows(con, request, conv)
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
@@ -134,7 +165,7 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
     examples = {knob: con.sql(examples_sql("per_user", condition)).pl().with_columns(typed)
                 for knob, condition, _, _ in error_rules(conv)}
     con.execute(f"SET threads = {int(threads)}")
-    rows = con.sql("SELECT * FROM per_user").pl().with_columns(typed)
+    rows = (con.sql("SELECT * FROM per_user").pl() if ranged is None else ranged).with_columns(typed)
     if request.params:
         rows = rows.hstack(_param_columns(con, request, rows))
     return Output(rows, summary, counts, examples)

@@ -46,6 +46,9 @@ EMPTY_RULES = (
      "have no recommendation"),
 )
 EXAMPLES = 5  # offending users shown in an error
+# an engine may evaluate users in ranges of about this many recommended rows (Prepared.user_ranges) and join the
+# ranges' frames end to end (:func:`end_to_end`): each range's joins and sorts hold a fraction of the input's
+ROWS_PER_RANGE = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -185,3 +188,12 @@ def polars_examples(long: pl.DataFrame, conv: Convention) -> dict[str, pl.DataFr
     first_k = long.filter(pl.col("k") == pl.col("k").min())
     return {knob: first_k.filter(condition).select("user_id", "n_recs", "n_rel").sort("user_id").head(EXAMPLES)
             for knob, _, condition, _ in error_rules(conv)}
+
+
+def end_to_end(parts: list[pl.DataFrame], n_k: int) -> pl.DataFrame:
+    """The per-user frames of consecutive user ranges (each in (k, user) order, ``n_k`` rows per user) as one frame
+    in (k, user) order: each k's slice of every range in turn, without a copy."""
+    if len(parts) == 1:
+        return parts[0]
+    per_k = [part.height // n_k for part in parts]
+    return pl.concat([part.slice(i * n, n) for i in range(n_k) for part, n in zip(parts, per_k)], rechunk=False)

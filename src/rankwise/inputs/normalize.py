@@ -105,6 +105,9 @@ class Prepared:
     rec_lists: pl.DataFrame | None = None  # list-form recommendations (user_id, item_id: list), checked
     truth_lists: pl.DataFrame | None = None  # list-form ground truth (user_id, item_id: list), checked
     rec_counts: RecCounts | None = None  # each user's rows, as the layout check counted them
+    # each input is in memory or a Parquet file: reading one range of users again is cheap (not a CSV file to parse
+    # again, nor a caller's LazyFrame whose plan would run again)
+    rereadable: bool = False
 
     @cached_property
     def recommendations(self) -> pl.DataFrame:
@@ -124,6 +127,47 @@ class Prepared:
         recs = self.rec_users if self.rec_users is not None else self.recs.select(USER).unique().collect()[USER]
         truth = self.truth_users if self.truth_users is not None else self.truth.select(USER).unique().collect()[USER]
         return recs.cast(self.user_dtype).unique(), truth.cast(self.user_dtype).unique()
+
+    def user_ranges(self, rows_per_range: int) -> list[tuple[object, object]]:
+        """Ranges of user ids (low inclusive, high exclusive; None: unbounded) that cover every user, each holding
+        about ``rows_per_range`` recommended rows, in user order: [(None, None)] (every user at once) unless the
+        inputs are :attr:`rereadable`, the layout check counted each user's rows and the ids are integers or
+        strings (ordered as Polars sorts them)."""
+        counts = self.rec_counts
+        if not self.rereadable or counts is None or not (self.user_dtype.is_integer() or self.user_dtype == pl.String):
+            return [(None, None)]
+        total = int(counts.rows.get_column("n_recs").sum())
+        n = -(-total // rows_per_range)
+        if n <= 1:
+            return [(None, None)]
+        rows = counts.rows.select(USER, "n_recs").sort(USER)
+        # the first user past each multiple of total / n rows (users past the last one: the last range)
+        after = rows.get_column("n_recs").cum_sum().search_sorted(
+            pl.Series([total * i // n for i in range(1, n)], dtype=pl.Int64), side="right")
+        cuts = rows.get_column(USER).gather(after.filter(after < rows.height)).unique(maintain_order=True).to_list()
+        bounds = [None, *cuts, None]
+        return list(zip(bounds, bounds[1:]))
+
+    def of_users(self, low, high) -> Prepared:
+        """The same inputs limited to the users from ``low`` (inclusive) to ``high`` (exclusive); None: unbounded."""
+        if low is None and high is None:
+            return self
+        user = pl.col(USER)
+        where = pl.lit(True)
+        if low is not None:
+            where = where & (user >= pl.lit(low, dtype=self.user_dtype))
+        if high is not None:
+            where = where & (user < pl.lit(high, dtype=self.user_dtype))
+        def of(frame):
+            return None if frame is None else frame.filter(where)
+        return replace(self, recs=self.recs.filter(where), truth=self.truth.filter(where), sources={},
+                       rec_users=None, truth_users=None, rec_lists=of(self.rec_lists), truth_lists=of(self.truth_lists),
+                       rec_counts=None if self.rec_counts is None else replace(self.rec_counts,
+                                                                               rows=of(self.rec_counts.rows)))
+
+    def largest_relevance(self) -> float | None:
+        """The largest relevance of a label (None: no label): ERR's g_max unless err_max_grade gives it."""
+        return self.truth.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
 
     def n_users_either(self) -> int:
         """Distinct users over both inputs."""
@@ -394,7 +438,9 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     user_dtype = recs.collect_schema()[USER]
     if rec_counts is not None:
         rec_counts = replace(rec_counts, rows=rec_counts.rows.with_columns(pl.col(USER).cast(user_dtype)))
-    return Prepared(recs, truth, user_dtype, sources, rec_users, gt.users, rec_lists, truth_lists, rec_counts)
+    rereadable = not csv and not any(isinstance(data, pl.LazyFrame) for data in (recommendations, gt.data))
+    return Prepared(recs, truth, user_dtype, sources, rec_users, gt.users, rec_lists, truth_lists, rec_counts,
+                    rereadable)
 
 
 def _typed_lists(lists: pl.DataFrame | None, schema: pl.Schema) -> pl.DataFrame | None:

@@ -14,7 +14,8 @@ from rankwise.engines.beyond import NO_CATALOG
 from rankwise.engines.polars import beyond, knobs
 from rankwise.engines.polars import positions
 from rankwise.engines.polars.scan import Runs, ends_level, position, run_length, running_sum
-from rankwise.engines.protocol import Capabilities, Engine, Output, polars_output
+from rankwise.engines import protocol
+from rankwise.engines.protocol import Capabilities, Engine, Output, end_to_end, polars_output
 from rankwise.inputs.normalize import ITEM, NARROW_IDS, RANK, REL, USER, Prepared
 from rankwise.conventions import Convention
 from rankwise.metrics.declarations import BY_NAME, REGISTRY, USER_LEVEL, MetricRequest, computed_columns, stage_switches
@@ -28,18 +29,31 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
 
     With ``memory_limit`` the plan runs on Polars' streaming engine (Polars takes no byte limit).
     ``computed``: the metric columns to compute (metrics.computed_columns; None: all); the others are
-    not columns, and the statistics only they read are left out of the plan.
+    not columns, and the statistics only they read are left out of the plan. A large input is evaluated one
+    range of users at a time (protocol.ROWS_PER_RANGE): every value is the user's own (ERR's g_max, the one number
+    over every user, is worked out first).
     """
     computed = set(METRIC_COLUMNS) if computed is None else computed
     engine = "streaming" if memory_limit is not None else "auto"
+    if (prep.rec_lists is not None and positions.applies_to(conv, ks, computed)
+            and (levels := positions.levels(prep)) is not None):
+        return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
+    # ERR's largest grade: the knob, else the largest relevance of all the labels (one number for every user)
+    g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else prep.largest_relevance()
+    g_max = 1.0 if g_max is None else g_max  # no label at all: no row earns, R is never read
+    # one range of users at a time (1M users x 100, the defaults: peak RSS 1.63-1.68 -> 1.24-1.30 GB, 11.5 -> 10.5 s)
+    return end_to_end([_per_user(prep.of_users(low, high), ks, conv, beta, engine, computed, g_max)
+                       for low, high in prep.user_ranges(protocol.ROWS_PER_RANGE)], len(ks))
+
+
+def _per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float, engine: str, computed: set[str],
+              g_max: float) -> pl.DataFrame:
+    """per_user's frame for the users of ``prep``, in one lazy plan."""
     # the optional statistics (per_user.sql's $pool_statistics, $gain_statistics, $rndcg_statistics): only for a
     # metric that reads them
     switches = stage_switches(computed)
     pool, gain_stats = bool(switches["pool_statistics"]), bool(switches["gain_statistics"])
     rndcg = gain_stats and bool(switches["rndcg_statistics"])
-    if (prep.rec_lists is not None and positions.applies_to(conv, ks, computed)
-            and (levels := positions.levels(prep)) is not None):
-        return positions.per_user(prep, ks, conv, beta, levels, engine, computed).collect()
     recs, truth = prep.recs, prep.truth
     cutoffs = pl.LazyFrame({"k": list(ks)}, schema={"k": pl.Int64})
     discount = knobs.discount(conv.log_base)
@@ -122,10 +136,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
                           cost_at=pl.col("cost").fill_null(0.0) + (pl.col(RANK) - pl.col("_at")).cast(pl.Float64))
             .drop("n_pos", "_at", "cost")
         )
-    # ERR's chance that the user stops at a row (sql: err_scale, judged.err_r); g_max from the labels only when asked
-    g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else \
-        labels.filter(pl.col(ITEM).is_not_null()).select(pl.col(REL).cast(pl.Float64).max()).collect().item()
-    g_max = 1.0 if g_max is None else g_max  # no label at all: no row earns, R is never read
+    # ERR's chance that the user stops at a row (sql: err_scale, judged.err_r)
     judged = judged.with_columns(err_r=knobs.err_stop(pl.col(REL).cast(pl.Float64), g_max)).cache()  # (as ideal)
     hit = pl.col("is_rel") == 1
     users = universe.join(
@@ -381,10 +392,24 @@ def _aggregate(m, name: str) -> pl.Expr:
     return pl.when(n > 0).then(x.sum() / n)
 
 
-# from this many per-user rows summary() aggregates one metric at a time, the same values (the group-by copies the
-# columns it reads into one piece each: at 1M users x six k, the defaults' 16 columns, a 0.75 GB copy that took the
-# peak RSS of evaluate from 1.73-1.77 to 1.89-1.92 GB); one group-by per metric costs about 15 ms more)
+# from this many per-user rows summary() aggregates one metric at a time, the same values (each k's rows of the columns
+# it reads are copied into one piece: at 1M users x six k, one metric's column per k, not the defaults' 16 columns)
 SUMMARY_BY_COLUMN = 1_000_000
+
+
+def _per_k(frame: pl.DataFrame, columns: list[str], aggregates: list[pl.Expr]) -> pl.DataFrame:
+    """``k`` and the ``aggregates`` (over ``columns``) of each k's rows, in the frame's order of k. Each k's rows
+    are one stretch of the frame, aggregated as one piece, so a sum depends on the values in user order alone: a
+    Polars group-by sums a group's slice when k is flagged sorted (one plan's frame) and its gathered rows when not
+    (a large input's frame: several frames end to end), in another order (1M users: the 16th digit moved)."""
+    if frame.height == 0:
+        return frame.select("k", *columns).group_by("k").agg(aggregates)
+    out, start = [], 0
+    for n, k in frame.get_column("k").rle().struct.unnest().iter_rows():
+        out.append(frame.slice(start, n).select(*columns).rechunk().select(pl.lit(k, dtype=pl.Int64).alias("k"),
+                                                                           *aggregates))
+        start += n
+    return pl.concat(out)
 
 
 def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(), means=()) -> pl.DataFrame:
@@ -404,10 +429,10 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(
 
     # aggregate per k first and reshape the few result rows (unpivoting first copied every value)
     if per_user_long.height < SUMMARY_BY_COLUMN or not present:
-        per_k = per_user_long.group_by("k", maintain_order=True).agg(*[e for m in present for e in aggregates(m)])
-    else:  # the group-by copies the columns it reads into one piece each: a metric at a time, not the whole frame
-        per_k = pl.concat([per_user_long.select("k", m).group_by("k", maintain_order=True).agg(aggregates(m))
-                           .drop([] if i == 0 else ["k"]) for i, m in enumerate(present)], how="horizontal")
+        per_k = _per_k(per_user_long, present, [e for m in present for e in aggregates(m)])
+    else:  # a metric at a time: each k's piece of one column copied, not of the whole frame
+        per_k = pl.concat([_per_k(per_user_long, [m], aggregates(m)).drop([] if i == 0 else ["k"])
+                           for i, m in enumerate(present)], how="horizontal")
     out = pl.concat([
         per_k.select(pl.lit(m).alias("metric"), "k", pl.col(f"value:{m}").alias("value"),
                      pl.col(f"n_users:{m}").alias("n_users"), pl.col(f"sd:{m}").alias("sd"))
@@ -421,7 +446,7 @@ def summary(per_user_long: pl.DataFrame, conv: Convention, beta: float, params=(
         reads = sorted(_formulas.reads(m.sql) & set(present))
         # the summary's own means (Polars' group-by mean summed in another order from run to run: F of means
         # differed in its last digits between two runs)
-        means = per_user_long.group_by("k", maintain_order=True).agg(_aggregate(BY_NAME[r], r).alias(r) for r in reads)
+        means = _per_k(per_user_long, reads, [_aggregate(BY_NAME[r], r).alias(r) for r in reads])
         over_means = _formulas.to_polars(m.sql, {**conv.sql_parameters(), "beta": float(beta)})  # reads columns
         defined = pl.all_horizontal(pl.col(r).is_not_null() for r in reads)  # no user, no value (summary.sql)
         f = means.select("k", pl.when(defined).then(over_means).alias("of_means"))
