@@ -150,9 +150,21 @@ def suite_inputs():
 
 
 @pytest.mark.filterwarnings("ignore::rankwise.errors.CutoffWarning")  # P_1000 of 500 documents, as trec_eval asks
+@pytest.mark.parametrize("ranges", [False, True], ids=["one-plan", "user-ranges"])
 @pytest.mark.parametrize("engine", ["polars", "duckdb"])
-def test_evaluate_measures_against_trec_eval(suite_inputs, engine):
-    """Every live measure of `trec_eval -m all_trec -q` equals trec_eval's printed value, per query and 'all'."""
+def test_evaluate_measures_against_trec_eval(suite_inputs, engine, ranges, monkeypatch, tmp_path):
+    """Every live measure of `trec_eval -m all_trec -q` equals trec_eval's printed value, per query and 'all'; also
+    with the queries evaluated a range at a time from Parquet files (protocol.ROWS_PER_RANGE, as a large input is)."""
+    from rankwise.engines import protocol
+
+    seen = []
+    if ranges:
+        for frame, name in zip(suite_inputs, ("run.parquet", "qrels.parquet")):
+            frame.write_parquet(tmp_path / name)
+        suite_inputs = (tmp_path / "run.parquet", tmp_path / "qrels.parquet")
+        monkeypatch.setattr(protocol, "ROWS_PER_RANGE", 100)  # the suite run: 3 queries x 500 rows
+        of_prep = protocol.user_ranges
+        monkeypatch.setattr(protocol, "user_ranges", lambda *a: seen.append(of_prep(*a)) or seen[-1])
     expected = parse_trec_eval_output(SUITE_DIR / "out.test.aq")
     # every value of a parameter family (iprec_at_recall_<l>, Rprec_mult_<m>) in the same evaluation
     asked = [n for n in dict.fromkeys(m for m, _ in expected) if parse(n).metric and parse(n).live]
@@ -173,6 +185,7 @@ def test_evaluate_measures_against_trec_eval(suite_inputs, engine):
         bad += [] if got == expected[(name, "all")] else [(name, "all", got)]
     assert not bad
     assert summary["map"]["k"] is None and summary["P_10"]["k"] == 10
+    assert not ranges or max(map(len, seen)) >= 4  # the suite's three queries, each its own range
 
 
 def test_measures_and_metrics_are_exclusive(suite_inputs):

@@ -430,17 +430,16 @@ def _ranged_data(string_ids: bool):
     truth = pl.concat([truth, pl.DataFrame({"user": [0, 61, 500], "item": [3, 4, 5], "relevance": [1.0, 2.0, 1.0]})])
     if string_ids:  # ordered as text: "10" < "100" < "11" < "2"
         recs, truth = (f.with_columns(pl.col("user").cast(pl.String)) for f in (recs, truth))
-    return recs, truth
+    return recs.sort("user", "rank"), truth.sort("user", maintain_order=True)  # files in user order
 
 
 @pytest.mark.parametrize("preset", ["default", "trec_eval", "ranx", "evidently"])
 @pytest.mark.parametrize("string_ids", [False, True], ids=["int-ids", "text-ids"])
 @pytest.mark.parametrize("ranged_backend", ["polars", "duckdb"])
 def test_users_evaluated_in_ranges_get_the_values_of_one_plan(tmp_path, monkeypatch, preset, string_ids, ranged_backend):
-    """A large input is evaluated one range of users at a time (Prepared.user_ranges, protocol.ROWS_PER_RANGE): every
-    per-user value, the summary and the exclusions are those of one plan over every user, bit for bit, from a Parquet
-    file (DuckDB reads a range of it) and from a DataFrame; ERR's g_max is the largest grade of all the labels, not of
-    a range's."""
+    """A large input from Parquet files is evaluated one range of users at a time (Prepared.user_ranges,
+    protocol.ROWS_PER_RANGE): every per-user value, the summary and the exclusions are those of one plan over every
+    user, bit for bit; ERR's g_max is the largest grade of all the labels, not of a range's."""
     from rankwise.engines import duckdb as duck
     from rankwise.engines import polars as engine
     from rankwise.engines import protocol
@@ -456,25 +455,27 @@ def test_users_evaluated_in_ranges_get_the_values_of_one_plan(tmp_path, monkeypa
     whole = _evaluate(recs, truth, ranged_backend, convention=conv)
     assert len(calls) == 1
     monkeypatch.setattr(protocol, "ROWS_PER_RANGE", 97)
-    for recs_in, truth_in in ((recs_path, truth_path), (recs, truth)):
-        calls.clear()
-        ranged = _evaluate(recs_in, truth_in, ranged_backend, convention=conv)
-        assert len(calls) >= 10
-        # DuckDB's windowed sums (the ideal DCG's running sum) add a user's terms in an order that depends on where
-        # the user's rows fall among the others': its deep NDCG may move in the last bit (1M users: 34,499 of 69.8M
-        # values, at most 5.8e-16 relative; the summary the same); Polars' values are the user's own, bit for bit
-        exact = {"check_exact": True} if ranged_backend == "polars" else {"rel_tol": 2e-15, "abs_tol": 0.0}
-        plt.assert_frame_equal(whole.per_user, ranged.per_user, **exact)
-        plt.assert_frame_equal(whole.summary, ranged.summary, **exact)
-        plt.assert_frame_equal(whole.excluded, ranged.excluded)
+    ranged = _evaluate(recs_path, truth_path, ranged_backend, convention=conv)
+    assert len(calls) >= 10
+    # DuckDB's windowed sums (the ideal DCG's running sum) add a user's terms in an order that depends on where the
+    # user's rows fall among the others': its deep NDCG may move in the last bit (1M users, the defaults: 34,580 of
+    # 69.8M values, at most 5.8e-16 relative; 1 of 72 summary values); Polars' values are the user's own, bit for bit
+    exact = {"check_exact": True} if ranged_backend == "polars" else {"rel_tol": 2e-15, "abs_tol": 0.0}
+    plt.assert_frame_equal(whole.per_user, ranged.per_user, **exact)
+    plt.assert_frame_equal(whole.summary, ranged.summary, **exact)
+    plt.assert_frame_equal(whole.excluded, ranged.excluded)
 
 
 def test_user_ranges_cover_every_user_once_in_order(tmp_path):
     """Prepared.user_ranges: consecutive ranges (low inclusive, high exclusive) from no bound to no bound, each
-    about rows_per_range recommended rows (a user's rows are never split); a CSV file or a caller's LazyFrame, which
-    a range would read whole again, is one range."""
+    about rows_per_range recommended rows (a user's rows are never split; with ``reach``, only the rows within that
+    rank count). Only Parquet files in user order are read a range at a time: a CSV file, a caller's LazyFrame, a
+    DataFrame (each read whole again per range) or a file in another order is one range."""
     recs, truth = _ranged_data(string_ids=False)
-    prep = _inputs.prepare(recs, truth, _inputs.Columns(), rankwise.PRESETS["default"])
+    paths = [tmp_path / "recs.parquet", tmp_path / "truth.parquet"]
+    recs.write_parquet(paths[0])
+    truth.write_parquet(paths[1])
+    prep = _inputs.prepare(*paths, _inputs.Columns(), rankwise.PRESETS["default"])
     ranges = prep.user_ranges(100)
     assert ranges[0][0] is None and ranges[-1][1] is None
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
@@ -483,12 +484,17 @@ def test_user_ranges_cover_every_user_once_in_order(tmp_path):
             ["len"].sum() for lo, hi in ranges]
     assert sum(rows) == recs.height and len(ranges) == -(-recs.height // 100)
     assert all(r <= 100 + 24 for r in rows)  # a range closes at the first user past its share (lists of < 25)
+    within_5 = recs.filter(pl.col("rank") <= 5).height  # the rows read when nothing looks past k = 5
+    assert len(prep.user_ranges(100, reach=5)) == -(-within_5 // 100) < len(ranges)
     truth_users = set(truth["user"])
     seen = [set(prep.of_users(lo, hi).truth.collect()["user_id"]) for lo, hi in ranges]
     assert set().union(*seen) == truth_users and sum(map(len, seen)) == len(truth_users)
     recs.write_csv(tmp_path / "recs.csv")
     truth.write_csv(tmp_path / "truth.csv")
-    for other in ((tmp_path / "recs.csv", tmp_path / "truth.csv"), (recs.lazy(), truth), (recs, truth.lazy())):
+    shuffled = tmp_path / "shuffled.parquet"  # each user's rows together, users out of order
+    recs.sort(pl.col("user") % 7, "user", "rank").write_parquet(shuffled)
+    for other in ((tmp_path / "recs.csv", tmp_path / "truth.csv"), (pl.scan_parquet(paths[0]), paths[1]),
+                  (recs, truth), (paths[0], truth), (shuffled, paths[1])):
         assert _inputs.prepare(*other, _inputs.Columns(), rankwise.PRESETS["default"]).user_ranges(100) \
             == [(None, None)]
 

@@ -6,7 +6,7 @@ and the empty-rule examples read that table in the same session, and only then a
 fetched as a Polars frame. A large input (Prepared.user_ranges) is evaluated one range of users at a
 time instead, each range's rows fetched, and the summary, counts and examples read the frame of them
 all: per_user.sql's stages that DuckDB holds in memory without spilling then hold one range's rows
-(1M users x 100, the defaults: peak RSS 3.6 -> 1.4 GB). The summary runs on one thread over the
+(1M users x 100, the defaults: peak RSS 3.6 -> 1.3 GB). The summary runs on one thread over the
 sorted rows, so its sums are bit-identical run after run (DuckDB's parallel AVG adds in whatever
 order the threads finish).
 """
@@ -134,7 +134,7 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
     # binds, plans and stores no other metric; the summary, counts and examples read no other column)
     computed = computed_columns(request)
     kept = [m for m in USER_LEVEL if m in computed]
-    ranges = [(None, None)] if request.params else prep.user_ranges(protocol.ROWS_PER_RANGE)
+    ranges = protocol.user_ranges(prep, request.ks, conv)
     if len(ranges) > 1 and conv.err_max_grade == 0 and "err" in computed:
         # ERR's g_max is the largest relevance of every label, not of a range's: bound as the knob (the same number)
         g_max = prep.largest_relevance()
@@ -152,6 +152,8 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
                              for low, high in ranges], len(request.ks))
         con.register("per_user", ranged)
     if request.params:
+        if ranged is not None:
+            _inputs(con, prep)  # param_families.sql: every user's rows, beside the per-user frame
         _param_rows(con, request, conv)
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")  # one thread over the sorted rows: the same sums every run
