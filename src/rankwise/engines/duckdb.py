@@ -148,8 +148,11 @@ def _run(con: duckdb.DuckDBPyConnection, prep: Prepared, request: MetricRequest,
         con.execute(f"CREATE TEMP TABLE per_user AS {rows_sql}", parameters)
         ranged = None
     else:  # one range of users at a time, fetched; the summary, counts and examples then read the frame
-        ranged = end_to_end([(_inputs(con, prep, low, high), con.sql(rows_sql, params=parameters).pl())[1]
-                             for low, high in ranges], len(request.ks))
+        parts = []
+        for low, high in ranges:
+            _inputs(con, prep, low, high)
+            parts.append(con.sql(rows_sql, params=parameters).pl())
+        ranged = end_to_end(parts, len(request.ks))
         con.register("per_user", ranged)
     if request.params:
         if ranged is not None:

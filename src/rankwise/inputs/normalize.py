@@ -145,7 +145,7 @@ class Prepared:
         n = -(-total // rows_per_range)
         if n <= 1:
             return [(None, None)]
-        rows = counts.rows.select(USER, read.alias("n_read")).sort(USER)
+        rows = counts.rows.select(USER, read.alias("n_read"))  # in user order (checked above)
         # the first user past each multiple of total / n rows (users past the last one: the last range)
         after = rows.get_column("n_read").cum_sum().search_sorted(
             pl.Series([total * i // n for i in range(1, n)], dtype=pl.Int64), side="right")

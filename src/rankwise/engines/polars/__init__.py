@@ -41,7 +41,7 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # ERR's largest grade: the knob, else the largest relevance of all the labels (one number for every user)
     g_max = float(conv.err_max_grade) if conv.err_max_grade > 0 or "err" not in computed else prep.largest_relevance()
     g_max = 1.0 if g_max is None else g_max  # no label at all: no row earns, R is never read
-    # one range of users at a time (1M users x 100, the defaults: peak RSS 1.63-1.67 -> 1.16-1.27 GB, 11.2 -> 9.6 s)
+    # one range of users at a time (1M users x 100, the defaults: peak RSS 1.63-1.67 -> 1.16-1.27 GB, 10.8-11.6 -> 9.6-10.6 s)
     return end_to_end([_per_user(prep.of_users(low, high), ks, conv, beta, engine, computed, g_max)
                        for low, high in protocol.user_ranges(prep, ks, conv)], len(ks))
 
