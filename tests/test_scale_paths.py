@@ -455,22 +455,30 @@ def test_users_evaluated_in_ranges_get_the_values_of_one_plan(tmp_path, monkeypa
     whole = _evaluate(recs, truth, ranged_backend, convention=conv)
     assert len(calls) == 1
     monkeypatch.setattr(protocol, "ROWS_PER_RANGE", 97)
-    ranged = _evaluate(recs_path, truth_path, ranged_backend, convention=conv)
-    assert len(calls) >= 10
+    for recs_in, truth_in in ((recs_path, truth_path), (recs, truth)):  # Parquet files; frames in memory (slices)
+        calls.clear()
+        ranged = _evaluate(recs_in, truth_in, ranged_backend, convention=conv)
+        assert len(calls) >= 10
+        _same_bits(whole, ranged, exact=ranged_backend == "polars")
+
+
+def _same_bits(whole, ranged, exact: bool) -> None:
+    """Per-user, summary and excluded frames equal: bit for bit, or (DuckDB) within 2e-15 relative."""
     # DuckDB's windowed sums (the ideal DCG's running sum) add a user's terms in an order that depends on where the
     # user's rows fall among the others': its deep NDCG may move in the last bit (1M users, the defaults: 34,580 of
     # 69.8M values, at most 5.8e-16 relative; 1 of 72 summary values); Polars' values are the user's own, bit for bit
-    exact = {"check_exact": True} if ranged_backend == "polars" else {"rel_tol": 2e-15, "abs_tol": 0.0}
-    plt.assert_frame_equal(whole.per_user, ranged.per_user, **exact)
-    plt.assert_frame_equal(whole.summary, ranged.summary, **exact)
+    tolerance = {"check_exact": True} if exact else {"rel_tol": 2e-15, "abs_tol": 0.0}
+    plt.assert_frame_equal(whole.per_user, ranged.per_user, **tolerance)
+    plt.assert_frame_equal(whole.summary, ranged.summary, **tolerance)
     plt.assert_frame_equal(whole.excluded, ranged.excluded)
 
 
 def test_user_ranges_cover_every_user_once_in_order(tmp_path):
     """Prepared.user_ranges: consecutive ranges (low inclusive, high exclusive) from no bound to no bound, each
     about rows_per_range recommended rows (a user's rows are never split; with ``reach``, only the rows within that
-    rank count). Only Parquet files in user order are read a range at a time: a CSV file, a caller's LazyFrame, a
-    DataFrame (each read whole again per range) or a file in another order is one range."""
+    rank count). Only Parquet files and frames in memory, in user order, are read a range at a time: a CSV file or a
+    caller's LazyFrame (each read whole again per range) or a file in another order is one range; frames in memory in user order have the
+    same ranges, each a slice of their rows."""
     recs, truth = _ranged_data(string_ids=False)
     paths = [tmp_path / "recs.parquet", tmp_path / "truth.parquet"]
     recs.write_parquet(paths[0])
@@ -489,12 +497,19 @@ def test_user_ranges_cover_every_user_once_in_order(tmp_path):
     truth_users = set(truth["user"])
     seen = [set(prep.of_users(lo, hi).truth.collect()["user_id"]) for lo, hi in ranges]
     assert set().union(*seen) == truth_users and sum(map(len, seen)) == len(truth_users)
+    in_memory = _inputs.prepare(recs, truth, _inputs.Columns(), rankwise.PRESETS["default"])
+    assert in_memory.user_ranges(100) == ranges
+    for lo, hi in ranges:  # a slice of each frame: the rows a filter on the range keeps
+        sliced, filtered = in_memory.of_users(lo, hi), prep.of_users(lo, hi)
+        for name in ("recs", "truth"):
+            plt.assert_frame_equal(getattr(sliced, name).collect(), getattr(filtered, name).collect())
+        plt.assert_frame_equal(sliced.rec_counts.rows, filtered.rec_counts.rows)
     recs.write_csv(tmp_path / "recs.csv")
     truth.write_csv(tmp_path / "truth.csv")
     shuffled = tmp_path / "shuffled.parquet"  # each user's rows together, users out of order
     recs.sort(pl.col("user") % 7, "user", "rank").write_parquet(shuffled)
     for other in ((tmp_path / "recs.csv", tmp_path / "truth.csv"), (pl.scan_parquet(paths[0]), paths[1]),
-                  (recs, truth), (paths[0], truth), (shuffled, paths[1])):
+                  (paths[0], truth), (shuffled, paths[1]), (recs.sort(pl.col("user") % 7, "user", "rank"), truth)):
         assert _inputs.prepare(*other, _inputs.Columns(), rankwise.PRESETS["default"]).user_ranges(100) \
             == [(None, None)]
 

@@ -105,10 +105,11 @@ class Prepared:
     rec_lists: pl.DataFrame | None = None  # list-form recommendations (user_id, item_id: list), checked
     truth_lists: pl.DataFrame | None = None  # list-form ground truth (user_id, item_id: list), checked
     rec_counts: RecCounts | None = None  # each user's rows, as the layout check counted them
-    # each input is a Parquet file: a range of users reads only the row groups that can hold it, when the file is in
-    # user order (a CSV file would be parsed whole again, a caller's LazyFrame run again, an in-memory frame filtered
-    # whole: 100M rows, 20 ranges, +10 s)
+    # how a range of users is read again cheaply, when the inputs' rows are in user order: each input a Parquet file
+    # (a range reads only the row groups that can hold it), or each a frame in memory (a range is a slice of rows, no
+    # copy); a CSV file would be parsed whole again, a caller's LazyFrame run again
     parquet_inputs: bool = False
+    in_memory: bool = False
 
     @cached_property
     def recommendations(self) -> pl.DataFrame:
@@ -132,11 +133,11 @@ class Prepared:
     def user_ranges(self, rows_per_range: int, reach: int | None = None) -> list[tuple[object, object]]:
         """Ranges of user ids (low inclusive, high exclusive; None: unbounded) that cover every user, each holding
         about ``rows_per_range`` recommended rows within rank ``reach`` (None: every row), in user order:
-        [(None, None)] (every user at once) unless both inputs are Parquet files whose rows the layout checks found
-        in user order (:attr:`parquet_inputs`, each user's rows counted) and the ids are integers or strings (ordered
-        as Polars sorts them)."""
+        [(None, None)] (every user at once) unless both inputs are Parquet files or frames in memory whose rows the
+        layout checks found in user order (each user's rows counted) and the ids are integers or strings (ordered as
+        Polars sorts them)."""
         counts = self.rec_counts
-        if (not self.parquet_inputs or counts is None or self.truth_users is None
+        if (not (self.parquet_inputs or self.in_memory) or counts is None or self.truth_users is None
                 or not (self.user_dtype.is_integer() or self.user_dtype == pl.String)
                 or not (counts.rows.get_column(USER).is_sorted() and self.truth_users.is_sorted())):
             return [(None, None)]
@@ -157,6 +158,11 @@ class Prepared:
         """The same inputs limited to the users from ``low`` (inclusive) to ``high`` (exclusive); None: unbounded."""
         if low is None and high is None:
             return self
+        if self.in_memory:  # frames in user order (as user_ranges found them): slices, no pass over the rows
+            (r0, t0, u0), (r1, t1, u1) = self._rows_from(low), self._rows_from(high, end=True)
+            return replace(self, recs=self.recs.slice(r0, r1 - r0), truth=self.truth.slice(t0, t1 - t0), sources={},
+                           rec_users=None, truth_users=None,
+                           rec_counts=replace(self.rec_counts, rows=self.rec_counts.rows.slice(u0, u1 - u0)))
         user = pl.col(USER)
         where = pl.lit(True)
         if low is not None:
@@ -169,6 +175,24 @@ class Prepared:
                        rec_users=None, truth_users=None, rec_lists=of(self.rec_lists), truth_lists=of(self.truth_lists),
                        rec_counts=None if self.rec_counts is None else replace(self.rec_counts,
                                                                                rows=of(self.rec_counts.rows)))
+
+    @cached_property
+    def _row_starts(self) -> tuple[pl.Series, pl.Series, int, pl.Series]:
+        """Frames in memory in user order: the recommended users, the row each one's rows start at, the number of
+        recommended rows, and the labels' user column."""
+        counts = self.rec_counts.rows
+        n_recs = counts.get_column("n_recs")
+        return (counts.get_column(USER), n_recs.cum_sum() - n_recs, int(n_recs.sum()),
+                self.truth.select(USER).collect().get_column(USER))
+
+    def _rows_from(self, user, end: bool = False) -> tuple[int, int, int]:
+        """(recommended row, label row, counted user) where the users from ``user`` on start (None: the first row, or
+        with ``end`` the end)."""
+        users, starts, n_rows, labels = self._row_starts
+        if user is None:
+            return (n_rows, labels.len(), users.len()) if end else (0, 0, 0)
+        i = int(users.search_sorted(user))
+        return (int(starts[i]) if i < users.len() else n_rows), int(labels.search_sorted(user)), i
 
     def largest_relevance(self) -> float | None:
         """The largest relevance of a label (None: no label): ERR's g_max unless err_max_grade gives it."""
@@ -444,7 +468,8 @@ def prepare(recommendations, ground_truth, columns: Columns, convention: Convent
     if rec_counts is not None:
         rec_counts = replace(rec_counts, rows=rec_counts.rows.with_columns(pl.col(USER).cast(user_dtype)))
     return Prepared(recs, truth, user_dtype, sources, rec_users, gt.users, rec_lists, truth_lists, rec_counts,
-                    parquet_inputs=_parquet_file(recommendations) and _parquet_file(gt.data))
+                    parquet_inputs=_parquet_file(recommendations) and _parquet_file(gt.data),
+                    in_memory=not any(isinstance(data, (str, Path, pl.LazyFrame)) for data in (recommendations, gt.data)))
 
 
 def _typed_lists(lists: pl.DataFrame | None, schema: pl.Schema) -> pl.DataFrame | None:
