@@ -192,10 +192,15 @@ def polars_examples(long: pl.DataFrame, conv: Convention) -> dict[str, pl.DataFr
             for knob, _, condition, _ in error_rules(conv)}
 
 
+def reach(ks, conv: Convention) -> int | None:
+    """The last rank per_user reads: the largest k, or every rank (None) when RR looks for a first hit anywhere
+    (rr_cutoff=False; sql: reach)."""
+    return max(ks) if conv.rr_cutoff else None
+
+
 def user_ranges(prep: Prepared, ks, conv: Convention) -> list[tuple[object, object]]:
-    """The ranges of users an engine evaluates one at a time (Prepared.user_ranges), counting the rows per_user
-    reads: within the largest k, unless RR looks for a first hit anywhere (rr_cutoff=False; sql: reach)."""
-    return prep.user_ranges(ROWS_PER_RANGE, max(ks) if conv.rr_cutoff else None)
+    """The ranges of users an engine evaluates one at a time (Prepared.user_ranges), counting the rows it reads."""
+    return prep.user_ranges(ROWS_PER_RANGE, reach(ks, conv))
 
 
 def end_to_end(parts: list[pl.DataFrame], n_k: int) -> pl.DataFrame:

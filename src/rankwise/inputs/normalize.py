@@ -155,26 +155,25 @@ class Prepared:
         return list(zip(bounds, bounds[1:]))
 
     def of_users(self, low, high) -> Prepared:
-        """The same inputs limited to the users from ``low`` (inclusive) to ``high`` (exclusive); None: unbounded."""
+        """The same inputs limited to a range of :meth:`user_ranges`: the users from ``low`` (inclusive) to ``high``
+        (exclusive; None: unbounded). Frames in memory: slices of their rows; Parquet files: a filter their scans
+        push down to the row groups."""
         if low is None and high is None:
             return self
-        if self.in_memory:  # frames in user order (as user_ranges found them): slices, no pass over the rows
+        if self.in_memory:  # no pass over the rows
             (r0, t0, u0), (r1, t1, u1) = self._rows_from(low), self._rows_from(high, end=True)
-            return replace(self, recs=self.recs.slice(r0, r1 - r0), truth=self.truth.slice(t0, t1 - t0), sources={},
-                           rec_users=None, truth_users=None,
-                           rec_counts=replace(self.rec_counts, rows=self.rec_counts.rows.slice(u0, u1 - u0)))
-        user = pl.col(USER)
-        where = pl.lit(True)
-        if low is not None:
-            where = where & (user >= pl.lit(low, dtype=self.user_dtype))
-        if high is not None:
-            where = where & (user < pl.lit(high, dtype=self.user_dtype))
-        def of(frame):
-            return None if frame is None else frame.filter(where)
-        return replace(self, recs=self.recs.filter(where), truth=self.truth.filter(where), sources={},
-                       rec_users=None, truth_users=None, rec_lists=of(self.rec_lists), truth_lists=of(self.truth_lists),
-                       rec_counts=None if self.rec_counts is None else replace(self.rec_counts,
-                                                                               rows=of(self.rec_counts.rows)))
+            recs, truth, counts = (self.recs.slice(r0, r1 - r0), self.truth.slice(t0, t1 - t0),
+                                   self.rec_counts.rows.slice(u0, u1 - u0))
+        else:
+            user = pl.col(USER)
+            where = pl.lit(True)
+            if low is not None:
+                where = where & (user >= pl.lit(low, dtype=self.user_dtype))
+            if high is not None:
+                where = where & (user < pl.lit(high, dtype=self.user_dtype))
+            recs, truth, counts = self.recs.filter(where), self.truth.filter(where), self.rec_counts.rows.filter(where)
+        return replace(self, recs=recs, truth=truth, sources={}, rec_users=None, truth_users=None,
+                       rec_counts=replace(self.rec_counts, rows=counts))
 
     @cached_property
     def _row_starts(self) -> tuple[pl.Series, pl.Series, int, pl.Series]:

@@ -104,9 +104,9 @@ def _per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float
         # every label will do (the join with `earning` below drops the rest): the truth's own lists if it has them
         labels_lists = (prep.truth_lists.lazy() if prep.truth_lists is not None
                         else earning.group_by(USER).agg(pl.col(ITEM)))
-        within_reach = _earning_rows(prep.rec_lists, labels_lists, max(ks) if conv.rr_cutoff else None)
+        within_reach = _earning_rows(prep.rec_lists, labels_lists, protocol.reach(ks, conv))
     else:
-        within_reach = recs.filter(pl.col(RANK) <= max(ks)) if conv.rr_cutoff else recs
+        within_reach = recs if protocol.reach(ks, conv) is None else recs.filter(pl.col(RANK) <= max(ks))
     # each user's rows within k are short runs (recommendation lists): the running sums' own scan (see Runs)
     runs = _runs(ks)
     earns = (pl.col(REL) >= 0) if zero_earns else (pl.col(REL) > 0)
