@@ -462,6 +462,47 @@ def test_users_evaluated_in_ranges_get_the_values_of_one_plan(tmp_path, monkeypa
         _same_bits(whole, ranged, exact=ranged_backend == "polars")
 
 
+@pytest.mark.parametrize("metrics", ["defaults", "all"])
+@pytest.mark.parametrize("ranged_backend", ["polars", "duckdb"])
+def test_list_form_and_mixed_inputs_in_ranges_get_the_values_of_one_plan(tmp_path, monkeypatch, metrics,
+                                                                        ranged_backend):
+    """List-form recommendations in user order (a DataFrame or a Parquet file: each range explodes its users' lists)
+    and inputs of two kinds (a Parquet file beside a frame in memory, lists beside long rows) are evaluated a range
+    of users at a time too, with the values of one plan over the same inputs. Polars' list-form positions path (the
+    defaults) stays one plan; every metric (the gain statistics) takes the long plan, in ranges."""
+    from rankwise.engines import protocol
+    from rankwise.engines.polars import positions
+
+    recs, truth = _ranged_data(string_ids=False)
+    rec_lists = recs.group_by("user", maintain_order=True).agg("item")
+    truth_lists = truth.group_by("user", maintain_order=True).agg("item", "relevance")
+    paths = {name: tmp_path / f"{name}.parquet" for name in ("recs", "truth", "rec_lists", "truth_lists")}
+    for name, frame in (("recs", recs), ("truth", truth), ("rec_lists", rec_lists), ("truth_lists", truth_lists)):
+        frame.write_parquet(paths[name])
+    # (trec_eval's recip_rank looks past k: the long plan; the default preset's metrics: the positions path)
+    conv = rankwise.PRESETS["default" if metrics == "defaults" else "trec_eval"].replace(metrics=None)
+    ranges, one = [], protocol.user_ranges
+    monkeypatch.setattr(protocol, "user_ranges", lambda *a: ranges.append(len(got := one(*a))) or got)
+    plans, positions_plan = [], positions.per_user
+    monkeypatch.setattr(positions, "per_user", lambda *a: plans.append(a) or positions_plan(*a))
+    default = protocol.ROWS_PER_RANGE
+    for inputs in ((rec_lists, truth_lists), (paths["rec_lists"], paths["truth_lists"]),
+                   (paths["rec_lists"], paths["truth"]), (rec_lists, truth), (paths["recs"], truth_lists),
+                   (paths["recs"], truth), (recs, paths["truth"])):
+        kw = {"convention": conv, **({"metrics": None} if metrics == "defaults" else {})}
+        monkeypatch.setattr(protocol, "ROWS_PER_RANGE", default)
+        ranges.clear()
+        whole = _evaluate(*inputs, ranged_backend, **kw)
+        monkeypatch.setattr(protocol, "ROWS_PER_RANGE", 97)
+        ranged = _evaluate(*inputs, ranged_backend, **kw)
+        _same_bits(whole, ranged, exact=ranged_backend == "polars")
+        # Polars' positions path (list-form recommendations, the defaults) is one plan: it asks for no ranges
+        one_plan = (ranged_backend == "polars" and metrics == "defaults"
+                    and any(inputs[0] is lists for lists in (rec_lists, paths["rec_lists"])))
+        assert ranges == [] if one_plan else (ranges[0] == 1 and ranges[1] >= 10), inputs
+    assert len(plans) == (8 if ranged_backend == "polars" and metrics == "defaults" else 0)
+
+
 def _same_bits(whole, ranged, exact: bool) -> None:
     """Per-user, summary and excluded frames equal: bit for bit, or (DuckDB) within 2e-15 relative."""
     # DuckDB's windowed sums (the ideal DCG's running sum) add a user's terms in an order that depends on where the
@@ -478,7 +519,7 @@ def test_user_ranges_cover_every_user_once_in_order(tmp_path):
     about rows_per_range recommended rows (a user's rows are never split; with ``reach``, only the rows within that
     rank count). Only Parquet files and frames in memory, in user order, are read a range at a time: a CSV file or a
     caller's LazyFrame (each read whole again per range) or a file in another order is one range; frames in memory in user order have the
-    same ranges, each a slice of their rows."""
+    same ranges, each a slice of their rows, and a Parquet file beside a frame is cut each its own way."""
     recs, truth = _ranged_data(string_ids=False)
     paths = [tmp_path / "recs.parquet", tmp_path / "truth.parquet"]
     recs.write_parquet(paths[0])
@@ -504,12 +545,18 @@ def test_user_ranges_cover_every_user_once_in_order(tmp_path):
         for name in ("recs", "truth"):
             plt.assert_frame_equal(getattr(sliced, name).collect(), getattr(filtered, name).collect())
         plt.assert_frame_equal(sliced.rec_counts.rows, filtered.rec_counts.rows)
+    for lo, hi in ranges:  # a Parquet file beside a frame in memory: each cut its own way, the same rows
+        mixed, filtered = _inputs.prepare(paths[0], truth, _inputs.Columns(), rankwise.PRESETS["default"]).of_users(
+            lo, hi), prep.of_users(lo, hi)
+        for name in ("recs", "truth"):
+            plt.assert_frame_equal(getattr(mixed, name).collect(), getattr(filtered, name).collect())
     recs.write_csv(tmp_path / "recs.csv")
     truth.write_csv(tmp_path / "truth.csv")
     shuffled = tmp_path / "shuffled.parquet"  # each user's rows together, users out of order
     recs.sort(pl.col("user") % 7, "user", "rank").write_parquet(shuffled)
     for other in ((tmp_path / "recs.csv", tmp_path / "truth.csv"), (pl.scan_parquet(paths[0]), paths[1]),
-                  (paths[0], truth), (shuffled, paths[1]), (recs.sort(pl.col("user") % 7, "user", "rank"), truth)):
+                  (paths[0], pl.scan_parquet(paths[1])), (shuffled, paths[1]),
+                  (recs.sort(pl.col("user") % 7, "user", "rank"), truth)):
         assert _inputs.prepare(*other, _inputs.Columns(), rankwise.PRESETS["default"]).user_ranges(100) \
             == [(None, None)]
 

@@ -106,11 +106,12 @@ def _session(memory_limit: int | None):
 def _inputs(con: duckdb.DuckDBPyConnection, prep: Prepared, low=None, high=None) -> None:
     """The inputs per_user.sql reads, as ``recommendations`` and ``ground_truth``: of the users from ``low``
     (inclusive) to ``high`` (exclusive; None: unbounded)."""
+    part = prep.of_users(low, high)
     for name in ("ground_truth", "recommendations"):
         if name == "recommendations" and prep.rec_lists is not None:
             # list form: DuckDB finds the rows that can earn on the lists (sql/list_rows.sql) instead
             # of reading every row (1M users x 100: 100M rows)
-            con.register("rec_lists", prep.rec_lists)
+            con.register("rec_lists", part.rec_lists)
             con.execute(f"CREATE OR REPLACE TEMP TABLE recommendations AS {_sql_files.read('list_rows')}")
         elif select(prep.sources.get(name)):
             # the validated Parquet file, read by DuckDB itself (same renames and casts as the Polars
@@ -120,7 +121,7 @@ def _inputs(con: duckdb.DuckDBPyConnection, prep: Prepared, low=None, high=None)
             where = f" WHERE {' AND '.join(bounds)}" if bounds else ""
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM ({select(prep.sources[name])}){where}")
         else:
-            con.register(name, getattr(prep.of_users(low, high), name))
+            con.register(name, getattr(part, name))
 
 
 def _literal(value) -> str:
