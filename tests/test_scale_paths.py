@@ -561,6 +561,23 @@ def test_user_ranges_cover_every_user_once_in_order(tmp_path):
             == [(None, None)]
 
 
+@pytest.mark.parametrize("preset", ["default", "trec_eval", "evidently"])
+def test_a_small_grid_in_one_pass_gets_the_values_of_column_by_column(monkeypatch, preset):
+    """Polars' per-(user, k) frame: up to ONE_PASS_ROWS rows every statistic and metric is added in one pass (the
+    tiny call's fixed cost), above one column at a time (memory): the same frame bit for bit, every metric."""
+    from rankwise.engines import polars as engine
+
+    recs, truth = _ranged_data(string_ids=False)
+    conv = rankwise.PRESETS[preset].replace(metrics=None)
+    one_pass = _evaluate(recs, truth, "polars", convention=conv)
+    monkeypatch.setattr(engine, "ONE_PASS_ROWS", 0)
+    calls, by_column = [], engine._column_by_column
+    monkeypatch.setattr(engine, "_column_by_column", lambda *a: calls.append(a[0]) or by_column(*a))
+    plt.assert_frame_equal(one_pass.per_user, _evaluate(recs, truth, "polars", convention=conv).per_user,
+                           check_exact=True)
+    assert calls
+
+
 @pytest.mark.parametrize("by_column", [False, True], ids=["all-columns", "by-column"])
 def test_the_summary_is_the_same_whatever_the_chunks(monkeypatch, by_column):
     """summary() of one per-user frame in one chunk, in 7,919-row chunks, as per-k pieces of several user ranges end

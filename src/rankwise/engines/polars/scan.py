@@ -80,8 +80,9 @@ def _scan(term: pl.Expr, pos: pl.Expr, how: str, dtype) -> pl.Expr:
         raise TypeError(f"rankwise internal: a running statistic of {dtype}")
 
     def apply(s: pl.Series) -> pl.Series:
-        values = s.struct.field("x").cast(dtype)
-        return _scan_arrays(s.struct.field("p").to_numpy(), values, how).alias(s.name)
+        fields = s.struct.unnest()  # (one step for both fields)
+        values = fields.get_column("x").cast(dtype)
+        return _scan_arrays(fields.get_column("p").to_numpy(), values, how).alias(s.name)
     return pl.struct(pos.alias("p"), term.alias("x")).map_batches(apply, return_dtype=dtype)
 
 
