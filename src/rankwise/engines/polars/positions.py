@@ -233,13 +233,22 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # 6M rows); one pass computes every cutoff's values side by side; then one block of rows per cutoff
     wanted = [m for m in METRICS if computed is None or m.name in computed]
     wide = frame.select(USER, "n_recs", "n_rel", *[e for k in ks for e in at(k)]).collect(engine=engine)
+    # users only in the labels come after the others, and lists may be out of user order: then each cutoff's rows are
+    # gathered in user order, and its columns dropped from the wide frame once gathered (a sort of the wide frame held
+    # it twice); in user order, each cutoff's columns as they are (no copy)
     users = wide.get_column(USER)
-    if users.dtype.is_nested() or not users.is_sorted():  # users only in the labels (after the others), or lists
-        wide = wide.sort(USER)                            # out of user order
-    # each cutoff's columns as they are (no copy: the wide frame's columns are the result's)
-    return pl.concat([wide.select(USER, pl.lit(k, dtype=pl.Int64).alias("k"), "n_recs", "n_rel",
-                                  *[pl.col(f"{m.name}@{k}").alias(m.name) for m in wanted]) for k in ks],
-                     rechunk=False).lazy()
+    if users.dtype.is_nested():  # (struct and list ids: sorted as before)
+        wide = wide.sort(USER)
+    order = None if users.dtype.is_nested() or users.is_sorted() else users.arg_sort()
+    parts = []
+    for k in ks:
+        columns = [f"{m.name}@{k}" for m in wanted]
+        part = wide.select(USER, pl.lit(k, dtype=pl.Int64).alias("k"), "n_recs", "n_rel",
+                           *[pl.col(c).alias(m.name) for c, m in zip(columns, wanted)])
+        if order is not None:
+            part, wide = part.select(pl.all().gather(order)), wide.drop(columns)
+        parts.append(part)
+    return pl.concat(parts, rechunk=False).lazy()
 
 
 def _within(labels: pl.Expr, items: pl.Expr) -> pl.Expr:
