@@ -9,6 +9,7 @@ import functools
 import io
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -365,6 +366,38 @@ def test_a_legacy_or_foreign_path_under_a_delta_target(result, tmp_path):
     with pytest.raises(rankwise.WriteError, match="not a Delta table"):
         result.write(f"delta:{tmp_path}/d")
     assert not (tmp_path / "d" / "per_user").exists()
+
+
+def test_a_delta_table_another_writer_is_creating_is_waited_for(result, tmp_path, monkeypatch):
+    """Another writer creating a Delta table has written its data files but not yet the log's first commit: the
+    folder holds only .parquet files. The write waits for the log, then appends (two processes appending at once
+    failed here with 'exists and is not a Delta table' when one saw the other's table half made); a folder whose
+    log never comes is still refused, after the wait."""
+    import threading
+
+    import deltalake
+
+    result.write(f"delta:{tmp_path}/made")  # a finished table to copy the log from
+    runs = tmp_path / "d" / "runs"
+    runs.mkdir(parents=True)
+    data = next((tmp_path / "made" / "runs").glob("*.parquet"))
+    (runs / data.name).write_bytes(data.read_bytes())  # the creator's data file, no log yet
+
+    def creator_commits():
+        time.sleep(0.3)
+        shutil.copytree(tmp_path / "made" / "runs" / "_delta_log", runs / "_delta_log")
+
+    commit = threading.Thread(target=creator_commits)
+    commit.start()
+    result.write(f"delta:{tmp_path}/d")
+    commit.join()
+    assert deltalake.DeltaTable(str(runs)).to_pyarrow_table().num_rows == 2  # the creator's run and this one
+    half_made = tmp_path / "e" / "runs"
+    half_made.mkdir(parents=True)
+    (half_made / data.name).write_bytes(data.read_bytes())
+    monkeypatch.setattr(_write, "LOCK_RETRIES", 2)
+    with pytest.raises(rankwise.WriteError, match="not a Delta table"):
+        result.write(f"delta:{tmp_path}/e")
 
 
 def test_delta_replace_starts_over_a_table_with_other_columns(result, tmp_path):

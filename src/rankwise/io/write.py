@@ -517,6 +517,8 @@ def _delta(root: Path, tables: dict, mode: str) -> dict:
     try:
         for name in names:  # every check before any write
             location = root / name
+            if _delta_being_created(location):
+                _wait_for_delta_log(location)  # another writer is creating it: then append to it
             if (location / "_delta_log").is_dir():
                 fields = [(f.name, getattr(f.type, "type", str(f.type)))
                           for f in deltalake.DeltaTable(str(location)).schema().fields]
@@ -555,6 +557,25 @@ def _delta(root: Path, tables: dict, mode: str) -> dict:
         raise WriteError(f"deltalake failed writing under {str(root)!r}: {str(error).splitlines()[0]}",
                          hint="Write to a plain local path (letters, digits, '-', '_', '/').") from None
     return out
+
+
+def _delta_being_created(location: Path) -> bool:
+    """A folder holding only Delta data files and no log yet: another writer creating the table (deltalake writes
+    the data files first, then the log's first commit)."""
+    log = location / "_delta_log"
+    if not location.is_dir() or (log.is_dir() and any(log.glob("*.json"))):
+        return False
+    entries = [e for e in location.iterdir() if not e.name.startswith(".")]
+    return bool(entries) and all(e == log and e.is_dir() or e.is_file() and e.name.endswith(".parquet") for e in entries)
+
+
+def _wait_for_delta_log(location: Path) -> None:
+    """Wait (backoff, as for a DuckDB file another process holds) for the log of a table another writer is creating;
+    the caller's checks then see a Delta table, or, if none appears, what the folder is."""
+    for attempt in range(LOCK_RETRIES):
+        if (location / "_delta_log").is_dir() and any((location / "_delta_log").glob("*.json")):
+            return
+        time.sleep(LOCK_WAIT * 2 ** attempt)
 
 
 def _check_delta_path(location: str) -> None:
