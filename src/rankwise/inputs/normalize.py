@@ -171,8 +171,7 @@ class Prepared:
             lists = changes["rec_lists"] = self.rec_lists.slice(u0, u1 - u0)
             changes["recs"] = _exploded(lists).cast(dict(self.recs.collect_schema()))
         elif self.cuts[0] == "slice":  # the rows from the first user's, as many as the users' counts
-            starts = self._rec_starts
-            r0, r1 = (int(starts[u]) if u < starts.len() else self._rec_starts_end for u in (u0, u1))
+            r0, r1 = int(self._rec_starts[u0]), int(self._rec_starts[u1])
             changes["recs"] = self.recs.slice(r0, r1 - r0)
         else:
             changes["recs"] = self.recs.filter(self._between(low, high))
@@ -205,13 +204,9 @@ class Prepared:
 
     @cached_property
     def _rec_starts(self) -> pl.Series:
-        """Recommendations in memory in user order: the row each counted user's rows start at."""
-        n_recs = self.rec_counts.rows.get_column("n_recs")
-        return n_recs.cum_sum() - n_recs
-
-    @property
-    def _rec_starts_end(self) -> int:
-        return int(self.rec_counts.rows.get_column("n_recs").sum())
+        """Recommendations in memory in user order: the row each counted user's rows start at, then the row count."""
+        return pl.concat([pl.Series([0], dtype=pl.Int64),
+                          self.rec_counts.rows.get_column("n_recs").cast(pl.Int64).cum_sum()])
 
     @cached_property
     def _truth_user_column(self) -> pl.Series:

@@ -563,7 +563,7 @@ def _delta_being_created(location: Path) -> bool:
     """A folder holding only Delta data files and no log yet: another writer creating the table (deltalake writes
     the data files first, then the log's first commit)."""
     log = location / "_delta_log"
-    if not location.is_dir() or (log.is_dir() and any(log.glob("*.json"))):
+    if not location.is_dir() or _has_commit(location):
         return False
     entries = [e for e in location.iterdir() if not e.name.startswith(".")]
     return bool(entries) and all(e == log and e.is_dir() or e.is_file() and e.name.endswith(".parquet") for e in entries)
@@ -573,9 +573,14 @@ def _wait_for_delta_log(location: Path) -> None:
     """Wait (backoff, as for a DuckDB file another process holds) for the log of a table another writer is creating;
     the caller's checks then see a Delta table, or, if none appears, what the folder is."""
     for attempt in range(LOCK_RETRIES):
-        if (location / "_delta_log").is_dir() and any((location / "_delta_log").glob("*.json")):
+        if _has_commit(location):
             return
         time.sleep(LOCK_WAIT * 2 ** attempt)
+
+
+def _has_commit(location: Path) -> bool:
+    """The Delta table at ``location`` has a commit in its log."""
+    return any((location / "_delta_log").glob("*.json"))
 
 
 def _check_delta_path(location: str) -> None:

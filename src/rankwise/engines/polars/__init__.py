@@ -103,13 +103,14 @@ def _per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float
         ideal.group_by(USER).agg(pl.col("is_bound").sum().cast(pl.Float64).alias("n_bounds")),
         on=USER, how="left", nulls_equal=True)
     # a recommendation below the largest k earns nothing, unless a metric looks past k (sql: reach)
+    reach = protocol.reach(ks, conv)
     if prep.rec_lists is not None:
         # every label will do (the join with `earning` below drops the rest): the truth's own lists if it has them
         labels_lists = (prep.truth_lists.lazy() if prep.truth_lists is not None
                         else earning.group_by(USER).agg(pl.col(ITEM)))
-        within_reach = _earning_rows(prep.rec_lists, labels_lists, protocol.reach(ks, conv))
+        within_reach = _earning_rows(prep.rec_lists, labels_lists, reach)
     else:
-        within_reach = recs if protocol.reach(ks, conv) is None else recs.filter(pl.col(RANK) <= max(ks))
+        within_reach = recs if reach is None else recs.filter(pl.col(RANK) <= reach)
     # each user's rows within k are short runs (recommendation lists): the running sums' own scan (see Runs)
     runs = _runs(ks)
     earns = (pl.col(REL) >= 0) if zero_earns else (pl.col(REL) > 0)
