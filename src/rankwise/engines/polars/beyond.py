@@ -35,10 +35,23 @@ def _buckets(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
         ix.cast(pl.Int32).alias("ix"))
 
 
-def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, aggs: list) -> pl.LazyFrame:
-    """Per (keys, k): ``aggs`` over the buckets up to k (``per_bucket`` holds keys, ix and the sums)."""
+def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict) -> pl.LazyFrame:
+    """Per (keys, ix): ``aggs`` ({name: expression}) over the rows of :func:`_buckets` in bucket ix, a group-by
+    on ``keys`` alone per bucket (with the bucket as a second key, the group-by of 10M rows took twice as long).
+    For integer aggregates: the plan of each bucket may round a float term otherwise in the last bit."""
+    return pl.concat([rows.filter(pl.col("ix") == j).group_by(*keys).agg(term.alias(name) for name, term in aggs.items())
+                      .with_columns(pl.lit(j, pl.Int32).alias("ix")) for j in range(len(ks))])
+
+
+def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, sums: dict) -> pl.LazyFrame:
+    """Per (keys, k): ``sums`` ({name: column of ``per_bucket``}) added up over the buckets up to k
+    (``per_bucket`` holds keys, ix and the columns)."""
+    if len(ks) == 1:  # one bucket: its sums are the cutoff's
+        return per_bucket.select(*keys, pl.lit(ks[0], pl.Int64).alias("k"),
+                                 *(pl.col(column).alias(name) for name, column in sums.items()))
     cut = pl.LazyFrame({"k": sorted(ks), "kx": range(len(ks))}, schema={"k": pl.Int64, "kx": pl.Int32})
-    return per_bucket.join(cut, how="cross").filter(pl.col("ix") <= pl.col("kx")).group_by(*keys, "k").agg(aggs)
+    return per_bucket.join(cut, how="cross").filter(pl.col("ix") <= pl.col("kx")).group_by(*keys, "k").agg(
+        pl.col(column).sum().alias(name) for name, column in sums.items())
 
 
 def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
@@ -178,8 +191,10 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     if "tail_sum" in stats:
         cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
         sums["tail_sum"] = pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).sum()
+    # (one group-by with the bucket as a key: a plan of one group-by per bucket computes the float terms with
+    # other rounding, in the last bit, than the plan of another request)
     per_bucket = rows.group_by(USER, "ix").agg(term.alias(name) for name, term in sums.items())
-    per = _cumulative(per_bucket, [USER], ks, [pl.col(c).sum() for c in sums])
+    per = _cumulative(per_bucket, [USER], ks, {c: c for c in sums})
     out = users.join(per, on=[USER, "k"], how="left").with_columns(
         pl.col(c).fill_null(0) for c in sums if c.startswith("n_")).with_columns(
         pl.col(c).cast(pl.Float64).fill_null(0.0) for c in sums if c.endswith("_sum"))
@@ -275,8 +290,8 @@ def _ild_sums(top: pl.LazyFrame, item_ix: pl.DataFrame, unit, schema: dict) -> p
 
 def exposure(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
     """(k, item_id, exposure): c(i), the users whose top k holds i (counted per rank bucket)."""
-    per_bucket = _buckets(recs.lazy(), ks).group_by("ix", ITEM).agg(pl.len().cast(pl.Int64).alias("n"))
-    return _cumulative(per_bucket, [ITEM], ks, [pl.col("n").sum().alias("exposure")]).select("k", ITEM, "exposure")
+    per_bucket = _per_bucket(_buckets(recs.lazy(), ks), [ITEM], ks, {"n": pl.len().cast(pl.Int64)})
+    return _cumulative(per_bucket, [ITEM], ks, {"exposure": "n"}).select("k", ITEM, "exposure")
 
 
 def polars_catalog(recs: pl.LazyFrame, side: SideInputs, ks, conv: Convention,
