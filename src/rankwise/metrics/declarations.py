@@ -14,6 +14,7 @@ import numbers
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 import polars as pl
 
@@ -68,12 +69,24 @@ class Metric:
 
     def build(self, conv, beta: float = 1.0, col=pl.col) -> pl.Expr:
         """The Polars expression of :attr:`sql` under ``conv`` (and F-beta's ``beta``), reading each
-        statistic as ``col(name)``: a column of the plan by default, any expression for rankwise.expr."""
+        statistic as ``col(name)``: a column of the plan by default (built once per metric, convention and beta),
+        any expression for rankwise.expr."""
+        if col is pl.col:
+            return _built(self, conv, float(beta))
+        return self._translated(conv, beta, col)
+
+    def _translated(self, conv, beta: float, col) -> pl.Expr:
         from rankwise.metrics import formulas as _formulas
 
         params = {**conv.sql_parameters(), "beta": float(beta)}
         return _formulas.to_polars(self.sql, params, col, names={**_USER_FORMULAS, **_formulas.BEYOND_TERMS,
                                                                  **_formulas.BEYOND_CATALOG_TERMS})
+
+
+@lru_cache(maxsize=4096)
+def _built(metric: Metric, conv, beta: float) -> pl.Expr:
+    """Metric.build over the plan's columns (an expression is immutable: every evaluate of a convention reuses it)."""
+    return metric._translated(conv, beta, pl.col)
 
 
 from rankwise.metrics.formulas import GEOMETRIC_FLOOR  # noqa: E402,F401  (trec_eval's MIN_GEO_MEAN)
@@ -462,11 +475,12 @@ OPTIONAL_STATISTICS = {
 }
 
 
-def readers(statistics) -> set[str]:
-    """The metrics whose declaration reads one of ``statistics``."""
+@cache
+def readers(statistics: frozenset) -> frozenset[str]:
+    """The metrics whose declaration reads one of ``statistics`` (worked out once per set: every evaluate asks)."""
     from rankwise.metrics.formulas import reads
 
-    return {m.name for m in REGISTRY if m.sql is not None and set(statistics) & reads(m.sql)}
+    return frozenset(m.name for m in REGISTRY if m.sql is not None and statistics & reads(m.sql))
 
 
 def stage_switches(computed=None) -> dict[str, int]:
