@@ -35,12 +35,16 @@ def _buckets(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
         ix.cast(pl.Int32).alias("ix"))
 
 
-def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict) -> pl.LazyFrame:
+def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict, with_terms=lambda bucket: bucket) -> pl.LazyFrame:
     """Per (keys, ix): ``aggs`` ({name: expression}) over the rows of :func:`_buckets` in bucket ix, a group-by
     on ``keys`` alone per bucket (with the bucket as a second key, the group-by of 10M rows took twice as long).
-    For integer aggregates: the plan of each bucket may round a float term otherwise in the last bit."""
-    return pl.concat([rows.filter(pl.col("ix") == j).group_by(*keys).agg(term.alias(name) for name, term in aggs.items())
-                      .with_columns(pl.lit(j, pl.Int32).alias("ix")) for j in range(len(ks))])
+    ``with_terms``: each bucket's rows joined with what its aggregates read (joined per bucket: the joined rows of
+    every bucket, a plan's common part, were held at once). For sums of values computed before the plan (counts,
+    exact decimals, whole numbers): a float term computed in the plan of each bucket may round otherwise in the last
+    bit than in one plan."""
+    return pl.concat([with_terms(rows.filter(pl.col("ix") == j)).group_by(*keys).agg(
+        term.alias(name) for name, term in aggs.items()).with_columns(pl.lit(j, pl.Int32).alias("ix"))
+        for j in range(len(ks))])
 
 
 def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, sums: dict) -> pl.LazyFrame:
@@ -162,21 +166,12 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     if drop_cold and not row_cols:
         row_cols = ["pop_rows"]  # whether the item is in train
     pop = _popularity(side, sorted(set(row_cols) | ({scol} if "seren_sum" in stats else set())), ids[1])
-    rows, sums, counted = _buckets(recs, ks), {"n_items": pl.len().cast(pl.Int64)}, pl.lit(True)
-    if row_cols:
-        values = pop.select(ITEM, *row_cols)
-        if "tail_sum" in stats:
-            values = values.join(_tail_items(pop, conv), on=ITEM, how="left")
-        rows = rows.join(values, on=ITEM, how="left")  # train items; a cold item has null columns
-        cold = pl.col(row_cols[0]).is_null()
-        if conv.cold_items == "drop":
-            counted = ~cold
-    if "n_counted" in stats:
-        sums["n_counted"] = counted.cast(pl.Int64).sum() if drop_cold else pl.len().cast(pl.Int64)
     total = 0.0
     if "info_sum" in stats or "total" in stats:
         total = float(side.train_users if conv.popularity == "users" else
                       0 if side.train is None else side.train.height)
+    # each train item's terms (a null popularity column: a cold item), computed once on the item table
+    terms = {}
     if "info_sum" in stats:
         log_den = math.log(total) if conv.novelty_normalize == "log_users" else math.log(conv.info_log_base)
         if conv.novelty_normalize == "log_users" and total <= 1:  # log U_T = 0
@@ -184,16 +179,38 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
         info = -((pl.max_horizontal(pl.col(pcol).fill_null(0), pl.lit(1)).cast(pl.Float64) / (total or 1.0)).log()) \
             / log_den
         if conv.cold_items == "zero_novelty":
-            info = pl.when(cold).then(0.0).otherwise(info)
-        sums["info_sum"] = pl.when(counted).then(info).cast(EXACT).sum()
+            info = pl.when(pl.col(pcol).is_null()).then(0.0).otherwise(info)
+        terms["info_sum"] = info.cast(EXACT)
     if "apop_sum" in stats:
-        sums["apop_sum"] = pl.when(counted).then(pl.col(acol).fill_null(0).cast(pl.Float64)).sum()
+        terms["apop_sum"] = pl.col(acol).fill_null(0).cast(pl.Float64)
     if "tail_sum" in stats:
         cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
-        sums["tail_sum"] = pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64).sum()
-    # (one group-by with the bucket as a key: a plan of one group-by per bucket computes the float terms with
-    # other rounding, in the last bit, than the plan of another request)
-    per_bucket = rows.group_by(USER, "ix").agg(term.alias(name) for name, term in sums.items())
+        terms["tail_sum"] = pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64)
+    sums = {"n_items": pl.len().cast(pl.Int64)}
+
+    def with_terms(rows: pl.LazyFrame) -> pl.LazyFrame:
+        return rows
+
+    if row_cols:
+        values = pop.select(ITEM, *row_cols)
+        if "tail_sum" in stats:
+            values = values.join(_tail_items(pop, conv), on=ITEM, how="left")
+        # collected, so that the list rows only add up values: a float term computed inside the large plan may round
+        # otherwise in the last bit from one plan to another (a request's, or a bucket's)
+        values = values.collect()
+        per_item = values.select(ITEM, pl.lit(True).alias("_train"), *(t.alias(n) for n, t in terms.items()))
+        cold = values.clear(1).select(*(t.alias(n) for n, t in terms.items()))  # an item without train rows
+        # a cold item's row: counted with its terms unless cold_items='drop' (then it adds nothing but n_items); its
+        # long-tail term counts either way (as sql/beyond_user.sql)
+        filled = [n for n in terms if n == "tail_sum" or conv.cold_items != "drop"]
+
+        def with_terms(rows: pl.LazyFrame) -> pl.LazyFrame:
+            return rows.join(per_item.lazy(), on=ITEM, how="left").with_columns(
+                pl.col(n).fill_null(pl.lit(cold[n][0], per_item.schema[n])) for n in filled)
+    if "n_counted" in stats:
+        sums["n_counted"] = pl.col("_train").is_not_null().cast(pl.Int64).sum() if drop_cold else pl.len().cast(pl.Int64)
+    sums |= {n: pl.col(n).sum() for n in terms}
+    per_bucket = _per_bucket(_buckets(recs, ks), [USER], ks, sums, with_terms)
     per = _cumulative(per_bucket, [USER], ks, {c: c for c in sums})
     out = users.join(per, on=[USER, "k"], how="left").with_columns(
         pl.col(c).fill_null(0) for c in sums if c.startswith("n_")).with_columns(
