@@ -35,16 +35,19 @@ def _buckets(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
         ix.cast(pl.Int32).alias("ix"))
 
 
-def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict, with_terms=lambda bucket: bucket) -> pl.LazyFrame:
-    """Per (keys, ix): ``aggs`` ({name: expression}) over the rows of :func:`_buckets` in bucket ix, a group-by
-    on ``keys`` alone per bucket (with the bucket as a second key, the group-by of 10M rows took twice as long).
-    ``with_terms``: each bucket's rows joined with what its aggregates read (joined per bucket: the joined rows of
-    every bucket, a plan's common part, were held at once). For sums of values computed before the plan (counts,
-    exact decimals, whole numbers): a float term computed in the plan of each bucket may round otherwise in the last
-    bit than in one plan."""
-    return pl.concat([with_terms(rows.filter(pl.col("ix") == j)).group_by(*keys).agg(
-        term.alias(name) for name, term in aggs.items()).with_columns(pl.lit(j, pl.Int32).alias("ix"))
-        for j in range(len(ks))])
+def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict, items: pl.DataFrame | None = None,
+                fill=()) -> pl.LazyFrame:
+    """Per (keys, ix): ``aggs`` ({name: expression}) over the rows of :func:`_buckets` in bucket ix, grouped on
+    ``keys`` alone, bucket by bucket (with the bucket as a second key the group-by of 10M rows took twice as long).
+    ``items``: per-item values each bucket's rows are joined with (on the item, then ``fill``), one bucket at a time
+    (joined before the split, Polars held every bucket's joined rows at once). The aggregates add up values computed
+    before the plan: a float term computed inside each bucket's plan may round otherwise in the last bit."""
+    def bucket(j: int) -> pl.LazyFrame:
+        part = rows.filter(pl.col("ix") == j)
+        return part if items is None else part.join(items.lazy(), on=ITEM, how="left").with_columns(fill)
+
+    return pl.concat([bucket(j).group_by(*keys).agg(term.alias(name) for name, term in aggs.items())
+                      .with_columns(pl.lit(j, pl.Int32).alias("ix")) for j in range(len(ks))])
 
 
 def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, sums: dict) -> pl.LazyFrame:
@@ -186,31 +189,24 @@ def _list_values(users: pl.LazyFrame, recs: pl.LazyFrame, side: SideInputs, ks, 
     if "tail_sum" in stats:
         cold_tail = conv.long_tail == "head_share"  # a cold item is outside the short head
         terms["tail_sum"] = pl.col("is_tail").fill_null(cold_tail).cast(pl.Float64)
-    sums = {"n_items": pl.len().cast(pl.Int64)}
-
-    def with_terms(rows: pl.LazyFrame) -> pl.LazyFrame:
-        return rows
-
+    sums, per_item, fill = {"n_items": pl.len().cast(pl.Int64)}, None, []
     if row_cols:
         values = pop.select(ITEM, *row_cols)
         if "tail_sum" in stats:
             values = values.join(_tail_items(pop, conv), on=ITEM, how="left")
-        # collected, so that the list rows only add up values: a float term computed inside the large plan may round
-        # otherwise in the last bit from one plan to another (a request's, or a bucket's)
+        # collected, so that the list rows only add up values (a float term computed inside the large plan may round
+        # otherwise in the last bit from one plan to another: a request's, a bucket's)
         values = values.collect()
         per_item = values.select(ITEM, pl.lit(True).alias("_train"), *(t.alias(n) for n, t in terms.items()))
         cold = values.clear(1).select(*(t.alias(n) for n, t in terms.items()))  # an item without train rows
-        # a cold item's row: counted with its terms unless cold_items='drop' (then it adds nothing but n_items); its
+        # a cold item's row counts with its terms unless cold_items='drop' (then it adds nothing but n_items); its
         # long-tail term counts either way (as sql/beyond_user.sql)
-        filled = [n for n in terms if n == "tail_sum" or conv.cold_items != "drop"]
-
-        def with_terms(rows: pl.LazyFrame) -> pl.LazyFrame:
-            return rows.join(per_item.lazy(), on=ITEM, how="left").with_columns(
-                pl.col(n).fill_null(pl.lit(cold[n][0], per_item.schema[n])) for n in filled)
+        fill = [pl.col(n).fill_null(pl.lit(cold[n][0], per_item.schema[n])) for n in terms
+                if n == "tail_sum" or conv.cold_items != "drop"]
     if "n_counted" in stats:
         sums["n_counted"] = pl.col("_train").is_not_null().cast(pl.Int64).sum() if drop_cold else pl.len().cast(pl.Int64)
     sums |= {n: pl.col(n).sum() for n in terms}
-    per_bucket = _per_bucket(_buckets(recs, ks), [USER], ks, sums, with_terms)
+    per_bucket = _per_bucket(_buckets(recs, ks), [USER], ks, sums, per_item, fill)
     per = _cumulative(per_bucket, [USER], ks, {c: c for c in sums})
     out = users.join(per, on=[USER, "k"], how="left").with_columns(
         pl.col(c).fill_null(0) for c in sums if c.startswith("n_")).with_columns(
