@@ -107,6 +107,11 @@ LOCK_RETRIES = 8  # DuckDB: 0.025 + 0.05 + ... + 3.2 s (6.4 s) of waiting for an
 LOCK_WAIT = 0.025
 
 
+def _pause(attempt: int) -> None:
+    """The backoff before attempt ``attempt + 1`` of waiting for another writer: LOCK_WAIT doubled each time."""
+    time.sleep(LOCK_WAIT * 2 ** attempt)
+
+
 def fingerprint(prepared) -> str | None:
     """SHA-256 of the canonical input tables (their column types, then their rows as CSV text), rows
     sorted so that the order of the input does not matter: by the values themselves (v3; v2 sorted
@@ -575,7 +580,7 @@ def _wait_for_delta_log(location: Path) -> None:
     for attempt in range(LOCK_RETRIES):
         if _has_commit(location):
             return
-        time.sleep(LOCK_WAIT * 2 ** attempt)
+        _pause(attempt)
 
 
 def _has_commit(location: Path) -> bool:
@@ -678,7 +683,7 @@ def _open_duckdb(duckdb, path: Path):
                     f"{str(path)!r} is held by another process (waited {LOCK_WAIT * (2 ** LOCK_RETRIES - 1):.1f} s).",
                     hint="DuckDB allows one writing process per file: close the other connection, or "
                          "write each process to its own file and combine them later.") from error
-            time.sleep(LOCK_WAIT * 2 ** attempt)
+            _pause(attempt)
         except duckdb.Error as error:
             raise WriteError(f"cannot open {str(path)!r} as a DuckDB database: {str(error).splitlines()[0]}",
                              hint="Is it a DuckDB file? Write to a new .duckdb path.") from error

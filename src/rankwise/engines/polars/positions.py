@@ -238,8 +238,9 @@ def per_user(prep: Prepared, ks: tuple[int, ...], conv: Convention, beta: float,
     # it twice); in user order, each cutoff's columns as they are (no copy)
     users = wide.get_column(USER)
     if users.dtype.is_nested():  # (struct and list ids: sorted as before)
-        wide = wide.sort(USER)
-    order = None if users.dtype.is_nested() or users.is_sorted() else users.arg_sort()
+        wide, order = wide.sort(USER), None
+    else:
+        order = None if users.is_sorted() else users.arg_sort()
     parts = []
     for k in ks:
         columns = [f"{m.name}@{k}" for m in wanted]
