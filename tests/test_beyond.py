@@ -148,6 +148,48 @@ def test_engines_equal_the_oracle(seed):
             assert got_items == want_items, label
 
 
+@pytest.mark.parametrize(("ids", "path"), [
+    ([3, 5, 9, 5, 12, 40], "looked_up"),  # 40: a recommended item the table lacks, above its largest id
+    ([-7, 0, 2, -7, 11, -20], "looked_up"),  # below zero, and below the table's smallest id
+    ([0, 10**9, 5, 10**9, 7, 3 * 10**9], "joined"),  # a range far wider than the items: joined
+    (["a", "c", "b", "c", "zz", "q"], "joined"),  # text ids
+])
+def test_per_item_values_looked_up_or_joined_equal_a_left_join(ids, path):
+    """_item_values gives the list rows the per-item columns by position in a table of the id range, or by a join:
+    either way what a left join on the item gives (null for an item the table lacks)."""
+    kind = pl.String if isinstance(ids[0], str) else pl.Int64
+    rows = pl.DataFrame({"user_id": [1, 1, 2, 2, 3, 3], "item_id": pl.Series(ids, dtype=kind)})
+    known = list(dict.fromkeys(ids))[:4]  # the table holds the first four distinct items
+    items = pl.DataFrame({"item_id": pl.Series(known, dtype=kind), "_train": [True] * len(known),
+                          "apop_sum": [float(n * 10) for n in range(len(known))],
+                          "info_sum": pl.Series([f"{n}.25" for n in range(len(known))]).cast(PB.EXACT)})
+    attach = PB._item_values(rows.lazy(), items)
+    assert attach.__name__ == path
+    got = attach(rows.lazy()).collect()
+    by_item = {r["item_id"]: r for r in items.iter_rows(named=True)}
+    for row in got.iter_rows(named=True):
+        want = by_item.get(row["item_id"], {"_train": None, "apop_sum": None, "info_sum": None})
+        assert (row["_train"], row["apop_sum"], row["info_sum"]) == (want["_train"], want["apop_sum"], want["info_sum"])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 4])
+def test_list_sums_do_not_depend_on_how_integer_item_ids_are_spread(seed):
+    """The same dataset with its item ids shifted below zero (looked up by position) and spread over 10^9 (joined):
+    the same per-user values bit for bit."""
+    recs, scores, truth, train, items, features, ks = _dataset(seed)
+    assert isinstance(next(iter(train))[1], int)
+    frames = {}
+    for label, f in {"as_is": lambda i: i, "shifted": lambda i: i - 50, "spread": lambda i: i * 10**8}.items():
+        r = {u: [f(i) for i in lst] for u, lst in recs.items()}
+        t = {u: {f(i): v for i, v in lab.items()} for u, lab in truth.items()}
+        tr = [(u, f(i)) for u, i in train]
+        it = None if items is None else [f(i) for i in items]
+        feats = {f(i): v for i, v in features.items()}
+        recs_df, truth_df, side = _frames(r, scores, t, tr, it, feats, False)
+        frames[label] = PB.polars_user(recs_df.lazy(), side, ks, Convention(), truth=truth_df).collect().drop("user_id")
+    assert frames["shifted"].equals(frames["as_is"]) and frames["spread"].equals(frames["as_is"])
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_each_list_metric_alone_computes_only_its_sums_and_equals_the_oracle(seed):
     """The Polars plan asked for one list metric computes only the sums and popularity columns its declared

@@ -42,12 +42,45 @@ def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict, items: pl.DataFr
     ``items``: per-item values each bucket's rows are joined with (on the item, then ``fill``), one bucket at a time
     (joined before the split, Polars held every bucket's joined rows at once). The aggregates add up values computed
     before the plan: a float term computed inside each bucket's plan may round otherwise in the last bit."""
+    attach = None if items is None else _item_values(rows, items)
+
     def bucket(j: int) -> pl.LazyFrame:
         part = rows.filter(pl.col("ix") == j)
-        return part if items is None else part.join(items.lazy(), on=ITEM, how="left").with_columns(fill)
+        return part if attach is None else attach(part).with_columns(fill)
 
     return pl.concat([bucket(j).group_by(*keys).agg(term.alias(name) for name, term in aggs.items())
                       .with_columns(pl.lit(j, pl.Int32).alias("ix")) for j in range(len(ks))])
+
+
+DENSE_SLOTS = 1 << 20  # an integer id range this wide (or up to 4x the items) is looked up by position
+
+
+def _item_values(rows: pl.LazyFrame, items: pl.DataFrame):
+    """A function that gives a frame of ``rows`` the columns of ``items`` (one row per item; null for an item not in
+    it), as a left join on the item would. Integer ids within a compact range (the rows' and the items' together: up
+    to DENSE_SLOTS or 4x the items) are looked up by position in a table of the range instead of joined (1M lists
+    of 100, the per-user sums at k = 10 and 100: 3.2-3.5 -> 2.1-2.2 s)."""
+    columns = [c for c in items.columns if c != ITEM]
+
+    def joined(part: pl.LazyFrame) -> pl.LazyFrame:
+        return part.join(items.lazy(), on=ITEM, how="left")
+
+    if not (items.schema[ITEM].is_integer() and rows.collect_schema()[ITEM].is_integer()):
+        return joined
+    ends = pl.concat([rows.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi")).collect(),
+                      items.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi"))], how="vertical_relaxed")
+    lo, hi = ends["lo"].min(), ends["hi"].max()
+    if lo is None or hi >= 2**63 or hi - lo + 1 > max(DENSE_SLOTS, 4 * items.height):
+        return joined
+    slots = pl.DataFrame({"_slot": pl.int_range(hi - lo + 1, eager=True, dtype=pl.Int64)})
+    table = slots.join(items.select((pl.col(ITEM).cast(pl.Int64) - lo).alias("_slot"), *columns), on="_slot",
+                       how="left", maintain_order="left")
+    position = pl.col(ITEM).cast(pl.Int64) - lo
+
+    def looked_up(part: pl.LazyFrame) -> pl.LazyFrame:
+        return part.with_columns(pl.lit(table[c]).gather(position).alias(c) for c in columns)
+
+    return looked_up
 
 
 def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, sums: dict) -> pl.LazyFrame:
