@@ -36,20 +36,19 @@ def _buckets(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
 
 
 def _per_bucket(rows: pl.LazyFrame, keys: list, ks, aggs: dict, items: pl.DataFrame | None = None,
-                fill=()) -> pl.LazyFrame:
-    """Per (keys, ix): ``aggs`` ({name: expression}) over the rows of :func:`_buckets` in bucket ix, grouped on
-    ``keys`` alone, bucket by bucket (with the bucket as a second key the group-by of 10M rows took twice as long).
-    ``items``: per-item values each bucket's rows are joined with (on the item, then ``fill``), one bucket at a time
-    (joined before the split, Polars held every bucket's joined rows at once). The aggregates add up values computed
-    before the plan: a float term computed inside each bucket's plan may round otherwise in the last bit."""
+                fill=()) -> list[pl.LazyFrame]:
+    """One frame per rank bucket of :func:`_buckets` (in bucket order): ``aggs`` ({name: expression}) over its rows,
+    grouped on ``keys`` alone (with the bucket as a second key the group-by of 10M rows took twice as long).
+    ``items``: per-item values each bucket's rows are given (:func:`_item_values`, then ``fill``), one bucket at a
+    time (joined before the split, Polars held every bucket's joined rows at once). The aggregates add up values
+    computed before the plan: a float term computed inside each bucket's plan may round otherwise in the last bit."""
     attach = None if items is None else _item_values(rows, items)
 
     def bucket(j: int) -> pl.LazyFrame:
         part = rows.filter(pl.col("ix") == j)
         return part if attach is None else attach(part).with_columns(fill)
 
-    return pl.concat([bucket(j).group_by(*keys).agg(term.alias(name) for name, term in aggs.items())
-                      .with_columns(pl.lit(j, pl.Int32).alias("ix")) for j in range(len(ks))])
+    return [bucket(j).group_by(*keys).agg(term.alias(name) for name, term in aggs.items()) for j in range(len(ks))]
 
 
 DENSE_SLOTS = 1 << 20  # an integer id range this wide (or up to 4x the items) is looked up by position
@@ -83,15 +82,23 @@ def _item_values(rows: pl.LazyFrame, items: pl.DataFrame):
     return looked_up
 
 
-def _cumulative(per_bucket: pl.LazyFrame, keys: list, ks, sums: dict) -> pl.LazyFrame:
-    """Per (keys, k): ``sums`` ({name: column of ``per_bucket``}) added up over the buckets up to k
-    (``per_bucket`` holds keys, ix and the columns)."""
-    if len(ks) == 1:  # one bucket: its sums are the cutoff's
-        return per_bucket.select(*keys, pl.lit(ks[0], pl.Int64).alias("k"),
-                                 *(pl.col(column).alias(name) for name, column in sums.items()))
-    cut = pl.LazyFrame({"k": sorted(ks), "kx": range(len(ks))}, schema={"k": pl.Int64, "kx": pl.Int32})
-    return per_bucket.join(cut, how="cross").filter(pl.col("ix") <= pl.col("kx")).group_by(*keys, "k").agg(
-        pl.col(column).sum().alias(name) for name, column in sums.items())
+def _cumulative(buckets: list[pl.LazyFrame], keys: list, ks, sums: dict) -> pl.LazyFrame:
+    """Per (keys, k): ``sums`` ({name: column of the buckets' frames}) added up over the buckets up to k (``buckets``:
+    :func:`_per_bucket`'s frames, computed here together). Each cutoff adds its bucket to the one before by a join on
+    the keys (a key absent on one side adds 0): at 1M users one cross join and group-by of every (user, bucket) row
+    took 0.21-0.28 s at two cutoffs and 1.6-1.9 s at six, the joins 0.06 and 0.7 s. The sums are of integers and
+    exact decimals: the same in any order."""
+    frames = pl.collect_all([b.select(*keys, *(pl.col(column).alias(name) for name, column in sums.items()))
+                             for b in buckets])
+    out, running = [], None
+    for k, frame in zip(sorted(ks), frames):
+        if running is not None:
+            running = running.join(frame, on=keys, how="full", coalesce=True, suffix="_next").select(
+                *keys, *((pl.col(n).fill_null(0) + pl.col(f"{n}_next").fill_null(0)).alias(n) for n in sums))
+        else:
+            running = frame
+        out.append(running.with_columns(pl.lit(k, pl.Int64).alias("k")))
+    return pl.concat(out).lazy()
 
 
 def _users(recs: pl.LazyFrame, ks) -> pl.LazyFrame:
