@@ -148,16 +148,17 @@ def test_engines_equal_the_oracle(seed):
             assert got_items == want_items, label
 
 
-@pytest.mark.parametrize(("ids", "path"), [
-    ([3, 5, 9, 5, 12, 40], "looked_up"),  # 40: a recommended item the table lacks, above its largest id
-    ([-7, 0, 2, -7, 11, -20], "looked_up"),  # below zero, and below the table's smallest id
-    ([0, 10**9, 5, 10**9, 7, 3 * 10**9], "joined"),  # a range far wider than the items: joined
-    (["a", "c", "b", "c", "zz", "q"], "joined"),  # text ids
+@pytest.mark.parametrize(("ids", "kind", "path"), [
+    ([3, 5, 9, 5, 12, 40], pl.Int64, "looked_up"),  # 40: a recommended item the table lacks, above its largest id
+    ([-7, 0, 2, -7, 11, -20], pl.Int64, "looked_up"),  # below zero, and below the table's smallest id
+    ([0, 10**9, 5, 10**9, 7, 3 * 10**9], pl.Int64, "joined"),  # a range far wider than the items: joined
+    (["a", "c", "b", "c", "zz", "q"], pl.String, "joined"),  # text ids
+    ([3, 1, 0, 1, 9, 12], pl.UInt64, "looked_up"),
+    ([2**63 + 3, 2**63 + 1, 2**63, 2**63 + 1, 2**63 + 9, 2**64 - 1], pl.UInt64, "joined"),  # past Int64: joined
 ])
-def test_per_item_values_looked_up_or_joined_equal_a_left_join(ids, path):
+def test_per_item_values_looked_up_or_joined_equal_a_left_join(ids, kind, path):
     """_item_values gives the list rows the per-item columns by position in a table of the id range, or by a join:
     either way what a left join on the item gives (null for an item the table lacks)."""
-    kind = pl.String if isinstance(ids[0], str) else pl.Int64
     rows = pl.DataFrame({"user_id": [1, 1, 2, 2, 3, 3], "item_id": pl.Series(ids, dtype=kind)})
     known = list(dict.fromkeys(ids))[:4]  # the table holds the first four distinct items
     items = pl.DataFrame({"item_id": pl.Series(known, dtype=kind), "_train": [True] * len(known),

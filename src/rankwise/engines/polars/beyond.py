@@ -66,9 +66,10 @@ def _item_values(rows: pl.LazyFrame, items: pl.DataFrame):
 
     if not (items.schema[ITEM].is_integer() and rows.collect_schema()[ITEM].is_integer()):
         return joined
-    ends = pl.concat([rows.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi")).collect(),
-                      items.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi"))], how="vertical_relaxed")
-    lo, hi = ends["lo"].min(), ends["hi"].max()
+    ends = [v for frame in (rows.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi")).collect(),
+                            items.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi")))
+            for v in frame.row(0) if v is not None]
+    lo, hi = (min(ends), max(ends)) if ends else (None, None)
     if lo is None or hi >= 2**63 or hi - lo + 1 > max(DENSE_SLOTS, 4 * items.height):
         return joined
     slots = pl.DataFrame({"_slot": pl.int_range(hi - lo + 1, eager=True, dtype=pl.Int64)})
