@@ -66,11 +66,12 @@ def _item_values(rows: pl.LazyFrame, items: pl.DataFrame):
 
     if not (items.schema[ITEM].is_integer() and rows.collect_schema()[ITEM].is_integer()):
         return joined
-    ends = [v for frame in (rows.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi")).collect(),
-                            items.select(pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi")))
-            for v in frame.row(0) if v is not None]
-    lo, hi = (min(ends), max(ends)) if ends else (None, None)
-    if lo is None or hi >= 2**63 or hi - lo + 1 > max(DENSE_SLOTS, 4 * items.height):
+    span = (pl.col(ITEM).min().alias("lo"), pl.col(ITEM).max().alias("hi"))
+    ends = [v for v in (*rows.select(span).collect().row(0), *items.select(span).row(0)) if v is not None]
+    if not ends:
+        return joined
+    lo, hi = min(ends), max(ends)
+    if hi >= 2**63 or hi - lo + 1 > max(DENSE_SLOTS, 4 * items.height):
         return joined
     slots = pl.DataFrame({"_slot": pl.int_range(hi - lo + 1, eager=True, dtype=pl.Int64)})
     table = slots.join(items.select((pl.col(ITEM).cast(pl.Int64) - lo).alias("_slot"), *columns), on="_slot",
@@ -92,12 +93,10 @@ def _cumulative(buckets: list[pl.LazyFrame], keys: list, ks, sums: dict) -> pl.L
     frames = pl.collect_all([b.select(*keys, *(pl.col(column).alias(name) for name, column in sums.items()))
                              for b in buckets])
     out, running = [], None
+    added = [(pl.col(n).fill_null(0) + pl.col(f"{n}_next").fill_null(0)).alias(n) for n in sums]
     for k, frame in zip(sorted(ks), frames):
-        if running is not None:
-            running = running.join(frame, on=keys, how="full", coalesce=True, suffix="_next").select(
-                *keys, *((pl.col(n).fill_null(0) + pl.col(f"{n}_next").fill_null(0)).alias(n) for n in sums))
-        else:
-            running = frame
+        running = frame if running is None else running.join(frame, on=keys, how="full", coalesce=True,
+                                                             suffix="_next").select(*keys, *added)
         out.append(running.with_columns(pl.lit(k, pl.Int64).alias("k")))
     return pl.concat(out).lazy()
 
